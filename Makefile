@@ -1,0 +1,54 @@
+# zfuse build and test targets. Every target is a plain go command.
+GO ?= go
+
+.PHONY: all build deps check test unit integration fuzz bench bench-c kernels
+
+all: build
+
+# build: the zfuse binary in ./bin.
+build:
+	$(GO) build -o bin/zfuse ./cmd/zfuse
+
+# deps: the Debian packages the tests need (run as root on Debian 12):
+# fuse3 for fusermount3, zarr-python 2.13 / numcodecs 0.11 to write fixture
+# stores and read through mounts, xarray to open mounts as datasets.
+deps:
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		fuse3 python3-zarr python3-numcodecs python3-numpy python3-xarray
+	$(GO) mod download
+
+# check: formatting, vet, and the import table (deps_test.go).
+check:
+	test -z "$$(gofmt -l .)" || (gofmt -l . && false)
+	$(GO) vet ./...
+	$(GO) test -run TestImports .
+
+# test: everything CI runs. -race: many readers at once must be safe;
+# -count=1: integration tests mount for real, never use cached results.
+test: check
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+# unit: the fast tests only (-short skips mounts and Python fixtures).
+unit:
+	$(GO) test -race -short ./...
+
+# integration: real mounts, one package at a time (-p 1), and again with
+# GOMAXPROCS=1, where scheduling bugs show that hide elsewhere.
+integration:
+	$(GO) test -race -count=1 -p 1 -timeout 20m ./integration/...
+	GOMAXPROCS=1 $(GO) test -race -count=1 -p 1 -timeout 20m ./integration/...
+
+# fuzz: each fuzz target for a fixed number of executions.
+fuzz:
+	for t in $$($(GO) test -list '^Fuzz' ./codec | grep ^Fuzz); do \
+		$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime=10000x ./codec || exit 1; \
+	done
+
+# bench: decoder benchmarks, 6 runs each for benchstat.
+bench:
+	$(GO) test -run '^$$' -bench . -count 6 ./codec
+
+# bench-c: Go vs C (numcodecs) decode speed on the same numcodecs-written bytes.
+bench-c:
+	/usr/bin/python3 codec/testdata/bench_c.py
