@@ -1,0 +1,101 @@
+package zarr
+
+import (
+	"fmt"
+	"github.com/zfuse/zfuse/codec"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ChunkLen returns the decoded size of every chunk in bytes: the chunk
+// shape times the item size. Edge chunks are full size, as Zarr stores them.
+func (a *Array) ChunkLen() int64 { return a.chunkLen }
+
+// Grid returns the number of chunks along each dimension. The caller must
+// not modify it.
+func (a *Array) Grid() []int { return a.grid }
+
+// NumChunks returns the number of chunks in the grid.
+func (a *Array) NumChunks() int64 { return a.numChunks }
+
+// ChunkKey returns the key of the chunk at coords, relative to the array:
+// "0.3" or "0/3"; "0" for a 0-d array.
+func (a *Array) ChunkKey(coords []int) string {
+	if len(coords) == 0 {
+		return "0"
+	}
+	var b strings.Builder
+	for i, c := range coords {
+		if i > 0 {
+			b.WriteString(a.Separator)
+		}
+		b.WriteString(strconv.Itoa(c))
+	}
+	return b.String()
+}
+
+// ParseChunkKey returns the grid coordinates of rel, a key relative to the
+// array. It reports false when rel is not a chunk key of this array or lies
+// outside the grid. Arrays whose metadata names no separator accept both
+// "0.0" and the legacy nested "0/0".
+func (a *Array) ParseChunkKey(rel string) ([]int, bool) {
+	if len(a.grid) == 0 {
+		return []int{}, rel == "0"
+	}
+	parts := strings.Split(rel, a.Separator)
+	if !a.separatorGiven && len(parts) == 1 && len(a.grid) > 1 {
+		parts = strings.Split(rel, "/")
+	}
+	if len(parts) != len(a.grid) {
+		return nil, false
+	}
+	coords := make([]int, len(parts))
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 || n >= a.grid[i] || p != strconv.Itoa(n) {
+			return nil, false
+		}
+		coords[i] = n
+	}
+	return coords, true
+}
+
+// Legacy reports whether the metadata names no dimension separator, so
+// chunk keys may be either "0.0" or the legacy nested "0/0".
+func (a *Array) Legacy() bool { return a.Format == 2 && !a.separatorGiven }
+
+// Linear returns the index of the chunk at coords in C order over the grid.
+func (a *Array) Linear(coords []int) int64 {
+	var n int64
+	for i, c := range coords {
+		n = n*int64(a.grid[i]) + int64(c)
+	}
+	return n
+}
+
+// Coords is the inverse of Linear.
+func (a *Array) Coords(linear int64) []int {
+	coords := make([]int, len(a.grid))
+	for i := len(a.grid) - 1; i >= 0; i-- {
+		g := int64(a.grid[i])
+		coords[i] = int(linear % g)
+		linear /= g
+	}
+	return coords
+}
+
+// DecodeChunk decodes a stored chunk into dst, whose capacity must be
+// ChunkLen, and checks that the result fills it exactly.
+func (a *Array) DecodeChunk(dst, src []byte) ([]byte, error) {
+	if a.decoder == nil {
+		return nil, fmt.Errorf("array is passed through: %w", a.PassThrough)
+	}
+	if int64(cap(dst)) != a.chunkLen {
+		dst = make([]byte, 0, a.chunkLen)
+	}
+	return codec.DecodeFull(a.decoder, dst, src)
+}
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
