@@ -1,0 +1,79 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// DirStore is a Store over a local directory (which may be on NFS or
+// Lustre). Keys never escape the directory: it goes through os.Root, which
+// refuses "..", absolute paths, and symlinks that resolve outside the root;
+// such keys give errors wrapping ErrOutside. It is safe for concurrent use.
+type DirStore struct {
+	*FSStore          // over root.FS()
+	root     *os.Root // immutable; closed by Close
+	dir      string   // root with symlinks resolved, for error reports
+}
+
+// Dir opens the local directory root as a store. Close it when done.
+func Dir(root string) (*DirStore, error) {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	dir, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	return &DirStore{FSStore: FS(r.FS()), root: r, dir: dir}, nil
+}
+
+// Close releases the directory.
+func (d *DirStore) Close() error { return d.root.Close() }
+
+// ReadKey returns the contents of the file key. The caller owns the slice.
+func (d *DirStore) ReadKey(ctx context.Context, key string) ([]byte, error) {
+	b, err := d.FSStore.ReadKey(ctx, key)
+	return b, d.why(key, err)
+}
+
+// ReadKeyRange reads [off, off+n) of key with one pread. The caller owns the slice.
+func (d *DirStore) ReadKeyRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	b, err := d.FSStore.ReadKeyRange(ctx, key, off, n)
+	return b, d.why(key, err)
+}
+
+// List returns the entries directly under dir; see FSStore.List.
+func (d *DirStore) List(ctx context.Context, dir string) ([]Entry, error) {
+	es, err := d.FSStore.List(ctx, dir)
+	return es, d.why(dir, err)
+}
+
+// Stat describes name; see FSStore.Stat.
+func (d *DirStore) Stat(ctx context.Context, name string) (Entry, error) {
+	e, err := d.FSStore.Stat(ctx, name)
+	return e, d.why(name, err)
+}
+
+// why marks errors caused by a symlink that leads out of the root with
+// ErrOutside. os.Root refuses such paths but its error is not exported, so
+// on the error path we resolve the key ourselves and look where it lands.
+func (d *DirStore) why(key string, err error) error {
+	if err == nil || errors.Is(err, ErrOutside) || errors.Is(err, fs.ErrNotExist) || !fs.ValidPath(key) {
+		return err
+	}
+	real, rerr := filepath.EvalSymlinks(filepath.Join(d.dir, filepath.FromSlash(key)))
+	if rerr != nil {
+		return err
+	}
+	if rel, rerr := filepath.Rel(d.dir, real); rerr == nil && (rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator))) {
+		return fmt.Errorf("%w: %s resolves to %s: %w", ErrOutside, key, real, err)
+	}
+	return err
+}

@@ -1,0 +1,141 @@
+// Package store gives read access to the keys and values of a Zarr store.
+//
+// It copies io/fs: one required method (Store.ReadKey), optional interfaces
+// for faster or richer access (RangeReader, Lister, Stater), and functions
+// that fall back when a backend lacks them (ReadRange, List, Stat), as
+// fs.ReadFile does. Keys use io/fs path syntax ("temp/0.3", "temp/0/3"), are
+// relative to the store root and never escape it.
+//
+// store imports nothing else of zfuse.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+)
+
+// ErrOutside means a key is not a valid key of the store: absolute, holding
+// ".." or empty elements, or resolving (through a symlink) outside the root.
+var ErrOutside = errors.New("store: key outside the store")
+
+// ErrNotSupported means a backend cannot do what was asked (list a store
+// that has no listing).
+var ErrNotSupported = errors.New("store: operation not supported")
+
+// A Store gives read access to the values of a Zarr store. Keys use io/fs
+// path syntax ("temp/c/0/3"). It must be safe for concurrent use.
+type Store interface {
+	// ReadKey returns the value stored under key. If key does not exist, the
+	// error satisfies errors.Is(err, fs.ErrNotExist). The caller owns the slice.
+	ReadKey(ctx context.Context, key string) ([]byte, error)
+}
+
+// A RangeReader reads part of a value without reading all of it.
+type RangeReader interface {
+	Store
+	// ReadKeyRange returns the bytes of key's value in [off, off+n); fewer
+	// only where the value ends. The caller owns the slice.
+	ReadKeyRange(ctx context.Context, key string, off, n int64) ([]byte, error)
+}
+
+// An Entry is one name in a listed directory of keys.
+type Entry struct {
+	Name string // base name, no slashes
+	Dir  bool   // a prefix of other keys, not a key itself
+	Size int64  // length of the value; 0 for directories
+}
+
+// A Lister lists the keys under a prefix, one level at a time.
+type Lister interface {
+	Store
+	// List returns the entries directly under dir ("." for the root),
+	// sorted by name. A missing dir satisfies errors.Is(err, fs.ErrNotExist).
+	List(ctx context.Context, dir string) ([]Entry, error)
+}
+
+// A Stater describes one key or directory without reading its value.
+type Stater interface {
+	Store
+	// Stat returns the entry for name ("." for the root). A missing name
+	// satisfies errors.Is(err, fs.ErrNotExist).
+	Stat(ctx context.Context, name string) (Entry, error)
+}
+
+// ReadRange returns the bytes of key's value in [off, off+n), fewer only where
+// the value ends. It uses s's ReadKeyRange if s is a RangeReader and otherwise
+// reads the whole value. The caller owns the slice.
+func ReadRange(ctx context.Context, s Store, key string, off, n int64) ([]byte, error) {
+	if off < 0 || n < 0 {
+		return nil, fmt.Errorf("read %s [%d,+%d): negative range", key, off, n)
+	}
+	if r, ok := s.(RangeReader); ok {
+		return r.ReadKeyRange(ctx, key, off, n)
+	}
+	b, err := s.ReadKey(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return clip(b, off, n), nil
+}
+
+// clip returns b[off:off+n] limited to b's length.
+func clip(b []byte, off, n int64) []byte {
+	if off >= int64(len(b)) {
+		return b[:0]
+	}
+	return b[off:min(int64(len(b)), off+n)]
+}
+
+// List returns the entries directly under dir, sorted by name. Stores that are
+// not Listers give ErrNotSupported.
+func List(ctx context.Context, s Store, dir string) ([]Entry, error) {
+	if l, ok := s.(Lister); ok {
+		return l.List(ctx, dir)
+	}
+	return nil, fmt.Errorf("list %s: %w", dir, ErrNotSupported)
+}
+
+// Stat describes name. It uses s's Stat if s is a Stater, else looks name up
+// in its parent's listing, else reads the value to learn its size.
+func Stat(ctx context.Context, s Store, name string) (Entry, error) {
+	if st, ok := s.(Stater); ok {
+		return st.Stat(ctx, name)
+	}
+	if !fs.ValidPath(name) {
+		return Entry{}, fmt.Errorf("stat %s: %w", name, ErrOutside)
+	}
+	if name == "." {
+		return Entry{Name: ".", Dir: true}, nil
+	}
+	dir, base := path.Split(name)
+	if _, ok := s.(Lister); ok {
+		es, err := List(ctx, s, path.Clean(dir))
+		if err != nil {
+			return Entry{}, err
+		}
+		i, found := slices.BinarySearchFunc(es, base, func(e Entry, n string) int { return strings.Compare(e.Name, n) })
+		if !found {
+			return Entry{}, fmt.Errorf("stat %s: %w", name, fs.ErrNotExist)
+		}
+		return es[i], nil
+	}
+	b, err := s.ReadKey(ctx, name)
+	if err != nil {
+		return Entry{}, err
+	}
+	return Entry{Name: base, Size: int64(len(b))}, nil
+}
+
+// checkKey refuses keys that are not valid io/fs paths ("..", absolute,
+// empty elements): such a key could name something outside the store.
+func checkKey(op, key string) error {
+	if !fs.ValidPath(key) {
+		return &fs.PathError{Op: op, Path: key, Err: ErrOutside}
+	}
+	return nil
+}

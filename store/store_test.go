@@ -1,0 +1,282 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"testing/fstest"
+
+	"github.com/zfuse/zfuse/store"
+)
+
+// dirStore builds a directory store with a secret file beside it (outside
+// the root) and symlinks that point in and out.
+func dirStore(t *testing.T) *store.DirStore {
+	t.Helper()
+	top := t.TempDir()
+	root := filepath.Join(top, "root")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(root, "a", "b"), 0o755))
+	must(os.WriteFile(filepath.Join(top, "secret"), []byte("outside"), 0o644))
+	must(os.Mkdir(filepath.Join(top, "secretdir"), 0o755))
+	must(os.WriteFile(filepath.Join(top, "secretdir", "x"), []byte("outside"), 0o644))
+	must(os.WriteFile(filepath.Join(root, "a", ".zarray"), []byte(`{"zarr_format":2}`), 0o644))
+	must(os.WriteFile(filepath.Join(root, "a", "0.0"), []byte("0123456789"), 0o644))
+	must(os.WriteFile(filepath.Join(root, "a", "b", "1"), []byte("nested"), 0o644))
+	must(os.WriteFile(filepath.Join(root, "empty"), nil, 0o644))
+	must(os.Symlink("0.0", filepath.Join(root, "a", "link")))                  // inside
+	must(os.Symlink("../../secret", filepath.Join(root, "a", "out")))          // to a file outside
+	must(os.Symlink(filepath.Join(top, "secret"), filepath.Join(root, "abs"))) // absolute, outside
+	must(os.Symlink("../secretdir", filepath.Join(root, "outdir")))            // to a dir outside
+	must(os.Symlink("nowhere", filepath.Join(root, "dangling")))
+	s, err := store.Dir(root)
+	must(err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// mapStore holds the same keys as dirStore's inside part.
+func mapStore() *store.FSStore {
+	return store.FS(fstest.MapFS{
+		"a/.zarray": {Data: []byte(`{"zarr_format":2}`)},
+		"a/0.0":     {Data: []byte("0123456789")},
+		"a/b/1":     {Data: []byte("nested")},
+		"empty":     {Data: nil},
+	})
+}
+
+// readOnly hides every optional interface, to test the fallbacks.
+type readOnly struct{ s store.Store }
+
+func (r readOnly) ReadKey(ctx context.Context, key string) ([]byte, error) {
+	return r.s.ReadKey(ctx, key)
+}
+
+// listOnly has ReadKey and List but no Stat or range reads.
+type listOnly struct{ l store.Lister }
+
+func (r listOnly) ReadKey(ctx context.Context, key string) ([]byte, error) {
+	return r.l.ReadKey(ctx, key)
+}
+func (r listOnly) List(ctx context.Context, dir string) ([]store.Entry, error) {
+	return r.l.List(ctx, dir)
+}
+
+func TestReadKey(t *testing.T) {
+	ctx := context.Background()
+	ds := dirStore(t)
+	type row struct {
+		key     string
+		want    string
+		wantErr error // nil: success
+	}
+	common := []row{
+		{"a/0.0", "0123456789", nil},
+		{"a/b/1", "nested", nil},
+		{"empty", "", nil},
+		{"a/missing", "", fs.ErrNotExist},
+		{"a", "", fs.ErrNotExist}, // a directory holds no value
+		{"..", "", store.ErrOutside},
+		{"../secret", "", store.ErrOutside},
+		{"a/../../secret", "", store.ErrOutside},
+		{"a/../a/0.0", "", store.ErrOutside}, // not a clean key
+		{"/etc/passwd", "", store.ErrOutside},
+		{"", "", store.ErrOutside},
+		{"a//0.0", "", store.ErrOutside},
+		{"./a/0.0", "", store.ErrOutside},
+	}
+	dirOnly := []row{
+		{"a/link", "0123456789", nil},
+		{"a/out", "", store.ErrOutside},
+		{"abs", "", store.ErrOutside},
+		{"outdir/x", "", store.ErrOutside},
+		{"dangling", "", fs.ErrNotExist},
+	}
+	stores := []struct {
+		name string
+		s    store.Store
+		rows []row
+	}{
+		{"dir", ds, append(common, dirOnly...)},
+		{"map", mapStore(), common},
+		{"fallback", readOnly{ds}, append(common, dirOnly...)},
+	}
+	for _, st := range stores {
+		for _, r := range st.rows {
+			t.Run(st.name+"/"+r.key, func(t *testing.T) {
+				got, err := st.s.ReadKey(ctx, r.key)
+				if r.wantErr != nil {
+					if !errors.Is(err, r.wantErr) {
+						t.Fatalf("ReadKey(%q) = %q, %v; want error %v", r.key, got, err, r.wantErr)
+					}
+					if bytes.Contains(got, []byte("outside")) {
+						t.Fatalf("leaked bytes from outside the root")
+					}
+					return
+				}
+				if err != nil || string(got) != r.want {
+					t.Fatalf("ReadKey(%q) = %q, %v; want %q", r.key, got, err, r.want)
+				}
+				// The caller owns the slice: scribbling on it changes nothing.
+				for i := range got {
+					got[i] = 'X'
+				}
+				again, _ := st.s.ReadKey(ctx, r.key)
+				if string(again) != r.want {
+					t.Fatalf("second read %q: the store kept a reference", again)
+				}
+			})
+		}
+	}
+}
+
+func TestReadRange(t *testing.T) {
+	ctx := context.Background()
+	ds := dirStore(t)
+	rows := []struct {
+		key     string
+		off, n  int64
+		want    string
+		wantErr error
+	}{
+		{"a/0.0", 0, 4, "0123", nil},
+		{"a/0.0", 3, 4, "3456", nil},
+		{"a/0.0", 8, 100, "89", nil},
+		{"a/0.0", 10, 5, "", nil},
+		{"a/0.0", 50, 5, "", nil},
+		{"a/0.0", 0, 0, "", nil},
+		{"empty", 0, 10, "", nil},
+		{"a/link", 1, 2, "12", nil},
+		{"a/missing", 0, 1, "", fs.ErrNotExist},
+		{"a/out", 0, 1, "", store.ErrOutside},
+		{"../secret", 0, 1, "", store.ErrOutside},
+	}
+	for _, s := range []struct {
+		name string
+		s    store.Store
+	}{{"dir", ds}, {"fallback", readOnly{ds}}} {
+		for _, r := range rows {
+			got, err := store.ReadRange(ctx, s.s, r.key, r.off, r.n)
+			if r.wantErr != nil {
+				if !errors.Is(err, r.wantErr) {
+					t.Errorf("%s: ReadRange(%q, %d, %d) = %q, %v; want %v", s.name, r.key, r.off, r.n, got, err, r.wantErr)
+				}
+				continue
+			}
+			if err != nil || string(got) != r.want {
+				t.Errorf("%s: ReadRange(%q, %d, %d) = %q, %v; want %q", s.name, r.key, r.off, r.n, got, err, r.want)
+			}
+		}
+	}
+	if _, err := store.ReadRange(ctx, ds, "a/0.0", -1, 2); err == nil {
+		t.Errorf("negative offset accepted")
+	}
+}
+
+func TestList(t *testing.T) {
+	ctx := context.Background()
+	ds := dirStore(t)
+	wantA := []store.Entry{
+		{Name: ".zarray", Size: 17},
+		{Name: "0.0", Size: 10},
+		{Name: "b", Dir: true},
+		{Name: "link", Size: 10}, // resolved; "out" points outside and is left out
+	}
+	for _, s := range []struct {
+		name string
+		s    store.Store
+		want []store.Entry
+	}{
+		{"dir", ds, wantA},
+		{"map", mapStore(), wantA[:3]},
+	} {
+		got, err := store.List(ctx, s.s, "a")
+		if err != nil || !reflect.DeepEqual(got, s.want) {
+			t.Errorf("%s: List(a) = %+v, %v; want %+v", s.name, got, err, s.want)
+		}
+	}
+	root, err := store.List(ctx, ds, ".")
+	want := []store.Entry{{Name: "a", Dir: true}, {Name: "empty"}} // abs, outdir, dangling left out
+	if err != nil || !reflect.DeepEqual(root, want) {
+		t.Errorf("List(.) = %+v, %v; want %+v", root, err, want)
+	}
+	for _, dir := range []string{"..", "outdir", "../secretdir", "/"} {
+		if es, err := store.List(ctx, ds, dir); err == nil {
+			t.Errorf("List(%q) = %+v: listed outside the root", dir, es)
+		}
+	}
+	if _, err := store.List(ctx, ds, "nope"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("List(nope) err = %v, want ErrNotExist", err)
+	}
+	if _, err := store.List(ctx, readOnly{ds}, "a"); !errors.Is(err, store.ErrNotSupported) {
+		t.Errorf("List on a store without listing: err = %v", err)
+	}
+}
+
+func TestStat(t *testing.T) {
+	ctx := context.Background()
+	ds := dirStore(t)
+	rows := []struct {
+		name    string
+		want    store.Entry
+		wantErr error
+	}{
+		{".", store.Entry{Name: ".", Dir: true}, nil},
+		{"a", store.Entry{Name: "a", Dir: true}, nil},
+		{"a/0.0", store.Entry{Name: "0.0", Size: 10}, nil},
+		{"a/b/1", store.Entry{Name: "1", Size: 6}, nil},
+		{"a/link", store.Entry{Name: "link", Size: 10}, nil},
+		{"a/nope", store.Entry{}, fs.ErrNotExist},
+		{"a/out", store.Entry{}, store.ErrOutside},
+		{"outdir", store.Entry{}, store.ErrOutside},
+		{"../secret", store.Entry{}, store.ErrOutside},
+	}
+	for _, s := range []struct {
+		name string
+		s    store.Store
+	}{{"dir", ds}, {"listed", listOnly{ds}}, {"read", readOnly{ds}}} {
+		for _, r := range rows {
+			if s.name == "read" && r.want.Dir {
+				continue // without a listing, directories cannot be told apart
+			}
+			if s.name == "listed" && r.wantErr == store.ErrOutside && r.name != "../secret" {
+				// The listing leaves symlinks out of the root out: they do not exist.
+				r.wantErr = fs.ErrNotExist
+			}
+			got, err := store.Stat(ctx, s.s, r.name)
+			if r.wantErr != nil {
+				if !errors.Is(err, r.wantErr) {
+					t.Errorf("%s: Stat(%q) = %+v, %v; want %v", s.name, r.name, got, err, r.wantErr)
+				}
+				continue
+			}
+			if err != nil || got != r.want {
+				t.Errorf("%s: Stat(%q) = %+v, %v; want %+v", s.name, r.name, got, err, r.want)
+			}
+		}
+	}
+}
+
+func TestCanceled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := dirStore(t).ReadKey(ctx, "a/0.0"); !errors.Is(err, context.Canceled) {
+		t.Errorf("ReadKey with a canceled ctx: err = %v", err)
+	}
+}
+
+func TestDirMissing(t *testing.T) {
+	if _, err := store.Dir(filepath.Join(t.TempDir(), "nope")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Dir(missing) err = %v", err)
+	}
+}
