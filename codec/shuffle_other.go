@@ -1,0 +1,13 @@
+//go:build !amd64 || purego
+
+package codec
+
+// Without a SIMD kernel, the portable code is the fast path.
+
+func unshuffleStreams(dst []byte, s *[maxStreams][]byte, typesize, n int) {
+	unshuffleStreamsGeneric(dst, s, typesize, 0, n)
+}
+
+func bitUnshufflePlanes(dst, src []byte, typesize, nb int) {
+	bitUnshufflePlanesGeneric(dst, src, typesize, nb)
+}
