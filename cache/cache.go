@@ -1,0 +1,226 @@
+// Package cache holds byte-budgeted caches of immutable values: zfuse keeps
+// one for compressed values (it saves store reads) and one for decoded chunks.
+//
+// The one fact to know: values are immutable. A value handed to the cache or
+// returned by it is shared by every reader and must never be written to; the
+// garbage collector frees it once nothing refers to it.
+//
+// A Cache sits on ristretto (TinyLFU admission, sampled LFU eviction), so an
+// offered value may be dropped or rejected, and kept values may be evicted at
+// any time. Load adds the other half: one load per key at a time, shared by
+// every reader that wants that key, and outliving any one of them.
+//
+// cache imports nothing else of zfuse.
+package cache
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/dgraph-io/ristretto/v2"
+	"golang.org/x/sync/singleflight"
+)
+
+// A Config sizes a Cache.
+type Config struct {
+	// MaxBytes is the budget: the sum of cap(value) over kept values never
+	// exceeds it. Zero or less keeps nothing (Load still shares loads).
+	MaxBytes int64
+	// ItemBytes is the typical size of a value, used only to size the
+	// admission counters (ristretto wants ten per value that fits). Zero
+	// means 64 KiB.
+	ItemBytes int64
+}
+
+// A Cache maps string keys to immutable byte slices within a byte budget.
+// A key names one value for the life of the cache (as a chunk key names one
+// chunk): every Add or load of a key gives a value of the same size, or the
+// budget accounting drifts (ristretto updates a cost in place, without
+// evicting). It is safe for concurrent use. Close it to stop its goroutines.
+type Cache struct {
+	max   int64                            // immutable after New
+	rc    *ristretto.Cache[string, []byte] // nil when max <= 0; owns the budget
+	group singleflight.Group               // one load per key at a time
+
+	// Counters, updated atomically.
+	hits, misses, loads, loadErrors, rejected atomic.Int64
+}
+
+// New returns an empty cache with the budget cfg.MaxBytes.
+func New(cfg Config) (*Cache, error) {
+	c := &Cache{max: max(cfg.MaxBytes, 0)}
+	if c.max == 0 {
+		return c, nil
+	}
+	item := cfg.ItemBytes
+	if item <= 0 {
+		item = 64 << 10
+	}
+	counters := min(max(10*(c.max/item), 1000), 10_000_000)
+	rc, err := ristretto.NewCache(&ristretto.Config[string, []byte]{
+		NumCounters: counters,
+		MaxCost:     c.max,
+		BufferItems: 64, // ristretto's recommended Get buffer size
+		// Cost is exactly what we pass (cap of the value), not plus
+		// ristretto's per-item overhead, so MaxCost is a byte budget.
+		IgnoreInternalCost: true,
+		// Metrics gives CostAdded and CostEvicted: the bytes kept.
+		Metrics:  true,
+		OnReject: func(*ristretto.Item[[]byte]) { c.rejected.Add(1) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cache: %w", err)
+	}
+	c.rc = rc
+	return c, nil
+}
+
+// Get returns the value kept under key. The value is shared: do not modify
+// it. A Get also tells the admission policy that key is wanted.
+func (c *Cache) Get(key string) ([]byte, bool) {
+	v, ok := c.get(key)
+	if ok {
+		c.hits.Add(1)
+	} else {
+		c.misses.Add(1)
+	}
+	return v, ok
+}
+
+func (c *Cache) get(key string) ([]byte, bool) {
+	if c.rc == nil {
+		return nil, false
+	}
+	return c.rc.Get(key)
+}
+
+// Has reports whether a value is kept under key, without counting a hit or
+// a miss and without telling the admission policy.
+func (c *Cache) Has(key string) bool {
+	if c.rc == nil {
+		return false
+	}
+	_, ok := c.rc.GetTTL(key)
+	return ok
+}
+
+// Add offers v to the cache under key. The cache takes v as it is (it must
+// not be modified afterwards). Adding is asynchronous: the value becomes
+// visible to Get a little later (at the latest after Wait), and it may be
+// dropped or rejected by the admission policy. Add reports false if it was
+// dropped at once.
+func (c *Cache) Add(key string, v []byte) bool {
+	if c.rc == nil {
+		return false
+	}
+	return c.rc.Set(key, v, int64(cap(v)))
+}
+
+// Wait blocks until every earlier Add has been applied (kept or rejected).
+func (c *Cache) Wait() {
+	if c.rc != nil {
+		c.rc.Wait()
+	}
+}
+
+// Load returns the value under key, calling load to produce it on a miss.
+// Concurrent callers for the same key share one call of load, which runs
+// with ctx's values but without its cancellation: a caller whose ctx ends
+// returns ctx.Err() at once, and the load goes on for the others. A value
+// that loads without error is offered to the cache before it is returned.
+// load must return a value that nobody modifies afterwards.
+func (c *Cache) Load(ctx context.Context, key string, load func(context.Context) ([]byte, error)) ([]byte, error) {
+	if v, ok := c.Get(key); ok {
+		return v, nil
+	}
+	ch := c.group.DoChan(key, func() (any, error) {
+		// A load for key may have finished between our Get and DoChan.
+		if v, ok := c.get(key); ok {
+			return v, nil
+		}
+		c.loads.Add(1)
+		v, err := load(context.WithoutCancel(ctx))
+		if err != nil {
+			c.loadErrors.Add(1)
+			return nil, err
+		}
+		if c.Add(key, v) {
+			// Make v visible before this load is forgotten, so that the
+			// next reader finds it instead of loading again.
+			c.Wait()
+		}
+		return v, nil
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.([]byte), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Used returns the bytes kept: the sum of cap(value) over kept values, as
+// the eviction policy accounts them. It never exceeds Max. (ristretto stores
+// an admitted value just before it drops the victims that made room for it,
+// so for an instant its map may hold both.)
+func (c *Cache) Used() int64 {
+	if c.rc == nil {
+		return 0
+	}
+	// Read the additions first: every eviction that made room for an
+	// addition counted here happened before it, so the difference never
+	// overstates what was kept at some instant.
+	added := c.rc.Metrics.CostAdded()
+	evicted := c.rc.Metrics.CostEvicted()
+	return int64(added - evicted)
+}
+
+// Max returns the budget in bytes.
+func (c *Cache) Max() int64 { return c.max }
+
+// Close stops the cache's goroutines and drops every value. Afterwards Get
+// misses, Add drops, and Load loads every time.
+func (c *Cache) Close() {
+	if c.rc != nil {
+		c.rc.Close()
+	}
+}
+
+// Stats are a cache's counters since New.
+type Stats struct {
+	Hits       int64 // lookups that found a value (Get, and Load before loading)
+	Misses     int64 // lookups that did not
+	Loads      int64 // calls of a load function (shared loads count once)
+	LoadErrors int64 // loads that returned an error
+	Rejected   int64 // values offered but not kept: dropped or refused by admission
+	Evicted    int64 // values removed to make room
+	Used, Max  int64 // bytes kept, and the budget
+}
+
+// Stats returns the counters. It is safe to call at any time.
+func (c *Cache) Stats() Stats {
+	s := Stats{
+		Hits:       c.hits.Load(),
+		Misses:     c.misses.Load(),
+		Loads:      c.loads.Load(),
+		LoadErrors: c.loadErrors.Load(),
+		Used:       c.Used(),
+		Max:        c.max,
+	}
+	if c.rc != nil {
+		m := c.rc.Metrics
+		s.Rejected = c.rejected.Load() + int64(m.SetsDropped())
+		s.Evicted = int64(m.KeysEvicted())
+	}
+	return s
+}
+
+// String summarises s in one line, sizes in binary units.
+func (s Stats) String() string {
+	return fmt.Sprintf("used %s of %s, hits %d, misses %d, loads %d (%d failed), rejected %d, evicted %d",
+		FormatSize(s.Used), FormatSize(s.Max), s.Hits, s.Misses, s.Loads, s.LoadErrors, s.Rejected, s.Evicted)
+}
