@@ -1,0 +1,119 @@
+package codec
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+)
+
+// ErrPoolClosed is the error of jobs handed to a Pool after Close.
+var ErrPoolClosed = errors.New("codec: pool closed")
+
+// A Pool is a fixed set of worker goroutines that decode chunks on the CPU.
+// However many batches run at once, at most Workers decodes run at a time,
+// so a burst of readahead cannot oversubscribe the machine. Each BatchDecoder
+// from Batch shares the pool's workers.
+//
+// A Pool is safe for concurrent use. Close stops its goroutines.
+type Pool struct {
+	workers int           // immutable after NewPool
+	tasks   chan poolTask // unbuffered: a task is handed straight to an idle worker
+	done    chan struct{} // closed by Close
+	close   sync.Once
+	wg      sync.WaitGroup // the workers
+}
+
+// poolTask is one job of one batch; the batch waits on wg.
+type poolTask struct {
+	ctx context.Context
+	d   Decoder
+	job *Job
+	wg  *sync.WaitGroup
+}
+
+// NewPool starts workers goroutines; workers <= 0 means GOMAXPROCS.
+func NewPool(workers int) *Pool {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	p := &Pool{workers: workers, tasks: make(chan poolTask), done: make(chan struct{})}
+	for range workers {
+		p.wg.Go(p.work)
+	}
+	return p
+}
+
+// Workers returns the number of worker goroutines.
+func (p *Pool) Workers() int { return p.workers }
+
+func (p *Pool) work() {
+	for {
+		select {
+		case <-p.done:
+			return
+		case t := <-p.tasks:
+			if err := t.ctx.Err(); err != nil {
+				t.job.Err = err // not started before ctx ended
+			} else {
+				t.job.Dst, t.job.Err = t.d.Decode(t.job.Dst[:0], t.job.Src)
+			}
+			t.wg.Done()
+		}
+	}
+}
+
+// Close stops the workers after the decodes in progress, and waits for
+// them. Batches still handing out jobs get ErrPoolClosed for the rest.
+// Close is idempotent.
+func (p *Pool) Close() error {
+	p.close.Do(func() { close(p.done) })
+	p.wg.Wait()
+	return nil
+}
+
+// Batch returns a BatchDecoder that decodes with d on the pool's workers.
+// It agrees with codec.Batch(d) byte for byte.
+func (p *Pool) Batch(d Decoder) BatchDecoder { return poolBatch{p, d} }
+
+type poolBatch struct {
+	p *Pool
+	d Decoder
+}
+
+// DecodeBatch hands the jobs to the workers in order and waits for them.
+// Jobs not started when ctx ends get ctx.Err(), which is also returned.
+func (b poolBatch) DecodeBatch(ctx context.Context, jobs []Job) error {
+	var wg sync.WaitGroup
+	var stop error
+	i := 0
+hand:
+	for ; i < len(jobs); i++ {
+		wg.Add(1)
+		t := poolTask{ctx: ctx, d: b.d, job: &jobs[i], wg: &wg}
+		select {
+		case b.p.tasks <- t:
+		case <-ctx.Done():
+			wg.Done()
+			stop = ctx.Err()
+			break hand
+		case <-b.p.done:
+			wg.Done()
+			stop = ErrPoolClosed
+			break hand
+		}
+	}
+	for j := i; j < len(jobs); j++ {
+		jobs[j].Err = stop
+	}
+	wg.Wait()
+	if err := ctx.Err(); stop == nil && err != nil {
+		// Cancelled after the last hand-off: report it if a worker saw it.
+		for j := range jobs {
+			if jobs[j].Err == err {
+				return err
+			}
+		}
+	}
+	return stop
+}
