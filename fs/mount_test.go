@@ -1,0 +1,201 @@
+package fs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+func TestMount(t *testing.T) {
+	s := newTestStore(t)
+	tr, logs := newTestTree(t, s)
+	mnt := mountTree(t, tr, false)
+	ctx := context.Background()
+
+	t.Run("tree", func(t *testing.T) {
+		// The mount lists exactly the store's files, and each serves what
+		// the rules say and what zfuse cat (Tree.ReadFile) serves.
+		var seen []string
+		err := filepath.WalkDir(mnt, func(p string, d iofs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			rel := filepath.ToSlash(must(filepath.Rel(mnt, p)))
+			seen = append(seen, rel)
+			if rel == "corrupt/1" {
+				return nil
+			}
+			fi, err := os.Stat(p)
+			if err != nil {
+				return err
+			}
+			if fi.Mode() != 0o444 {
+				t.Errorf("%s: mode %v, want -r--r--r--", rel, fi.Mode())
+			}
+			got, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			if int64(len(got)) != fi.Size() {
+				t.Errorf("%s: stat says %d bytes, read %d", rel, fi.Size(), len(got))
+			}
+			checkServed(t, s, rel, got)
+			if cat, err := tr.ReadFile(ctx, rel); err != nil || !bytes.Equal(cat, got) {
+				t.Errorf("%s: ReadFile (zfuse cat) differs from the mount: %v", rel, err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(seen) != len(s.stored) {
+			t.Errorf("mount lists %d files, store has %d:\n%v", len(seen), len(s.stored), seen)
+		}
+		fi, err := os.Stat(filepath.Join(mnt, "group"))
+		if err != nil || fi.Mode() != os.ModeDir|0o555 {
+			t.Errorf("group: %v, %v; want a directory dr-xr-xr-x", fi, err)
+		}
+	})
+
+	t.Run("missing chunk", func(t *testing.T) {
+		if _, err := os.Stat(filepath.Join(mnt, "temp/1.1")); !errors.Is(err, iofs.ErrNotExist) {
+			t.Errorf("temp/1.1: %v, want ENOENT", err)
+		}
+	})
+
+	t.Run("corrupt chunk", func(t *testing.T) {
+		_, err := os.ReadFile(filepath.Join(mnt, "corrupt/1"))
+		if !errors.Is(err, syscall.EIO) {
+			t.Errorf("corrupt/1: %v, want EIO", err)
+		}
+		if !strings.Contains(logs.String(), "key=corrupt/1") {
+			t.Errorf("no log line names corrupt/1:\n%s", logs)
+		}
+		got, err := os.ReadFile(filepath.Join(mnt, "corrupt/0"))
+		if err != nil || !bytes.Equal(got, s.raw["corrupt/0"]) {
+			t.Errorf("corrupt/0 = %x, %v after corrupt/1 failed", got, err)
+		}
+	})
+
+	t.Run("read-only", func(t *testing.T) { checkReadOnly(t, mnt) })
+
+	t.Run("many readers", func(t *testing.T) {
+		// Small reads at odd offsets from many goroutines at once.
+		var wg sync.WaitGroup
+		for g := range 16 {
+			wg.Go(func() {
+				for key, want := range s.raw {
+					f, err := os.Open(filepath.Join(mnt, key))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					got := make([]byte, 0, len(want))
+					buf := make([]byte, 3+g%5)
+					for {
+						n, err := f.Read(buf)
+						got = append(got, buf[:n]...)
+						if err == io.EOF {
+							break
+						}
+						if err != nil {
+							t.Error(err)
+							break
+						}
+					}
+					f.Close()
+					if !bytes.Equal(got, want) {
+						t.Errorf("reader %d: %s = %x, want %x", g, key, got, want)
+					}
+				}
+			})
+		}
+		wg.Wait()
+	})
+}
+
+// TestStatNeverDecodes lists and stats every file of a fresh mount, as
+// ls -lR does, and checks that nothing was decoded.
+func TestStatNeverDecodes(t *testing.T) {
+	s := newTestStore(t)
+	tr, _ := newTestTree(t, s)
+	mnt := mountTree(t, tr, false)
+	for key, raw := range s.raw {
+		fi, err := os.Stat(filepath.Join(mnt, key))
+		if err != nil || fi.Size() != int64(len(raw)) {
+			t.Errorf("%s: %v, %v; want %d bytes", key, fi, err, len(raw))
+		}
+	}
+	err := filepath.WalkDir(mnt, func(p string, d iofs.DirEntry, err error) error {
+		if err == nil {
+			_, err = d.Info()
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used := tr.chunks.(*DecodedCache).Used(); used != 0 {
+		t.Errorf("after stat the cache holds %d bytes: something decoded", used)
+	}
+}
+
+// TestMountNodesRefuseWrites mounts without the "ro" option, so that the
+// kernel passes write requests on and the nodes themselves must refuse.
+func TestMountNodesRefuseWrites(t *testing.T) {
+	s := newTestStore(t)
+	tr, _ := newTestTree(t, s)
+	checkReadOnly(t, mountTree(t, tr, true))
+	// Nothing reached the store.
+	if b, err := os.ReadFile(filepath.Join(s.root, "README.txt")); err != nil || string(b) != "not zarr\n" {
+		t.Errorf("store file changed: %q, %v", b, err)
+	}
+}
+
+// checkReadOnly checks that every way of changing the mount fails with EROFS.
+func checkReadOnly(t *testing.T, mnt string) {
+	t.Helper()
+	p := func(s string) string { return filepath.Join(mnt, s) }
+	for _, c := range []struct {
+		op string
+		do func() error
+	}{
+		{"create", func() error { return os.WriteFile(p("new"), []byte("x"), 0o644) }},
+		{"open for writing", func() error {
+			f, err := os.OpenFile(p("README.txt"), os.O_WRONLY, 0)
+			if err == nil {
+				f.Close()
+			}
+			return err
+		}},
+		{"open for append", func() error {
+			f, err := os.OpenFile(p("temp/0.0"), os.O_RDWR|os.O_APPEND, 0)
+			if err == nil {
+				f.Close()
+			}
+			return err
+		}},
+		{"truncate", func() error { return os.Truncate(p("temp/0.0"), 0) }},
+		{"mkdir", func() error { return os.Mkdir(p("dir"), 0o755) }},
+		{"unlink", func() error { return os.Remove(p("README.txt")) }},
+		{"rmdir", func() error { return syscall.Rmdir(p("group")) }},
+		{"rename", func() error { return os.Rename(p("README.txt"), p("x")) }},
+		{"chmod", func() error { return os.Chmod(p("temp/0.0"), 0o777) }},
+		{"symlink", func() error { return os.Symlink("README.txt", p("l")) }},
+		{"link", func() error { return os.Link(p("README.txt"), p("l")) }},
+		{"mknod", func() error { return syscall.Mknod(p("fifo"), syscall.S_IFIFO|0o644, 0) }},
+		{"setxattr", func() error { return syscall.Setxattr(p("README.txt"), "user.x", []byte("1"), 0) }},
+	} {
+		if err := c.do(); !errors.Is(err, syscall.EROFS) {
+			t.Errorf("%s: %v, want EROFS", c.op, err)
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"strings"
+
+	"github.com/zfuse/zfuse/store"
+)
+
+// ErrIsDir means a path names a directory where a file was expected.
+var ErrIsDir = errors.New("fs: is a directory")
+
+// readAt returns the bytes n serves in [off, off+size), fewer only at the
+// end. The slice may be shared (cached chunks, metadata): callers must not
+// modify it.
+func (t *Tree) readAt(ctx context.Context, n *node, off, size int64, pid uint32) ([]byte, error) {
+	switch n.kind {
+	case kindDir:
+		return nil, fmt.Errorf("read %s: %w", n.key, ErrIsDir)
+	case kindMeta:
+		return clip(n.data, off, size), nil
+	case kindChunk:
+		b, err := t.chunks.Chunk(ctx, n.arr.a, n.key, n.coords, pid)
+		if err != nil {
+			return nil, err
+		}
+		return clip(b, off, size), nil
+	}
+	return store.ReadRange(ctx, t.store, n.key, off, size)
+}
+
+// clip returns b[off:off+n] limited to b's length.
+func clip(b []byte, off, n int64) []byte {
+	if off >= int64(len(b)) {
+		return nil
+	}
+	return b[off:min(int64(len(b)), off+n)]
+}
+
+// lookup walks from the root to p, a slash-separated path relative to the
+// store root, the way the kernel walks the mount. Paths that are not
+// io/fs-valid ("..", absolute, empty elements) are refused with
+// store.ErrOutside.
+func (t *Tree) lookup(ctx context.Context, p string) (*node, error) {
+	if !iofs.ValidPath(p) {
+		return nil, fmt.Errorf("%q: %w", p, store.ErrOutside)
+	}
+	n, err := t.root(ctx)
+	if err != nil || p == "." {
+		return n, err
+	}
+	for name := range strings.SplitSeq(p, "/") {
+		if n.kind != kindDir {
+			return nil, fmt.Errorf("%s: %w", p, iofs.ErrNotExist)
+		}
+		if n, err = t.child(ctx, n, name); err != nil {
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+// ReadFile returns exactly the bytes the mount serves at path p (relative to
+// the store root, e.g. "temp/.zarray" or "temp/0.3"). Directories give
+// ErrIsDir, missing paths fs.ErrNotExist, paths outside the store
+// store.ErrOutside. The caller must not modify the slice.
+func (t *Tree) ReadFile(ctx context.Context, p string) ([]byte, error) {
+	n, err := t.lookup(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	b, err := t.readAt(ctx, n, 0, n.size, 0)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) != n.size {
+		return nil, fmt.Errorf("read %s: got %d bytes, want %d: %w", p, len(b), n.size, errShort)
+	}
+	return b, nil
+}
+
+// errShort means a stored file changed size under the mount.
+var errShort = errors.New("fs: file changed size while mounted")
