@@ -1,0 +1,199 @@
+package readahead
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// staging holds chunks that readahead decoded (or is decoding) before
+// anyone asked for them, until their first read or until they expire. It
+// has one byte budget for every array and reader: a chunk's decoded size is
+// reserved before its load starts, so the budget bounds the decode buffers
+// in flight as well as the chunks waiting.
+//
+// Staged chunks do not go into the decoded tier until they are read: its
+// admission policy would reject most keys nobody has asked for yet.
+//
+// staging is safe for concurrent use.
+type staging struct {
+	max int64         // immutable
+	ttl time.Duration // immutable: how long a decoded chunk waits unread
+
+	mu      sync.Mutex
+	used    int64              // sum of size over entries; used <= max
+	peak    int64              // highest used so far
+	entries map[string]*staged // pending or ready, not yet read
+	ready   []*staged          // filled entries in order of expiry; may hold gone ones
+
+	// Counters, under mu.
+	staged, stagedBytes int64 // entries reserved
+	taken, takenBytes   int64 // entries handed to a reader
+	wasted, wastedBytes int64 // entries that expired unread
+}
+
+// A staged chunk. The prefetcher that reserved it fills it exactly once;
+// readers wait on done.
+type staged struct {
+	key  string
+	size int64         // bytes reserved
+	done chan struct{} // closed by fill
+
+	// Set by fill before done is closed; read-only afterwards.
+	v         []byte
+	err       error
+	decodeErr bool // err is the chunk's own fault (corrupt), not the store's
+
+	// Under staging.mu.
+	expires time.Time
+	gone    bool // no longer in entries: taken or expired
+}
+
+func newStaging(max int64, ttl time.Duration) *staging {
+	return &staging{max: max, ttl: ttl, entries: map[string]*staged{}}
+}
+
+// reserveResult says what reserve did.
+type reserveResult int
+
+const (
+	reserved reserveResult = iota // a new entry: the caller must fill it
+	present                       // key is already staged (pending or ready)
+	full                          // no room in the budget
+)
+
+// reserve makes room for a chunk of size bytes under key.
+func (s *staging) reserve(key string, size int64) (*staged, reserveResult) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.entries[key]; ok {
+		return nil, present
+	}
+	if s.used+size > s.max {
+		s.expireLocked(time.Now())
+		if s.used+size > s.max {
+			return nil, full
+		}
+	}
+	e := &staged{key: key, size: size, done: make(chan struct{})}
+	s.entries[key] = e
+	s.used += size
+	s.peak = max(s.peak, s.used)
+	s.staged++
+	s.stagedBytes += size
+	return e, reserved
+}
+
+// fill completes e with its chunk or the reason there is none. A chunk
+// that failed leaves staging at once (its reservation is released); a
+// decoded one waits for its reader until the TTL passes.
+func (s *staging) fill(e *staged, v []byte, err error, decodeErr bool) {
+	s.mu.Lock()
+	e.v, e.err, e.decodeErr = v, err, decodeErr
+	switch {
+	case e.gone: // a reader took it while it was loading
+	case err != nil:
+		s.removeLocked(e)
+	default:
+		e.expires = time.Now().Add(s.ttl)
+		s.ready = append(s.ready, e)
+	}
+	s.mu.Unlock()
+	close(e.done)
+}
+
+// take removes the entry for key and hands it to the caller, who waits for
+// it with wait. It returns nil when key is not staged.
+func (s *staging) take(key string) *staged {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[key]
+	if !ok {
+		return nil
+	}
+	s.removeLocked(e)
+	s.taken++
+	s.takenBytes += e.size
+	return e
+}
+
+// wait returns e's chunk once it is filled.
+func (e *staged) wait(ctx context.Context) ([]byte, error) {
+	select {
+	case <-e.done:
+		return e.v, e.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// isReady reports whether key is staged and decoded: reading it now will
+// not wait.
+func (s *staging) isReady(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[key]
+	return ok && e.expires != time.Time{}
+}
+
+func (s *staging) removeLocked(e *staged) {
+	delete(s.entries, e.key)
+	s.used -= e.size
+	e.gone = true
+}
+
+// expire drops the chunks whose TTL has passed; they count as waste.
+func (s *staging) expire(now time.Time) {
+	s.mu.Lock()
+	s.expireLocked(now)
+	s.mu.Unlock()
+}
+
+func (s *staging) expireLocked(now time.Time) {
+	n := 0
+	for _, e := range s.ready {
+		if e.expires.After(now) {
+			break
+		}
+		n++
+		if !e.gone {
+			s.removeLocked(e)
+			s.wasted++
+			s.wastedBytes += e.size
+		}
+	}
+	clear(s.ready[:n]) // let the collector have them
+	s.ready = s.ready[n:]
+}
+
+// run expires chunks every half TTL until ctx ends.
+func (s *staging) run(ctx context.Context) {
+	t := time.NewTicker(max(s.ttl/2, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			s.expire(now)
+		}
+	}
+}
+
+// stagingStats is a snapshot of staging's counters.
+type stagingStats struct {
+	used, peak, max                        int64
+	staged, stagedBytes, taken, takenBytes int64
+	wasted, wastedBytes                    int64
+}
+
+func (s *staging) stats() stagingStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return stagingStats{
+		used: s.used, peak: s.peak, max: s.max,
+		staged: s.staged, stagedBytes: s.stagedBytes,
+		taken: s.taken, takenBytes: s.takenBytes,
+		wasted: s.wasted, wastedBytes: s.wastedBytes,
+	}
+}
