@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRun(t *testing.T) {
+	src := t.TempDir()
+	write := func(key, data string) {
+		p := filepath.Join(src, key)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(".zgroup", `{"zarr_format": 2}`)
+	write("a/.zarray", `{"zarr_format": 2, "shape": [3], "chunks": [2], "dtype": "|u1",
+		"compressor": null, "fill_value": 0, "order": "C", "filters": null}`)
+	write("a/0", "\x01\x02")
+	write("a/1", "\x03\x00")
+	for _, r := range []struct {
+		args    []string
+		stdout  string // substring of stdout
+		wantErr string // substring of the error
+	}{
+		{[]string{"version"}, "zfuse ", ""},
+		{[]string{"cat", src, "a/1"}, "\x03\x00", ""},
+		{[]string{"cat", src, "a/.zarray"}, `"compressor": null`, ""},
+		{[]string{"cat", src, "../etc/passwd"}, "", "refused"},
+		{[]string{"cat", src, "/etc/passwd"}, "", "refused"},
+		{[]string{"cat", src, "a/7"}, "", "no such file"},
+		{[]string{"cat", src, "a"}, "", "directory"},
+		{[]string{"cat", filepath.Join(src, "nope"), "a/0"}, "", "no such file"},
+		{[]string{"info", src}, "a 3 2 |u1 none 2 chunks, 4 1.00 raw", ""},
+		{[]string{"info", "--log-level", "loud", src}, "", "--log-level"},
+		{[]string{"cat", "--cache", "lots", src, "a/0"}, "", "invalid size"},
+		{[]string{"cat", src}, "", "takes 2 arguments"},
+		{[]string{"frobnicate"}, "", "unknown command"},
+		{nil, "", "no command"},
+	} {
+		var stdout, stderr bytes.Buffer
+		err := run(context.Background(), r.args, &stdout, &stderr)
+		if r.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error()+stderr.String(), r.wantErr) {
+				t.Errorf("zfuse %q: err %v, want %q", r.args, err, r.wantErr)
+			}
+			continue
+		}
+		out := stdout.String()
+		if r.args[0] == "info" {
+			out = strings.Join(strings.Fields(out), " ") // columns, not their widths
+		}
+		if err != nil || !strings.Contains(out, r.stdout) {
+			t.Errorf("zfuse %q: %v\nstdout %q\nwant %q", r.args, err, stdout.String(), r.stdout)
+		}
+	}
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/zfuse/zfuse/cache"
+	"github.com/zfuse/zfuse/fs"
+	"github.com/zfuse/zfuse/store"
+)
+
+// cat writes exactly the bytes the mount serves at p.
+func cat(ctx context.Context, stdout io.Writer, tree *fs.Tree, p string) error {
+	b, err := tree.ReadFile(ctx, p)
+	if errors.Is(err, store.ErrOutside) {
+		return fmt.Errorf("cat %s: refused: a path inside the store, relative to its root and without \"..\", is required (%w)", p, err)
+	}
+	if err != nil {
+		return fmt.Errorf("cat %s: %w", p, err)
+	}
+	_, err = stdout.Write(b)
+	return err
+}
+
+// info prints one line per array: how it is stored and how it is presented.
+func info(ctx context.Context, stdout io.Writer, tree *fs.Tree) error {
+	arrays, err := tree.Arrays(ctx)
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "PATH\tSHAPE\tCHUNKS\tDTYPE\tCODECS\tSTORED\tRATIO\tPRESENTED")
+	for _, in := range arrays {
+		shape, chunks, dtype, codecs := "?", "?", "?", "?"
+		if a := in.Array; a != nil {
+			shape, chunks, dtype, codecs = dims(a.Shape), dims(a.Chunks), a.DType, a.Codecs
+		}
+		ratio := "-"
+		if in.Stored > 0 {
+			ratio = fmt.Sprintf("%.2f", float64(in.Presented)/float64(in.Stored))
+		}
+		how := "raw"
+		if in.PassThrough != nil {
+			how = "passed through: " + in.PassThrough.Error()
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d chunks, %s\t%s\t%s\n",
+			in.Path, shape, chunks, dtype, codecs, in.Chunks, cache.FormatSize(in.Stored), ratio, how)
+	}
+	return w.Flush()
+}
+
+// dims formats a shape as "100x200" ("()" for 0-d).
+func dims(d []int) string {
+	if len(d) == 0 {
+		return "()"
+	}
+	s := make([]string, len(d))
+	for i, n := range d {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, "x")
+}
+
+// version returns the module version and VCS revision the binary was built from.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" {
+			v += " " + s.Value
+		}
+	}
+	return v + " " + bi.GoVersion
+}
