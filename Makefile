@@ -1,7 +1,7 @@
 # zfuse build and test targets. Every target is a plain go command.
 GO ?= go
 
-.PHONY: all build deps check test unit integration fuzz bench bench-c kernels
+.PHONY: all build deps check test unit integration fuzz bench bench-c kernels gpu
 
 all: build
 
@@ -52,3 +52,19 @@ bench:
 # bench-c: Go vs C (numcodecs) decode speed on the same numcodecs-written bytes.
 bench-c:
 	/usr/bin/python3 codec/testdata/bench_c.py
+
+# kernels: regenerate the committed PTX from gpu/kernels/*.cu with nvcc
+# (Debian 12: nvidia-cuda-toolkit from the non-free component; normal builds
+# need no CUDA packages). -ptx: text PTX, which the driver JIT-compiles for
+# the GPU at hand; -arch=compute_80: PTX for Ampere and newer (H100/H200 are
+# sm_90). SOURCES.sha256 ties the PTX to its sources: TestPTXFresh fails
+# when a .cu or .h changed without `make kernels`.
+kernels:
+	cd gpu/kernels && for k in lz4 shuffle; do nvcc -ptx -arch=compute_80 -o $$k.ptx $$k.cu || exit 1; done
+	cd gpu/kernels && sha256sum zfuse.h lz4.cu shuffle.cu lz4.ptx shuffle.ptx > SOURCES.sha256
+
+# gpu: build the GPU test binary here, to copy to a GPU machine and run there
+# with gpu/run_on_device.sh. -c: compile the tests without running them;
+# -o: the binary's path.
+gpu:
+	$(GO) test -c -o bin/gpu.test ./gpu
