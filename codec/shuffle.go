@@ -165,6 +165,71 @@ func bitUnshufflePlanesGeneric(dst, src []byte, typesize, nb int) {
 	}
 }
 
+// bitUnshufflePlanes is bitUnshufflePlanesGeneric rearranged for speed,
+// the way the bitshuffle library splits it: for a run of elements, each
+// byte position j gets its own stream (the eight planes of j interleaved
+// byte-wise by the unshuffle kernel, then each uint64 bit-transposed), and
+// the streams are byte-unshuffled into dst. The runs are sized to keep the
+// streams in L1.
+func bitUnshufflePlanes(dst, src []byte, typesize, nb int) {
+	n := 8 * nb
+	dst = dst[:n*typesize]
+	src = src[:n*typesize]
+	if typesize == 1 {
+		bitTransposeRows(dst, src, 0, nb, 0, nb)
+		return
+	}
+	var buf [16 << 10]byte
+	chunk := len(buf) / typesize &^ 127 // elements per run: whole SIMD groups
+	if chunk == 0 {
+		chunk = len(buf) / typesize &^ 7
+	}
+	var streams [maxStreams][]byte
+	for i0 := 0; i0 < n; i0 += chunk {
+		c := min(chunk, n-i0)
+		for j := range typesize {
+			bitTransposeRows(buf[j*c:(j+1)*c], src, 8*j, nb, i0/8, c/8)
+			if j < maxStreams {
+				streams[j] = buf[j*c : (j+1)*c]
+			}
+		}
+		out := dst[i0*typesize : (i0+c)*typesize]
+		if typesize <= maxStreams {
+			unshuffleStreams(out, &streams, typesize, c)
+		} else {
+			unshuffleContiguousGeneric(out, buf[:c*typesize], typesize, c)
+		}
+	}
+}
+
+// bitTransposeRows sets t[8*i+e] (i < qn, e < 8) to the byte whose bit k is
+// bit e of src[(row0+k)*nb+q0+i]: it undoes the bitshuffle of one byte
+// position for 8*qn elements.
+func bitTransposeRows(t, src []byte, row0, nb, q0, qn int) {
+	var rows [maxStreams][]byte
+	for k := range 8 {
+		off := (row0+k)*nb + q0
+		rows[k] = src[off : off+qn]
+	}
+	bitTransposeStreams(t[:8*qn], &rows, qn)
+}
+
+// bitTransposeStreamsGeneric does bitTransposeRows from the eight row
+// streams rows[0..8), for i in [from, qn).
+func bitTransposeStreamsGeneric(t []byte, rows *[maxStreams][]byte, from, qn int) {
+	unshuffleStreamsGeneric(t, rows, 8, from, qn) // t[8i+k] = row k, byte i
+	transposeBits(t[8*from : 8*qn])
+}
+
+// transposeBits applies transpose8x8 to each little-endian uint64 of b
+// (len(b) a multiple of 8).
+func transposeBits(b []byte) {
+	for len(b) >= 8 {
+		binary.LittleEndian.PutUint64(b, transpose8x8(binary.LittleEndian.Uint64(b)))
+		b = b[8:]
+	}
+}
+
 // transpose8x8 transposes the 8x8 bit matrix whose bit 8*r+c is element
 // (r, c) (Hacker's Delight, transpose8, LSB-first).
 func transpose8x8(x uint64) uint64 {

@@ -23,6 +23,9 @@ func unshuffle4SSE2(dst *byte, p *[maxStreams]*byte, n int)
 func unshuffle8SSE2(dst *byte, p *[maxStreams]*byte, n int)
 
 //go:noescape
+func bitTranspose8SSE2(dst *byte, p *[maxStreams]*byte, n int)
+
+//go:noescape
 func unshuffle16SSE2(dst *byte, p *[maxStreams]*byte, n int)
 
 // unshuffleStreams writes dst[i*typesize+j] = s[j][i] for i < n, j <
@@ -58,6 +61,18 @@ func unshuffleStreams(dst []byte, s *[maxStreams][]byte, typesize, n int) {
 	unshuffleStreamsGeneric(dst, s, typesize, m, n)
 }
 
-func bitUnshufflePlanes(dst, src []byte, typesize, nb int) {
-	bitUnshufflePlanesGeneric(dst, src, typesize, nb)
+// bitTransposeStreams interleaves the eight row streams rows[0..8) (qn bytes
+// each) into t and bit-transposes every uint64 of the result: t[8i+e] gets
+// bit e of rows[k][i] as its bit k. One SSE2 pass for whole groups of 16.
+func bitTransposeStreams(t []byte, rows *[maxStreams][]byte, qn int) {
+	m := qn &^ 15
+	if m > 0 {
+		_ = t[8*m-1]
+		var p [maxStreams]*byte
+		for k := range 8 {
+			p[k] = &rows[k][:m][0]
+		}
+		bitTranspose8SSE2(&t[0], &p, m)
+	}
+	bitTransposeStreamsGeneric(t, rows, m, qn)
 }

@@ -258,3 +258,127 @@ loop16:
 	CMPQ  CX, AX
 	JB    loop16
 	RET
+
+// TRANSPOSE8 transposes the 8x8 bit matrix in each uint64 lane of x
+// (transpose8x8 in shuffle.go), using t as scratch and the masks in
+// X13, X14, X15.
+#define TRANSPOSE8(x, t) \
+	MOVO  x, t; \
+	PSRLQ $7, t; \
+	PXOR  x, t; \
+	PAND  X13, t; \
+	PXOR  t, x; \
+	PSLLQ $7, t; \
+	PXOR  t, x; \
+	MOVO  x, t; \
+	PSRLQ $14, t; \
+	PXOR  x, t; \
+	PAND  X14, t; \
+	PXOR  t, x; \
+	PSLLQ $14, t; \
+	PXOR  t, x; \
+	MOVO  x, t; \
+	PSRLQ $28, t; \
+	PXOR  x, t; \
+	PAND  X15, t; \
+	PXOR  t, x; \
+	PSLLQ $28, t; \
+	PXOR  t, x
+
+// func bitTranspose8SSE2(dst *byte, p *[16]*byte, n int)
+// unshuffle8SSE2 followed by TRANSPOSE8 on each output register: undoes
+// the bitshuffle of one byte position for 8*n elements.
+TEXT ·bitTranspose8SSE2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DX
+	MOVQ p+8(FP), R8
+	MOVQ n+16(FP), AX
+	MOVQ 0(R8), R9
+	MOVQ 8(R8), R10
+	MOVQ 16(R8), R11
+	MOVQ 24(R8), R12
+	MOVQ 32(R8), R13
+	MOVQ 40(R8), SI
+	MOVQ 48(R8), DI
+	MOVQ 56(R8), BX
+	MOVQ $0x00AA00AA00AA00AA, CX
+	MOVQ CX, X13
+	PUNPCKLQDQ X13, X13
+	MOVQ $0x0000CCCC0000CCCC, CX
+	MOVQ CX, X14
+	PUNPCKLQDQ X14, X14
+	MOVQ $0x00000000F0F0F0F0, CX
+	MOVQ CX, X15
+	PUNPCKLQDQ X15, X15
+	XORQ CX, CX
+
+loopbt:
+	MOVOU (R9)(CX*1), X0
+	MOVOU (R10)(CX*1), X1
+	MOVOU (R11)(CX*1), X2
+	MOVOU (R12)(CX*1), X3
+	MOVOU (R13)(CX*1), X4
+	MOVOU (SI)(CX*1), X5
+	MOVOU (DI)(CX*1), X6
+	MOVOU (BX)(CX*1), X7
+
+	MOVO      X0, X8
+	PUNPCKLBW X1, X0
+	PUNPCKHBW X1, X8
+	MOVO      X2, X9
+	PUNPCKLBW X3, X2
+	PUNPCKHBW X3, X9
+	MOVO      X4, X10
+	PUNPCKLBW X5, X4
+	PUNPCKHBW X5, X10
+	MOVO      X6, X11
+	PUNPCKLBW X7, X6
+	PUNPCKHBW X7, X11
+
+	MOVO      X0, X1
+	PUNPCKLWL X2, X0
+	PUNPCKHWL X2, X1
+	MOVO      X8, X3
+	PUNPCKLWL X9, X8
+	PUNPCKHWL X9, X3
+	MOVO      X4, X5
+	PUNPCKLWL X6, X4
+	PUNPCKHWL X6, X5
+	MOVO      X10, X7
+	PUNPCKLWL X11, X10
+	PUNPCKHWL X11, X7
+
+	MOVO      X0, X2
+	PUNPCKLLQ X4, X0
+	PUNPCKHLQ X4, X2
+	MOVO      X1, X6
+	PUNPCKLLQ X5, X1
+	PUNPCKHLQ X5, X6
+	MOVO      X8, X9
+	PUNPCKLLQ X10, X8
+	PUNPCKHLQ X10, X9
+	MOVO      X3, X11
+	PUNPCKLLQ X7, X3
+	PUNPCKHLQ X7, X11
+
+	TRANSPOSE8(X0, X4)
+	TRANSPOSE8(X2, X5)
+	TRANSPOSE8(X1, X7)
+	TRANSPOSE8(X6, X10)
+	TRANSPOSE8(X8, X12)
+	TRANSPOSE8(X9, X4)
+	TRANSPOSE8(X3, X5)
+	TRANSPOSE8(X11, X7)
+
+	MOVOU X0, 0(DX)
+	MOVOU X2, 16(DX)
+	MOVOU X1, 32(DX)
+	MOVOU X6, 48(DX)
+	MOVOU X8, 64(DX)
+	MOVOU X9, 80(DX)
+	MOVOU X3, 96(DX)
+	MOVOU X11, 112(DX)
+	ADDQ  $128, DX
+	ADDQ  $16, CX
+	CMPQ  CX, AX
+	JB    loopbt
+	RET

@@ -8,6 +8,6 @@ func unshuffleStreams(dst []byte, s *[maxStreams][]byte, typesize, n int) {
 	unshuffleStreamsGeneric(dst, s, typesize, 0, n)
 }
 
-func bitUnshufflePlanes(dst, src []byte, typesize, nb int) {
-	bitUnshufflePlanesGeneric(dst, src, typesize, nb)
+func bitTransposeStreams(t []byte, rows *[maxStreams][]byte, qn int) {
+	bitTransposeStreamsGeneric(t, rows, 0, qn)
 }

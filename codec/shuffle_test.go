@@ -104,6 +104,21 @@ func TestBitUnshuffle(t *testing.T) {
 				t.Fatalf("typesize %d len %d: bitUnshuffleGeneric does not invert the bitshuffle", ts, n)
 			}
 		}
+		// Element counts that are multiples of 8 (others are copied
+		// verbatim), around the SIMD group (128) and the run length of
+		// bitUnshufflePlanes (16 KiB / typesize), with and without a tail.
+		for _, elems := range []int{8, 16, 64, 120, 128, 136, 1024, 2056, 16384/ts + 8, 2*16384/ts + 64} {
+			elems &^= 7
+			for _, tail := range []int{0, ts - 1} {
+				n := elems*ts + tail
+				orig := randBytes(r, n)
+				got := make([]byte, n)
+				bitUnshuffle(got, refBitShuffle(orig, ts), ts)
+				if !bytes.Equal(got, orig) {
+					t.Fatalf("typesize %d, %d elements + %d: bitUnshuffle does not invert the bitshuffle", ts, elems, tail)
+				}
+			}
+		}
 	}
 }
 

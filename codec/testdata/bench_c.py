@@ -1,0 +1,140 @@
+#!/usr/bin/python3
+"""Go vs C decode speed on the same numcodecs-written chunks.
+
+Writes 1 MiB chunks encoded by numcodecs (the C libraries: c-blosc, zstd,
+zlib, lz4) into a temporary directory, times numcodecs decoding them on one
+thread (best of --repeat), runs the Go benchmark BenchmarkNumcodecsFiles on
+the same files (ZFUSE_BENCH_DIR, GOMAXPROCS=1 via -cpu 1), and prints one
+table: case, C GB/s, Go GB/s, Go/C.
+
+Run from anywhere with Debian's python (numpy, numcodecs 0.11):
+    /usr/bin/python3 codec/testdata/bench_c.py [--benchtime 300x] [--keep]
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import numcodecs
+from numcodecs import blosc
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+N = (1 << 20) // 4  # float32 elements per 1 MiB chunk
+
+
+def field(dtype):
+    """A smooth field plus noise: a random walk, as float data often looks."""
+    n = (1 << 20) // np.dtype(dtype).itemsize
+    return np.cumsum(np.random.default_rng(0).normal(size=n)).astype(dtype)
+
+
+CASES = [
+    # name, codec, data
+    ("blosc-lz4-shuffle-f4", numcodecs.Blosc(cname="lz4", clevel=5, shuffle=1), "f4"),
+    ("blosc-lz4-shuffle-f8", numcodecs.Blosc(cname="lz4", clevel=5, shuffle=1), "f8"),
+    ("blosc-lz4-bitshuffle-f4", numcodecs.Blosc(cname="lz4", clevel=5, shuffle=2), "f4"),
+    ("blosc-lz4-noshuffle-f4", numcodecs.Blosc(cname="lz4", clevel=5, shuffle=0), "f4"),
+    ("blosc-zstd-shuffle-f4", numcodecs.Blosc(cname="zstd", clevel=5, shuffle=1), "f4"),
+    ("blosc-blosclz-shuffle-f4", numcodecs.Blosc(cname="blosclz", clevel=5, shuffle=1), "f4"),
+    ("zstd-f4", numcodecs.Zstd(level=1), "f4"),
+    ("zlib-f4", numcodecs.Zlib(level=1), "f4"),
+    ("gzip-f4", numcodecs.GZip(level=1), "f4"),
+    ("lz4-f4", numcodecs.LZ4(acceleration=1), "f4"),
+]
+
+
+def time_c(codec, enc, out, repeat):
+    """Best seconds per decode over `repeat` rounds of ~20 ms each."""
+    codec.decode(enc, out=out)
+    t0 = time.perf_counter()
+    codec.decode(enc, out=out)
+    k = max(1, int(0.02 / max(time.perf_counter() - t0, 1e-6)))
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(k):
+            codec.decode(enc, out=out)
+        best = min(best, (time.perf_counter() - t0) / k)
+    return best
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--benchtime", default="300x", help="go test -benchtime (default 300x)")
+    ap.add_argument("--count", type=int, default=5, help="go test -count; the best run counts (default 5)")
+    ap.add_argument("--repeat", type=int, default=15, help="C timing rounds; the best counts (default 15)")
+    ap.add_argument("--go", default=shutil.which("go") or "/usr/local/go/bin/go", help="go binary")
+    ap.add_argument("--keep", action="store_true", help="keep the chunk directory and print its path")
+    args = ap.parse_args()
+
+    blosc.set_nthreads(1)
+    d = tempfile.mkdtemp(prefix="zfuse-bench-")
+    c_speed = {}
+    try:
+        for name, codec, dtype in CASES:
+            data = field(dtype)
+            enc = bytes(codec.encode(data))
+            raw = data.tobytes()
+            out = np.empty_like(data)
+            if codec.decode(enc, out=out).tobytes() != raw:
+                sys.exit("%s: numcodecs does not round-trip" % name)
+            with open(os.path.join(d, name + ".json"), "w") as f:
+                json.dump(codec.get_config(), f)
+            with open(os.path.join(d, name + ".enc"), "wb") as f:
+                f.write(enc)
+            with open(os.path.join(d, name + ".raw"), "wb") as f:
+                f.write(raw)
+            c_speed[name] = (len(raw) / time_c(codec, enc, out, args.repeat) / 1e9, len(raw) / len(enc))
+
+        cmd = [args.go, "test", "-run", "^$", "-bench", "^BenchmarkNumcodecsFiles$", "-benchtime", args.benchtime,
+               "-count", str(args.count), "-cpu", "1", "./codec"]
+        env = dict(os.environ, ZFUSE_BENCH_DIR=d)
+        res = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+        if res.returncode != 0:
+            sys.exit("go test failed:\n" + res.stdout + res.stderr)
+        go_speed, allocs = {}, {}
+        for line in res.stdout.splitlines():
+            m = re.match(r"BenchmarkNumcodecsFiles/(\S+?)(?:-\d+)?\s+\d+\s+[\d.]+ ns/op\s+([\d.]+) MB/s(.*)", line)
+            if m:
+                name, mbs = m.group(1), float(m.group(2))
+                go_speed[name] = max(go_speed.get(name, 0), mbs / 1000)
+                a = re.search(r"(\d+) allocs/op", m.group(3))
+                if a:
+                    allocs[name] = a.group(1)
+        skipped = re.findall(r"--- SKIP: BenchmarkNumcodecsFiles/(\S+)", res.stdout)
+
+        cpu = ""
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        print("Go vs C decode, 1 MiB chunks written by numcodecs %s, one core (%s), %s"
+              % (numcodecs.__version__, cpu, time.strftime("%Y-%m-%d")))
+        print("C: numcodecs decode(out=...), blosc nthreads 1, best of %d; Go: %s, best of %d"
+              % (args.repeat, " ".join(cmd[1:]), args.count))
+        print()
+        print("%-26s %6s %8s %8s %7s %7s" % ("case", "ratio", "C GB/s", "Go GB/s", "Go/C", "allocs"))
+        for name, _, _ in CASES:
+            c, ratio = c_speed[name]
+            g = go_speed.get(name)
+            if g is None:
+                why = "skipped (no Go decoder)" if name in skipped else "missing"
+                print("%-26s %6.2f %8.2f %8s   %s" % (name, ratio, c, "-", why))
+                continue
+            print("%-26s %6.2f %8.2f %8.2f %6.2fx %7s" % (name, ratio, c, g, g / c, allocs.get(name, "?")))
+    finally:
+        if args.keep:
+            print("\nchunks kept in", d)
+        else:
+            shutil.rmtree(d)
+
+
+if __name__ == "__main__":
+    main()
