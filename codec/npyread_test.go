@@ -1,0 +1,129 @@
+package codec
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// npyArray is a .npy file: its header fields and the payload as stored
+// (F order when Fortran is set), which is numpy's tobytes(order='A').
+type npyArray struct {
+	Descr   string // numpy typestr, e.g. "<i4", "|O"; "" for structured dtypes
+	Fortran bool
+	Shape   []int
+	Data    []byte
+}
+
+// Object reports whether the array holds Python objects (a pickle, not raw
+// elements).
+func (a npyArray) Object() bool { return a.Descr == "|O" || a.Descr == "O" }
+
+// loadNPYFile reads a .npy file (format versions 1 to 3).
+func loadNPYFile(path string) (npyArray, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return npyArray{}, err
+	}
+	a, err := loadNPY(b)
+	if err != nil {
+		return a, fmt.Errorf("%s: %w", path, err)
+	}
+	return a, nil
+}
+
+var (
+	loadNPYDescrRE   = regexp.MustCompile(`'descr':\s*'([^']*)'`)
+	loadNPYFortranRE = regexp.MustCompile(`'fortran_order':\s*(True|False)`)
+	loadNPYShapeRE   = regexp.MustCompile(`'shape':\s*\(([^)]*)\)`)
+)
+
+// loadNPY parses the bytes of a .npy file.
+func loadNPY(b []byte) (npyArray, error) {
+	var a npyArray
+	if len(b) < 10 || !bytes.HasPrefix(b, []byte("\x93NUMPY")) {
+		return a, fmt.Errorf("not a .npy file")
+	}
+	var hlen, start int
+	switch b[6] {
+	case 1:
+		hlen, start = int(binary.LittleEndian.Uint16(b[8:])), 10
+	case 2, 3:
+		if len(b) < 12 {
+			return a, fmt.Errorf("npy header truncated")
+		}
+		hlen, start = int(binary.LittleEndian.Uint32(b[8:])), 12
+	default:
+		return a, fmt.Errorf("npy version %d", b[6])
+	}
+	if start+hlen > len(b) {
+		return a, fmt.Errorf("npy header truncated")
+	}
+	h := string(b[start : start+hlen])
+	a.Data = b[start+hlen:]
+	if m := loadNPYDescrRE.FindStringSubmatch(h); m != nil {
+		a.Descr = m[1]
+	} else if !strings.Contains(h, "'descr': [") {
+		return a, fmt.Errorf("npy header without descr: %q", h)
+	}
+	m := loadNPYFortranRE.FindStringSubmatch(h)
+	if m == nil {
+		return a, fmt.Errorf("npy header without fortran_order: %q", h)
+	}
+	a.Fortran = m[1] == "True"
+	m = loadNPYShapeRE.FindStringSubmatch(h)
+	if m == nil {
+		return a, fmt.Errorf("npy header without shape: %q", h)
+	}
+	for _, f := range strings.Split(m[1], ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return a, fmt.Errorf("npy shape %q", m[1])
+		}
+		a.Shape = append(a.Shape, n)
+	}
+	if !a.Object() && a.Descr != "" {
+		size, err := loadNPYItemSize(a.Descr)
+		if err != nil {
+			return a, err
+		}
+		n := size
+		for _, d := range a.Shape {
+			n *= d
+		}
+		if n != len(a.Data) {
+			return a, fmt.Errorf("npy payload %d bytes, header says %d", len(a.Data), n)
+		}
+	}
+	return a, nil
+}
+
+// loadNPYItemSize is the element size of a numpy typestr ("<f8" 8, "|S3" 3,
+// "<U4" 16, "<M8[ns]" 8). Object dtypes have none.
+func loadNPYItemSize(descr string) (int, error) {
+	if len(descr) < 2 || !strings.ContainsRune("<>|=", rune(descr[0])) {
+		return 0, fmt.Errorf("typestr %q", descr)
+	}
+	kind, rest := descr[1], descr[2:]
+	if i := strings.IndexByte(rest, '['); i >= 0 {
+		rest = rest[:i] // datetime unit
+	}
+	if kind == 'O' {
+		return 0, fmt.Errorf("object typestr %q has no item size", descr)
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("typestr %q", descr)
+	}
+	if kind == 'U' {
+		n *= 4 // UCS-4
+	}
+	return n, nil
+}
