@@ -21,15 +21,25 @@ func (a *Array) Grid() []int { return a.grid }
 func (a *Array) NumChunks() int64 { return a.numChunks }
 
 // ChunkKey returns the key of the chunk at coords, relative to the array:
-// "0.3" or "0/3"; "0" for a 0-d array.
-func (a *Array) ChunkKey(coords []int) string {
+// "0.3" or "0/3"; "0" for a 0-d array. For v3 arrays with the default chunk
+// key encoding it is "c/0/3" (or "c.0.3"), and "c" for a 0-d array.
+func (a *Array) ChunkKey(coords []int) string { return formatKey(a.keyPrefix, a.Separator, coords) }
+
+func formatKey(prefix, sep string, coords []int) string {
 	if len(coords) == 0 {
-		return "0"
+		if prefix == "" {
+			return "0"
+		}
+		return prefix
 	}
 	var b strings.Builder
+	if prefix != "" {
+		b.WriteString(prefix)
+		b.WriteString(sep)
+	}
 	for i, c := range coords {
 		if i > 0 {
-			b.WriteString(a.Separator)
+			b.WriteString(sep)
 		}
 		b.WriteString(strconv.Itoa(c))
 	}
@@ -41,20 +51,35 @@ func (a *Array) ChunkKey(coords []int) string {
 // outside the grid. Arrays whose metadata names no separator accept both
 // "0.0" and the legacy nested "0/0".
 func (a *Array) ParseChunkKey(rel string) ([]int, bool) {
-	if len(a.grid) == 0 {
+	return parseKey(rel, a.keyPrefix, a.Separator, a.grid, !a.separatorGiven)
+}
+
+// parseKey parses rel as formatKey(prefix, sep, coords) with coords inside
+// grid; legacy also accepts "/" when sep is not.
+func parseKey(rel, prefix, sep string, grid []int, legacy bool) ([]int, bool) {
+	if prefix != "" {
+		if len(grid) == 0 {
+			return []int{}, rel == prefix
+		}
+		rest, ok := strings.CutPrefix(rel, prefix+sep)
+		if !ok {
+			return nil, false
+		}
+		rel = rest
+	} else if len(grid) == 0 {
 		return []int{}, rel == "0"
 	}
-	parts := strings.Split(rel, a.Separator)
-	if !a.separatorGiven && len(parts) == 1 && len(a.grid) > 1 {
+	parts := strings.Split(rel, sep)
+	if legacy && len(parts) == 1 && len(grid) > 1 {
 		parts = strings.Split(rel, "/")
 	}
-	if len(parts) != len(a.grid) {
+	if len(parts) != len(grid) {
 		return nil, false
 	}
 	coords := make([]int, len(parts))
 	for i, p := range parts {
 		n, err := strconv.Atoi(p)
-		if err != nil || n < 0 || n >= a.grid[i] || p != strconv.Itoa(n) {
+		if err != nil || n < 0 || n >= grid[i] || p != strconv.Itoa(n) {
 			return nil, false
 		}
 		coords[i] = n

@@ -7,6 +7,7 @@
 package zarr
 
 import (
+	"encoding/json"
 	"errors"
 
 	"github.com/zfuse/zfuse/codec"
@@ -26,14 +27,19 @@ var ErrInvalid = errors.New("zarr: invalid metadata")
 
 // An Array is one array's metadata as zfuse presents it.
 type Array struct {
-	Format    int    // 2 (3 later)
+	Format    int    // 2 or 3 (an --as-v2 view of a v3 array says 2)
 	Shape     []int  // array shape; empty for 0-d
 	Chunks    []int  // presented chunk shape; empty for 0-d
-	DType     string // numpy typestr as stored, e.g. "<f4", "|b1", or a structured descr in JSON
+	DType     string // numpy typestr as stored, e.g. "<f4", "|b1", or a structured descr in JSON; v3: the equivalent typestr in the stored byte order, else DataType
 	ItemSize  int    // bytes per element
 	Order     string // "C" or "F": memory order inside a chunk
 	Separator string // chunk key separator, "." or "/"
 	Codecs    string // the stored pipeline in words, e.g. "blosc(lz4, shuffle) | delta(<i4)"
+
+	// Zarr v3 only (see v3.go).
+	DataType string // data_type as written: "int16", or compact JSON for an extension type
+	Endian   string // byte order of the presented chunks: "little", "big", or "" for 1-byte types
+	Fill     []byte // one element holding fill_value in the presented byte order; nil when undefined. Read-only.
 
 	// PassThrough, when non-nil, says why the array cannot be presented raw
 	// (object dtype, a codec zfuse cannot decode); its files are then served
@@ -45,6 +51,19 @@ type Array struct {
 	grid           []int // chunks per dimension
 	chunkLen       int64 // decoded bytes per chunk
 	numChunks      int64 // product of grid
+
+	// v3: chunk keys and sharding (v3.go, shard.go). Immutable after parsing.
+	keyPrefix    string        // presented keys start with keyPrefix+Separator ("c" for the default encoding)
+	storedPrefix string        // the same for stored keys
+	storedGrid   []int         // stored values (shards) per dimension; nil: same as grid
+	shard        *Shard        // non-nil when a sharded array is presented unsharded
+	shardPer     []int         // presented chunks per shard along each array axis
+	perm         []int         // sharding codec axis i is array axis perm[i]; nil: identity
+	unwrap       codec.Decoder // bytes→bytes codecs after the sharding codec; nil when none
+	dt           dataType
+	fillJSON     json.RawMessage
+	attrs        json.RawMessage // attributes, "{}" when absent
+	dimNames     json.RawMessage // dimension_names, nil when absent
 }
 
 // Decoder returns the pipeline that turns a stored chunk into presented

@@ -1,0 +1,369 @@
+package zarr
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/zfuse/zfuse/codec"
+)
+
+// MetadataFile is the Zarr v3 metadata document of every array and group.
+const MetadataFile = "zarr.json"
+
+// A Group is a v3 group's metadata.
+type Group struct {
+	Attributes json.RawMessage // the attributes object, "{}" when absent
+	// Consolidated holds the inline consolidated metadata (zarr-python 3's
+	// convention): zarr.json documents keyed by path relative to the group,
+	// flattened across depths. nil when absent or null.
+	Consolidated map[string]json.RawMessage
+}
+
+// v3Keys are the top-level keys of zarr.json that zfuse understands.
+var v3Keys = map[string]bool{
+	"zarr_format": true, "node_type": true, "shape": true, "data_type": true, "chunk_grid": true,
+	"chunk_key_encoding": true, "fill_value": true, "codecs": true, "attributes": true,
+	"storage_transformers": true, "dimension_names": true, "consolidated_metadata": true,
+}
+
+// ParseV3 parses a v3 zarr.json document: an array (the *Array is set) or
+// a group (the *Group is set). Malformed or absurd metadata gives an error
+// wrapping ErrInvalid. An array zfuse cannot present raw (variable-length
+// data types, codecs it cannot decode, unknown extensions that must be
+// understood) parses without error and has PassThrough set.
+//
+// The presented array has Format 3, chunk keys in the stored chunk key
+// encoding, and chunks in C order of the logical chunk shape in the byte
+// order of the bytes codec (Endian): transposes are undone, nothing is
+// byte-swapped. A sharded array is presented unsharded (see Shard).
+func ParseV3(zarrJSON []byte) (*Array, *Group, error) {
+	m, err := parseV3Doc(zarrJSON)
+	if err != nil {
+		return nil, nil, err
+	}
+	var node string
+	if err := json.Unmarshal(m["node_type"], &node); err != nil {
+		return nil, nil, fmt.Errorf("%w: node_type: %v", ErrInvalid, err)
+	}
+	switch node {
+	case "group":
+		g, err := parseGroup(m)
+		return nil, g, err
+	case "array":
+		a, err := parseArray(m)
+		return a, nil, err
+	}
+	return nil, nil, fmt.Errorf("%w: node_type %q", ErrInvalid, node)
+}
+
+func parseV3Doc(b []byte) (map[string]json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(sanitizeJSON(b), &m); err != nil || m == nil {
+		return nil, fmt.Errorf("%w: zarr.json is not a JSON object", ErrInvalid)
+	}
+	var f int
+	if err := json.Unmarshal(m["zarr_format"], &f); err != nil || f != 3 {
+		return nil, fmt.Errorf("%w: zarr_format is not 3", ErrInvalid)
+	}
+	return m, nil
+}
+
+func parseGroup(m map[string]json.RawMessage) (*Group, error) {
+	g := &Group{Attributes: json.RawMessage("{}")}
+	if a, ok := m["attributes"]; ok && !isNull(a) {
+		var o map[string]json.RawMessage
+		if err := json.Unmarshal(a, &o); err != nil {
+			return nil, fmt.Errorf("%w: attributes is not an object", ErrInvalid)
+		}
+		g.Attributes = a
+	}
+	if c, ok := m["consolidated_metadata"]; ok && !isNull(c) {
+		var cm struct {
+			Kind     string                     `json:"kind"`
+			Metadata map[string]json.RawMessage `json:"metadata"`
+		}
+		if err := json.Unmarshal(c, &cm); err != nil || (cm.Kind != "" && cm.Kind != "inline") {
+			return nil, fmt.Errorf("%w: consolidated_metadata: %s", ErrInvalid, c)
+		}
+		g.Consolidated = cm.Metadata
+		if g.Consolidated == nil {
+			g.Consolidated = map[string]json.RawMessage{}
+		}
+	}
+	return g, nil
+}
+
+func isNull(b json.RawMessage) bool { return string(bytes.TrimSpace(b)) == "null" }
+
+func parseArray(m map[string]json.RawMessage) (*Array, error) {
+	var shape []int64
+	if err := json.Unmarshal(m["shape"], &shape); err != nil || m["shape"] == nil || isNull(m["shape"]) {
+		return nil, fmt.Errorf("%w: shape is required", ErrInvalid)
+	}
+	if len(shape) > 32 {
+		return nil, fmt.Errorf("%w: rank %d", ErrInvalid, len(shape))
+	}
+	a := &Array{Format: 3, Order: "C", separatorGiven: true, attrs: json.RawMessage("{}")}
+	var pass error // the first reason to pass the array through
+	passIf := func(err error) {
+		if pass == nil {
+			pass = err
+		}
+	}
+	for k, v := range m {
+		if v3Keys[k] {
+			continue
+		}
+		var e struct {
+			MustUnderstand *bool `json:"must_understand"`
+		}
+		if json.Unmarshal(v, &e) != nil || e.MustUnderstand == nil || *e.MustUnderstand {
+			passIf(fmt.Errorf("%w: extension %q must be understood", codec.ErrUnknownCodec, k))
+		}
+	}
+
+	dt, err := parseDataType(m["data_type"])
+	if err != nil {
+		return nil, err
+	}
+	a.dt, a.DataType, a.ItemSize = dt, dt.text, dt.size
+	if dt.notRaw != nil {
+		passIf(dt.notRaw)
+	}
+
+	// chunk_grid
+	grid, err := parseExtension(m["chunk_grid"])
+	if err != nil {
+		return nil, fmt.Errorf("chunk_grid: %w", err)
+	}
+	var chunks []int64
+	if grid.Name == "regular" {
+		var c struct {
+			ChunkShape []int64 `json:"chunk_shape"`
+		}
+		if err := json.Unmarshal(grid.Config, &c); err != nil || len(c.ChunkShape) != len(shape) {
+			return nil, fmt.Errorf("%w: chunk_shape %s for shape %v", ErrInvalid, grid.Config, shape)
+		}
+		chunks = c.ChunkShape
+	} else {
+		passIf(fmt.Errorf("%w: chunk grid %q", codec.ErrUnknownCodec, grid.Name))
+	}
+
+	// chunk_key_encoding
+	cke, err := parseExtension(m["chunk_key_encoding"])
+	if err != nil {
+		return nil, fmt.Errorf("chunk_key_encoding: %w", err)
+	}
+	c := codec.Config{}
+	json.Unmarshal(cke.Config, &c)
+	switch cke.Name {
+	case "default":
+		a.keyPrefix, a.Separator = "c", "/"
+	case "v2":
+		a.Separator = "."
+	default:
+		passIf(fmt.Errorf("%w: chunk key encoding %q", codec.ErrUnknownCodec, cke.Name))
+	}
+	if a.Separator, err = c.String("separator", a.Separator); err != nil || (a.Separator != "." && a.Separator != "/") {
+		return nil, fmt.Errorf("%w: chunk key separator %s", ErrInvalid, c["separator"])
+	}
+	a.storedPrefix = a.keyPrefix
+
+	// attributes, dimension_names, storage_transformers
+	if v, ok := m["attributes"]; ok && !isNull(v) {
+		var o map[string]json.RawMessage
+		if err := json.Unmarshal(v, &o); err != nil {
+			return nil, fmt.Errorf("%w: attributes is not an object", ErrInvalid)
+		}
+		a.attrs = v
+	}
+	if v, ok := m["dimension_names"]; ok && !isNull(v) {
+		var names []*string
+		if err := json.Unmarshal(v, &names); err != nil || len(names) != len(shape) {
+			return nil, fmt.Errorf("%w: dimension_names %s for rank %d", ErrInvalid, v, len(shape))
+		}
+		a.dimNames = v
+	}
+	if v, ok := m["storage_transformers"]; ok && !isNull(v) {
+		var ts []json.RawMessage
+		if err := json.Unmarshal(v, &ts); err != nil {
+			return nil, fmt.Errorf("%w: storage_transformers is not a list", ErrInvalid)
+		}
+		for _, t := range ts {
+			e, err := parseExtension(t)
+			if err != nil {
+				return nil, fmt.Errorf("storage_transformers: %w", err)
+			}
+			if !e.Optional {
+				passIf(fmt.Errorf("%w: storage transformer %q", codec.ErrUnknownCodec, e.Name))
+			}
+		}
+	}
+
+	// codecs and fill_value
+	var list []json.RawMessage
+	if err := json.Unmarshal(m["codecs"], &list); err != nil || len(list) == 0 {
+		return nil, fmt.Errorf("%w: codecs must be a non-empty list", ErrInvalid)
+	}
+	endian, err := findEndian(list, 0)
+	if err != nil {
+		return nil, err
+	}
+	big := endian == "big" && dt.size > 1
+	if dt.size > 1 {
+		a.Endian = "little"
+		if big {
+			a.Endian = "big"
+		}
+	}
+	a.DType = dt.typestr(big)
+	if a.DType == "" {
+		a.DType = dt.text
+	}
+	a.fillJSON = m["fill_value"]
+	if a.Fill, err = dt.fill(m["fill_value"], big); err != nil {
+		return nil, err
+	}
+
+	if chunks == nil { // no regular grid: nothing more to derive
+		a.Shape = make([]int, len(shape))
+		for i, s := range shape {
+			a.Shape[i] = int(max(s, 0))
+		}
+		a.PassThrough = pass
+		return a, nil
+	}
+	if err := a.setShape(shape, chunks); err != nil && pass == nil {
+		return nil, err
+	}
+	if pass != nil {
+		a.PassThrough = pass
+		a.Codecs = describeList(list)
+		return a, nil
+	}
+	p, err := buildPipe(list, a.Chunks, a.ItemSize, a.Fill, endian, 0)
+	if errors.Is(err, ErrInvalid) {
+		return nil, err
+	}
+	if err != nil {
+		a.PassThrough = err
+		a.Codecs = describeList(list)
+		return a, nil
+	}
+	a.Codecs = p.desc
+	if p.shard == nil || !p.unperm {
+		a.decoder = p.dec // a shard after other array→array codecs is decoded whole
+		return a, nil
+	}
+	return a, a.presentUnsharded(p, shape)
+}
+
+// presentUnsharded makes the inner chunks of a sharded array its presented
+// chunks.
+func (a *Array) presentUnsharded(p *pipe, shape []int64) error {
+	s := p.shard
+	rank := len(a.Chunks)
+	presented := make([]int64, rank)
+	a.shardPer = make([]int, rank)
+	if p.perm != nil && !isIdentity(p.perm) {
+		a.perm = p.perm
+	}
+	for i := range rank {
+		ax := i
+		if a.perm != nil {
+			ax = a.perm[i]
+		}
+		presented[ax] = int64(s.inner[i])
+		a.shardPer[ax] = s.cps[i]
+	}
+	a.storedGrid = a.grid
+	a.shard, a.unwrap = s, p.outer
+	if err := a.setShape(shape, presented); err != nil {
+		return err
+	}
+	a.decoder = s.dec
+	if a.perm != nil {
+		t, err := codec.NewTranspose(a.Chunks, a.perm, a.ItemSize)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+		a.decoder = newChain([]stage{{d: s.dec, out: s.innerLen}, {d: t, out: s.innerLen}}, 0)
+	}
+	return nil
+}
+
+// describeList names a codec list that will not be decoded, as written.
+func describeList(list []json.RawMessage) string {
+	var b bytes.Buffer
+	for i, raw := range list {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		e, err := parseExtension(raw)
+		if err != nil {
+			b.WriteString("?")
+			continue
+		}
+		b.WriteString(e.Name)
+	}
+	return b.String()
+}
+
+// presentedCodecs is the codec list of the presented zarr.json: one bytes
+// codec in the stored byte order.
+func (a *Array) presentedCodecs() json.RawMessage {
+	if a.Endian == "" {
+		return json.RawMessage(`[{"name":"bytes"}]`)
+	}
+	return json.RawMessage(`[{"name":"bytes","configuration":{"endian":"` + a.Endian + `"}}]`)
+}
+
+// RewriteV3 returns the presented zarr.json. For an array: codecs become one
+// bytes codec in the stored byte order, and a sharded array's chunk_grid
+// becomes the inner chunk shape; everything else is kept. For a group: every
+// entry of inline consolidated metadata is rewritten the same way. Arrays
+// that are passed through are kept as stored. Keys are sorted and indented
+// by 2.
+func RewriteV3(zarrJSON []byte) ([]byte, error) {
+	m, err := rewriteNode(zarrJSON)
+	if err != nil {
+		return nil, err
+	}
+	return json.MarshalIndent(m, "", "  ")
+}
+
+func rewriteNode(doc []byte) (map[string]json.RawMessage, error) {
+	m, err := parseV3Doc(doc)
+	if err != nil {
+		return nil, err
+	}
+	a, g, err := ParseV3(doc)
+	if err != nil {
+		return nil, err
+	}
+	if a != nil {
+		if a.PassThrough == nil {
+			m["codecs"] = a.presentedCodecs()
+			m["chunk_grid"], _ = json.Marshal(map[string]any{
+				"name": "regular", "configuration": map[string]any{"chunk_shape": a.Chunks}})
+		}
+		return m, nil
+	}
+	if g.Consolidated == nil {
+		return m, nil
+	}
+	var cm map[string]json.RawMessage
+	json.Unmarshal(m["consolidated_metadata"], &cm)
+	entries := make(map[string]json.RawMessage, len(g.Consolidated))
+	for k, v := range g.Consolidated {
+		entries[k] = v
+		if r, err := rewriteNode(v); err == nil {
+			entries[k], _ = json.Marshal(r)
+		}
+	}
+	cm["metadata"], _ = json.Marshal(entries)
+	m["consolidated_metadata"], _ = json.Marshal(cm)
+	return m, nil
+}
