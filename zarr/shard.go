@@ -154,8 +154,10 @@ func (s *Shard) buildIndex(list []json.RawMessage) error {
 			}
 			bb = append([]stage{{d: d, out: int(n)}}, bb...) // decode order
 			n = int64(enc)
-		default:
+		case k == codec.ArrayToArray && !seenBytes:
 			return fmt.Errorf("%w: index codec %q not supported", codec.ErrUnknownCodec, e.Name)
+		default:
+			return fmt.Errorf("%w: index codec %q (%v) out of order", ErrInvalid, e.Name, k)
 		}
 	}
 	if !seenBytes {

@@ -166,8 +166,10 @@ func parseArray(m map[string]json.RawMessage) (*Array, error) {
 	default:
 		passIf(fmt.Errorf("%w: chunk key encoding %q", codec.ErrUnknownCodec, cke.Name))
 	}
-	if a.Separator, err = c.String("separator", a.Separator); err != nil || (a.Separator != "." && a.Separator != "/") {
-		return nil, fmt.Errorf("%w: chunk key separator %s", ErrInvalid, c["separator"])
+	if a.Separator != "" {
+		if a.Separator, err = c.String("separator", a.Separator); err != nil || (a.Separator != "." && a.Separator != "/") {
+			return nil, fmt.Errorf("%w: chunk key separator %s", ErrInvalid, c["separator"])
+		}
 	}
 	a.storedPrefix = a.keyPrefix
 
@@ -211,8 +213,8 @@ func parseArray(m map[string]json.RawMessage) (*Array, error) {
 	if err != nil {
 		return nil, err
 	}
-	big := endian == "big" && dt.size > 1
-	if dt.size > 1 {
+	big := endian == "big" && dt.ordered()
+	if dt.ordered() {
 		a.Endian = "little"
 		if big {
 			a.Endian = "big"

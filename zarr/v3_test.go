@@ -442,5 +442,291 @@ func TestRewriteV3Consolidated(t *testing.T) {
 	}
 }
 
-// unused guard for math import in later tests
-var _ = math.NaN
+// v3Doc returns an array zarr.json: a 1-d int16 array of shape 10 in chunks
+// of 4, with each of set's keys replaced (a value of "" deletes the key).
+func v3Doc(set map[string]string) []byte {
+	m := map[string]json.RawMessage{
+		"zarr_format":        json.RawMessage(`3`),
+		"node_type":          json.RawMessage(`"array"`),
+		"shape":              json.RawMessage(`[10]`),
+		"data_type":          json.RawMessage(`"int16"`),
+		"chunk_grid":         json.RawMessage(`{"name":"regular","configuration":{"chunk_shape":[4]}}`),
+		"chunk_key_encoding": json.RawMessage(`{"name":"default","configuration":{"separator":"/"}}`),
+		"fill_value":         json.RawMessage(`0`),
+		"codecs":             json.RawMessage(`[{"name":"bytes","configuration":{"endian":"little"}},{"name":"zstd","configuration":{"level":0,"checksum":false}}]`),
+		"attributes":         json.RawMessage(`{}`),
+	}
+	for k, v := range set {
+		if v == "" {
+			delete(m, k)
+		} else {
+			m[k] = json.RawMessage(v)
+		}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func TestParseV3(t *testing.T) {
+	type set = map[string]string
+	tests := []struct {
+		name     string
+		set      set
+		dtype    string // wanted DType
+		endian   string
+		chunkLen int64
+		pass     error // wanted PassThrough
+		invalid  bool
+	}{
+		{"int16", set{}, "<i2", "little", 8, nil, false},
+		{"big float32", set{"data_type": `"float32"`, "codecs": `[{"name":"bytes","configuration":{"endian":"big"}},"crc32c"]`}, ">f4", "big", 16, nil, false},
+		{"bool bare bytes", set{"data_type": `"bool"`, "fill_value": `false`, "codecs": `["bytes"]`}, "|b1", "", 4, nil, false},
+		{"int16 bare bytes", set{"codecs": `["bytes"]`}, "<i2", "little", 8, nil, false},
+		{"old endian name", set{"codecs": `[{"name":"endian","configuration":{"endian":"big"}}]`}, ">i2", "big", 8, nil, false},
+		{"r24", set{"data_type": `"r24"`, "fill_value": `[1,2,3]`}, "|V3", "", 12, nil, false},
+		{"complex128", set{"data_type": `"complex128"`, "fill_value": `[0, "NaN"]`}, "<c16", "little", 64, nil, false},
+		{"datetime", set{"data_type": `{"name":"numpy.datetime64","configuration":{"unit":"ms","scale_factor":10}}`, "fill_value": `-9223372036854775808`}, "<M8[10ms]", "little", 32, nil, false},
+		{"timedelta", set{"data_type": `{"name":"numpy.timedelta64","configuration":{"unit":"s"}}`, "fill_value": `"NaT"`}, "<m8[s]", "little", 32, nil, false},
+		{"utf32", set{"data_type": `{"name":"fixed_length_utf32","configuration":{"length_bytes":16}}`, "fill_value": `""`}, "<U4", "little", 64, nil, false},
+		{"transpose C", set{"codecs": `[{"name":"transpose","configuration":{"order":"C"}},"bytes"]`}, "<i2", "little", 8, nil, false},
+		{"numcodecs with id", set{"data_type": `"int32"`, "codecs": `[{"name":"numcodecs.delta","configuration":{"id":"delta","dtype":"<i4"}},"bytes",{"name":"numcodecs.zlib","configuration":{"level":1}}]`}, "<i4", "little", 16, nil, false},
+		{"optional extension", set{"my_ext": `{"must_understand": false, "x": 1}`}, "<i2", "little", 8, nil, false},
+		{"optional codec", set{"codecs": `["bytes",{"name":"nonesuch","must_understand":false}]`}, "<i2", "little", 8, nil, false},
+		{"optional transformer", set{"storage_transformers": `[{"name":"x","must_understand":false}]`}, "<i2", "little", 8, nil, false},
+		{"dimension names", set{"dimension_names": `["x"]`}, "<i2", "little", 8, nil, false},
+		{"null dimension names", set{"dimension_names": `null`}, "<i2", "little", 8, nil, false},
+		{"v2 key encoding", set{"chunk_key_encoding": `{"name":"v2","configuration":{"separator":"."}}`}, "<i2", "little", 8, nil, false},
+		{"bare key encoding", set{"chunk_key_encoding": `"default"`}, "<i2", "little", 8, nil, false},
+		{"null fill", set{"fill_value": `null`}, "<i2", "little", 8, nil, false},
+
+		{"string", set{"data_type": `"string"`, "fill_value": `""`, "codecs": `[{"name":"vlen-utf8"},"zstd"]`}, "string", "", 0, codec.ErrNotRaw, false},
+		{"unknown type", set{"data_type": `{"name":"quaternion","configuration":{}}`}, `{"name":"quaternion","configuration":{}}`, "", 0, codec.ErrNotRaw, false},
+		{"vlen codec", set{"codecs": `[{"name":"vlen-bytes"}]`}, "<i2", "little", 8, codec.ErrNotRaw, false},
+		{"unknown codec", set{"codecs": `["bytes","nonesuch"]`}, "<i2", "little", 8, codec.ErrUnknownCodec, false},
+		{"pcodec", set{"codecs": `[{"name":"numcodecs.pcodec","configuration":{}}]`}, "<i2", "little", 8, codec.ErrUnknownCodec, false},
+		{"extension", set{"my_ext": `{"x": 1}`}, "<i2", "little", 8, codec.ErrUnknownCodec, false},
+		{"transformer", set{"storage_transformers": `[{"name":"x"}]`}, "<i2", "little", 8, codec.ErrUnknownCodec, false},
+		{"rectilinear", set{"chunk_grid": `{"name":"rectilinear","configuration":{}}`}, "<i2", "little", 0, codec.ErrUnknownCodec, false},
+		{"unknown key encoding", set{"chunk_key_encoding": `{"name":"morton"}`}, "<i2", "little", 8, codec.ErrUnknownCodec, false},
+
+		{"format 2", set{"zarr_format": `2`}, "", "", 0, nil, true},
+		{"no node type", set{"node_type": ""}, "", "", 0, nil, true},
+		{"no shape", set{"shape": ""}, "", "", 0, nil, true},
+		{"negative shape", set{"shape": `[-1]`}, "", "", 0, nil, true},
+		{"rank mismatch", set{"shape": `[10, 10]`}, "", "", 0, nil, true},
+		{"zero chunk", set{"chunk_grid": `{"name":"regular","configuration":{"chunk_shape":[0]}}`}, "", "", 0, nil, true},
+		{"no chunk grid", set{"chunk_grid": ""}, "", "", 0, nil, true},
+		{"no codecs", set{"codecs": `[]`}, "", "", 0, nil, true},
+		{"codecs out of order", set{"codecs": `["bytes",{"name":"transpose","configuration":{"order":[0]}}]`}, "", "", 0, nil, true},
+		{"two array-to-bytes", set{"codecs": `["bytes","bytes"]`}, "", "", 0, nil, true},
+		{"no array-to-bytes", set{"codecs": `["zstd"]`}, "", "", 0, nil, true},
+		{"bad endian", set{"codecs": `[{"name":"bytes","configuration":{"endian":"middle"}}]`}, "", "", 0, nil, true},
+		{"bad transpose", set{"codecs": `[{"name":"transpose","configuration":{"order":[1]}},"bytes"]`}, "", "", 0, nil, true},
+		{"fill out of range", set{"fill_value": `70000`}, "", "", 0, nil, true},
+		{"fill not integral", set{"fill_value": `1.5`}, "", "", 0, nil, true},
+		{"no fill", set{"fill_value": ""}, "", "", 0, nil, true},
+		{"bad separator", set{"chunk_key_encoding": `{"name":"default","configuration":{"separator":"-"}}`}, "", "", 0, nil, true},
+		{"dimension names length", set{"dimension_names": `["x","y"]`}, "", "", 0, nil, true},
+		{"attributes list", set{"attributes": `[1]`}, "", "", 0, nil, true},
+		{"r7", set{"data_type": `"r7"`}, "", "", 0, nil, true},
+		{"bad datetime unit", set{"data_type": `{"name":"numpy.datetime64","configuration":{"unit":"fortnight"}}`}, "", "", 0, nil, true},
+		{"not json", set{}, "", "", 0, nil, true},
+		{"sharding not dividing", set{"codecs": `[{"name":"sharding_indexed","configuration":{"chunk_shape":[3],"codecs":["bytes"],"index_codecs":["bytes"]}}]`}, "", "", 0, nil, true},
+		{"sharding bad location", set{"codecs": `[{"name":"sharding_indexed","configuration":{"chunk_shape":[2],"codecs":["bytes"],"index_codecs":["bytes"],"index_location":"middle"}}]`}, "", "", 0, nil, true},
+		{"sharding rank", set{"codecs": `[{"name":"sharding_indexed","configuration":{"chunk_shape":[2,2],"codecs":["bytes"],"index_codecs":["bytes"]}}]`}, "", "", 0, nil, true},
+		{"index without bytes", set{"codecs": `[{"name":"sharding_indexed","configuration":{"chunk_shape":[2],"codecs":["bytes"],"index_codecs":["crc32c"]}}]`}, "", "", 0, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := v3Doc(tt.set)
+			if tt.name == "not json" {
+				doc = doc[:len(doc)-3]
+			}
+			a, g, err := ParseV3(doc)
+			if tt.invalid {
+				if !errors.Is(err, ErrInvalid) {
+					t.Fatalf("ParseV3 = %v, want ErrInvalid", err)
+				}
+				return
+			}
+			if err != nil || g != nil {
+				t.Fatalf("ParseV3 = %v, group %v", err, g)
+			}
+			if a.DType != tt.dtype || a.Endian != tt.endian || a.ChunkLen() != tt.chunkLen {
+				t.Errorf("DType %q Endian %q ChunkLen %d; want %q %q %d", a.DType, a.Endian, a.ChunkLen(), tt.dtype, tt.endian, tt.chunkLen)
+			}
+			switch {
+			case tt.pass == nil && a.PassThrough != nil:
+				t.Errorf("PassThrough = %v", a.PassThrough)
+			case tt.pass != nil && !errors.Is(a.PassThrough, tt.pass):
+				t.Errorf("PassThrough = %v, want %v", a.PassThrough, tt.pass)
+			case tt.pass == nil && a.Decoder() == nil:
+				t.Errorf("no decoder")
+			}
+		})
+	}
+}
+
+func TestParseV3Group(t *testing.T) {
+	tests := []struct {
+		doc     string
+		attrs   string
+		entries int // -1: no consolidated metadata
+		invalid bool
+	}{
+		{`{"zarr_format":3,"node_type":"group"}`, `{}`, -1, false},
+		{`{"zarr_format":3,"node_type":"group","attributes":{"a":1},"consolidated_metadata":null}`, `{"a":1}`, -1, false},
+		{`{"zarr_format":3,"node_type":"group","consolidated_metadata":{"kind":"inline","must_understand":false,"metadata":{}}}`, `{}`, 0, false},
+		{`{"zarr_format":3,"node_type":"group","consolidated_metadata":{"kind":"inline","metadata":{"x":{"zarr_format":3,"node_type":"group"}}}}`, `{}`, 1, false},
+		{`{"zarr_format":3,"node_type":"group","consolidated_metadata":{"kind":"sidecar"}}`, ``, 0, true},
+		{`{"zarr_format":3,"node_type":"group","attributes":[]}`, ``, 0, true},
+		{`{"zarr_format":3,"node_type":"folder"}`, ``, 0, true},
+		{`{"zarr_format":2}`, ``, 0, true},
+		{`[]`, ``, 0, true},
+	}
+	for _, tt := range tests {
+		a, g, err := ParseV3([]byte(tt.doc))
+		if tt.invalid {
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("%s: err = %v, want ErrInvalid", tt.doc, err)
+			}
+			continue
+		}
+		if err != nil || a != nil || g == nil {
+			t.Errorf("%s: %v %v %v", tt.doc, a, g, err)
+			continue
+		}
+		if !jsonEqual(g.Attributes, json.RawMessage(tt.attrs)) || (tt.entries < 0) != (g.Consolidated == nil) || (tt.entries >= 0 && len(g.Consolidated) != tt.entries) {
+			t.Errorf("%s: attributes %s, consolidated %v", tt.doc, g.Attributes, g.Consolidated)
+		}
+	}
+}
+
+func TestV3Fill(t *testing.T) {
+	tests := []struct {
+		dtype, fill string
+		big         bool
+		want        []byte // nil with v2 "": invalid
+		v2          string // the --as-v2 fill_value
+	}{
+		{`"int16"`, `-1`, false, []byte{0xff, 0xff}, `-1`},
+		{`"int16"`, `-2`, true, []byte{0xff, 0xfe}, `-2`},
+		{`"int32"`, `7.0`, false, []byte{7, 0, 0, 0}, `7`},
+		{`"uint64"`, `18446744073709551615`, false, []byte{255, 255, 255, 255, 255, 255, 255, 255}, `18446744073709551615`},
+		{`"int64"`, `-9223372036854775808`, true, []byte{0x80, 0, 0, 0, 0, 0, 0, 0}, `-9223372036854775808`},
+		{`"bool"`, `true`, false, []byte{1}, `true`},
+		{`"float32"`, `"NaN"`, false, []byte{0, 0, 0xc0, 0x7f}, `"NaN"`},
+		{`"float32"`, `"Infinity"`, true, []byte{0x7f, 0x80, 0, 0}, `"Infinity"`},
+		{`"float64"`, `"-Infinity"`, false, []byte{0, 0, 0, 0, 0, 0, 0xf0, 0xff}, `"-Infinity"`},
+		{`"float64"`, `"0x7ff0000000000001"`, false, []byte{1, 0, 0, 0, 0, 0, 0xf0, 0x7f}, `"NaN"`},
+		{`"float32"`, `"0x3f800000"`, false, []byte{0, 0, 0x80, 0x3f}, `1`},
+		{`"float32"`, `0.1`, false, []byte{0xcd, 0xcc, 0xcc, 0x3d}, `0.1`},
+		{`"float16"`, `1000.5`, false, []byte{0xd1, 0x63}, `1000.5`},
+		{`"float16"`, `"0x3c00"`, true, []byte{0x3c, 0}, `1`},
+		{`"complex64"`, `[1.5, "NaN"]`, false, []byte{0, 0, 0xc0, 0x3f, 0, 0, 0xc0, 0x7f}, `[1.5, "NaN"]`},
+		{`"r16"`, `[1, 255]`, false, []byte{1, 255}, `"Af8="`},
+		{`{"name":"numpy.datetime64","configuration":{"unit":"ns"}}`, `"NaT"`, false, []byte{0, 0, 0, 0, 0, 0, 0, 0x80}, `-9223372036854775808`},
+		{`{"name":"fixed_length_utf32","configuration":{"length_bytes":12}}`, `"ab"`, false, []byte{'a', 0, 0, 0, 'b', 0, 0, 0, 0, 0, 0, 0}, `"ab"`},
+		{`{"name":"null_terminated_bytes","configuration":{"length_bytes":3}}`, `"YQ=="`, false, []byte{'a', 0, 0}, `"YQAA"`},
+		{`"int16"`, `null`, false, nil, `null`},
+
+		{`"int8"`, `128`, false, nil, ``},
+		{`"uint8"`, `-1`, false, nil, ``},
+		{`"int16"`, `"1"`, false, nil, ``},
+		{`"float32"`, `"1.5"`, false, nil, ``},
+		{`"float32"`, `"0xZZ"`, false, nil, ``},
+		{`"bool"`, `"yes"`, false, nil, ``},
+		{`"r16"`, `[1]`, false, nil, ``},
+		{`"r16"`, `[1, 256]`, false, nil, ``},
+		{`"complex64"`, `1`, false, nil, ``},
+		{`{"name":"fixed_length_utf32","configuration":{"length_bytes":4}}`, `"ab"`, false, nil, ``},
+	}
+	for _, tt := range tests {
+		dt, err := parseDataType(json.RawMessage(tt.dtype))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := dt.fill(json.RawMessage(tt.fill), tt.big)
+		if tt.want == nil && tt.v2 == "" {
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("%s %s: fill = %v, %v; want ErrInvalid", tt.dtype, tt.fill, got, err)
+			}
+			continue
+		}
+		if err != nil || !bytes.Equal(got, tt.want) {
+			t.Errorf("%s %s: fill = %v, %v; want %v", tt.dtype, tt.fill, got, err, tt.want)
+		}
+		if v2 := dt.v2Fill(json.RawMessage(tt.fill), got, tt.big); !jsonEqual(v2, json.RawMessage(tt.v2)) {
+			t.Errorf("%s %s: v2 fill = %s, want %s", tt.dtype, tt.fill, v2, tt.v2)
+		}
+	}
+	if math.Float32frombits(0x3dcccccd) != 0.1 {
+		t.Fatal("float32 0.1 bits")
+	}
+}
+
+func TestV3ChunkKeys(t *testing.T) {
+	doc := func(enc string, shape string) []byte {
+		chunks := "[]"
+		if shape != "[]" {
+			chunks = "[4, 3, 3]"
+		}
+		return v3Doc(map[string]string{"chunk_key_encoding": enc, "shape": shape,
+			"chunk_grid": `{"name":"regular","configuration":{"chunk_shape":` + chunks + `}}`})
+	}
+	tests := []struct {
+		enc, shape string
+		coords     []int
+		key        string
+		v2key      string // the --as-v2 key
+		bad        []string
+	}{
+		{`{"name":"default","configuration":{"separator":"/"}}`, "[10, 7, 3]", []int{2, 1, 0}, "c/2/1/0", "2/1/0", []string{"2/1/0", "c/2/1", "c.2.1.0", "c/3/0/0", "c/2/1/00", "x/2/1/0", "c"}},
+		{`{"name":"default"}`, "[10, 7, 3]", []int{2, 1, 0}, "c/2/1/0", "2/1/0", []string{"c.2.1.0"}},
+		{`{"name":"default","configuration":{"separator":"."}}`, "[10, 7, 3]", []int{2, 1, 0}, "c.2.1.0", "2.1.0", []string{"c/2/1/0", "2.1.0"}},
+		{`{"name":"v2","configuration":{"separator":"."}}`, "[10, 7, 3]", []int{2, 1, 0}, "2.1.0", "2.1.0", []string{"c.2.1.0", "2/1/0"}},
+		{`{"name":"v2"}`, "[10, 7, 3]", []int{2, 1, 0}, "2.1.0", "2.1.0", []string{"2/1/0"}},
+		{`{"name":"v2","configuration":{"separator":"/"}}`, "[10, 7, 3]", []int{2, 1, 0}, "2/1/0", "2/1/0", []string{"2.1.0"}},
+		{`{"name":"default"}`, "[]", []int{}, "c", "0", []string{"0", "c/0"}},
+		{`{"name":"v2"}`, "[]", []int{}, "0", "0", []string{"c"}},
+	}
+	for _, tt := range tests {
+		a, _, err := ParseV3(doc(tt.enc, tt.shape))
+		if err != nil || a.PassThrough != nil {
+			t.Fatalf("%s: %v %v", tt.enc, err, a.PassThrough)
+		}
+		if k := a.ChunkKey(tt.coords); k != tt.key {
+			t.Errorf("%s: ChunkKey(%v) = %q, want %q", tt.enc, tt.coords, k, tt.key)
+		}
+		if c, ok := a.ParseChunkKey(tt.key); !ok || !slices.Equal(c, tt.coords) {
+			t.Errorf("%s: ParseChunkKey(%q) = %v %v", tt.enc, tt.key, c, ok)
+		}
+		if k, _, sharded := a.StoredKey(tt.coords); k != tt.key || sharded {
+			t.Errorf("%s: StoredKey = %q %v", tt.enc, k, sharded)
+		}
+		for _, b := range tt.bad {
+			if c, ok := a.ParseChunkKey(b); ok {
+				t.Errorf("%s: ParseChunkKey(%q) = %v, want not a key", tt.enc, b, c)
+			}
+		}
+		v, err := a.AsV2()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k := v.ChunkKey(tt.coords); k != tt.v2key {
+			t.Errorf("%s: v2 ChunkKey = %q, want %q", tt.enc, k, tt.v2key)
+		}
+		if c, ok := v.ParseChunkKey(tt.v2key); !ok || !slices.Equal(c, tt.coords) {
+			t.Errorf("%s: v2 ParseChunkKey(%q) = %v %v", tt.enc, tt.v2key, c, ok)
+		}
+		if k, _, _ := v.StoredKey(tt.coords); k != tt.key {
+			t.Errorf("%s: v2 view StoredKey = %q, want the stored %q", tt.enc, k, tt.key)
+		}
+		if v.Legacy() || a.Legacy() {
+			t.Errorf("%s: Legacy", tt.enc)
+		}
+	}
+}

@@ -139,6 +139,15 @@ func (dt dataType) typestr(big bool) string {
 	return ""
 }
 
+// ordered reports whether the bytes of an element depend on the byte order.
+func (dt dataType) ordered() bool {
+	switch dt.kind {
+	case 'i', 'u', 'f', 'c', 'U', 'M', 'm':
+		return dt.size > 1
+	}
+	return false
+}
+
 func (dt dataType) order(big bool) binary.ByteOrder {
 	if big {
 		return binary.BigEndian

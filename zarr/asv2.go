@@ -1,0 +1,127 @@
+package zarr
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+
+	"github.com/zfuse/zfuse/codec"
+)
+
+// AsV2 returns the array as the --as-v2 view presents it: the same chunks,
+// decoder and sharding, but Format 2, DType the numpy typestr in the stored
+// byte order, and chunk keys in v2 form ("0.0" or "0/0", by the separator
+// of the stored chunk key encoding; "0" for a 0-d array). StoredKey still
+// names the stored v3 keys. Arrays with no v2 equivalent (variable-length or
+// unknown data types) give an error wrapping codec.ErrNotRaw that names the
+// type; arrays passed through give their PassThrough error.
+func (a *Array) AsV2() (*Array, error) {
+	if a.Format != 3 {
+		return nil, fmt.Errorf("%w: AsV2 of a v%d array", ErrInvalid, a.Format)
+	}
+	if a.dt.typestr(a.Endian == "big") == "" {
+		return nil, fmt.Errorf("%w: data type %s has no Zarr v2 equivalent", codec.ErrNotRaw, a.DataType)
+	}
+	if a.PassThrough != nil {
+		return nil, a.PassThrough
+	}
+	v := *a
+	v.Format, v.keyPrefix = 2, ""
+	return &v, nil
+}
+
+// v2Zarray is the presented .zarray of an --as-v2 view.
+func (a *Array) v2Zarray() ([]byte, error) {
+	m := map[string]any{
+		"zarr_format":         2,
+		"shape":               a.Shape,
+		"chunks":              a.Chunks,
+		"dtype":               a.DType,
+		"fill_value":          a.dt.v2Fill(a.fillJSON, a.Fill, a.Endian == "big"),
+		"order":               "C",
+		"compressor":          nil,
+		"filters":             nil,
+		"dimension_separator": a.Separator,
+	}
+	return json.MarshalIndent(m, "", "    ")
+}
+
+// v2Attrs is the presented .zattrs: the attributes, plus xarray's
+// "_ARRAY_DIMENSIONS" from dimension_names when every dimension is named
+// and the attributes do not already say.
+func v2Attrs(attrs, dimNames json.RawMessage) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(attrs, &m); err != nil || m == nil {
+		m = map[string]json.RawMessage{}
+	}
+	if _, ok := m["_ARRAY_DIMENSIONS"]; !ok && dimNames != nil {
+		var names []*string
+		json.Unmarshal(dimNames, &names)
+		named := len(names) > 0
+		for _, n := range names {
+			named = named && n != nil
+		}
+		if named {
+			m["_ARRAY_DIMENSIONS"] = dimNames
+		}
+	}
+	return json.MarshalIndent(m, "", "    ")
+}
+
+// V2Files returns the Zarr v2 metadata files that stand for one v3
+// zarr.json under --as-v2, by file name: ".zarray" and ".zattrs" for an
+// array; ".zgroup", ".zattrs" and, when the group holds inline consolidated
+// metadata, ".zmetadata" (its arrays that have no v2 view are left out). An
+// array with no v2 view gives AsV2's error: the caller reports and skips it.
+func V2Files(zarrJSON []byte) (map[string][]byte, error) {
+	a, g, err := ParseV3(zarrJSON)
+	if err != nil {
+		return nil, err
+	}
+	if a != nil {
+		v, err := a.AsV2()
+		if err != nil {
+			return nil, err
+		}
+		za, err := v.v2Zarray()
+		if err != nil {
+			return nil, err
+		}
+		at, err := v2Attrs(a.attrs, a.dimNames)
+		if err != nil {
+			return nil, err
+		}
+		return map[string][]byte{ArrayFile: za, AttrsFile: at}, nil
+	}
+	files := map[string][]byte{GroupFile: []byte("{\n    \"zarr_format\": 2\n}")}
+	if files[AttrsFile], err = v2Attrs(g.Attributes, nil); err != nil {
+		return nil, err
+	}
+	if g.Consolidated == nil {
+		return files, nil
+	}
+	meta := map[string]json.RawMessage{}
+	add := func(prefix string, fs map[string][]byte) {
+		for name, b := range fs {
+			if name == ConsolidatedFile {
+				continue
+			}
+			var c json.RawMessage
+			if json.Unmarshal(b, &c) == nil {
+				meta[path.Join(prefix, name)] = c
+			}
+		}
+	}
+	add("", files)
+	for p, doc := range g.Consolidated {
+		if fs, err := V2Files(doc); err == nil {
+			add(p, fs)
+		}
+	}
+	zm, err := json.MarshalIndent(map[string]any{"zarr_consolidated_format": 1, "metadata": meta}, "", "    ")
+	if err != nil {
+		return nil, err
+	}
+	files[ConsolidatedFile] = zm
+	return files, nil
+}
