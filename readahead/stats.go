@@ -1,0 +1,128 @@
+package readahead
+
+import (
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/zfuse/zfuse/cache"
+)
+
+// Stats are a Loader's counters since New: plain numbers, so that an
+// exporter (Prometheus, expvar) can be hung on them.
+type Stats struct {
+	Reads          int64 // Chunk calls
+	DecodedHits    int64 // reads served by the decoded tier
+	DecodedMisses  int64 // reads that were not (served by staging, or loaded)
+	CompressedHits int64 // stored values found in the compressed tier, saving a store read
+	StoreReads     int64 // values read from the store
+
+	Prefetched, PrefetchedBytes         int64 // chunks staged by readahead
+	PrefetchUsed, PrefetchUsedBytes     int64 // staged chunks that a reader took
+	PrefetchWaits                       int64 // of those, taken while still loading or decoding
+	PrefetchWasted, PrefetchWastedBytes int64 // staged chunks that expired unread
+	PrefetchErrors                      int64 // staged chunks that failed to load or decode (missing chunks excluded)
+
+	Decode map[string]DecodeStats // by codec pipeline (zarr.Array.Codecs)
+
+	// Bytes held now, and the budgets.
+	DecodedUsed, DecodedBudget       int64
+	CompressedUsed, CompressedBudget int64
+	ReadaheadUsed, ReadaheadBudget   int64
+	ReadaheadPeak                    int64 // the most ReadaheadUsed has been
+}
+
+// DecodeStats describe the decoding done for one codec pipeline.
+type DecodeStats struct {
+	Batches int64         // DecodeBatch calls
+	Chunks  int64         // chunks decoded
+	Bytes   int64         // decoded bytes
+	Errors  int64         // chunks that failed to decode
+	Time    time.Duration // wall time in DecodeBatch
+}
+
+// Stats returns the Loader's counters. It is safe to call at any time.
+func (l *Loader) Stats() Stats {
+	d, c, st := l.decoded.Stats(), l.compressed.Stats(), l.staging.stats()
+	s := Stats{
+		Reads:               l.reads.Load(),
+		DecodedHits:         d.Hits,
+		DecodedMisses:       d.Misses,
+		CompressedHits:      c.Hits,
+		StoreReads:          l.storeReads.Load(),
+		Prefetched:          st.staged,
+		PrefetchedBytes:     st.stagedBytes,
+		PrefetchUsed:        st.taken,
+		PrefetchUsedBytes:   st.takenBytes,
+		PrefetchWaits:       l.waits.Load(),
+		PrefetchWasted:      st.wasted,
+		PrefetchWastedBytes: st.wastedBytes,
+		PrefetchErrors:      l.prefetchErrors.Load(),
+		DecodedUsed:         d.Used,
+		DecodedBudget:       d.Max,
+		CompressedUsed:      c.Used,
+		CompressedBudget:    c.Max,
+		ReadaheadUsed:       st.used,
+		ReadaheadBudget:     st.max,
+		ReadaheadPeak:       st.peak,
+	}
+	l.mu.Lock()
+	s.Decode = make(map[string]DecodeStats, len(l.decode))
+	for k, v := range l.decode {
+		s.Decode[k] = *v
+	}
+	l.mu.Unlock()
+	return s
+}
+
+// String summarises s in one line.
+func (s Stats) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "reads %d (decoded hits %d, prefetch used %d of %d, waited %d, wasted %d), store reads %d, compressed hits %d; ",
+		s.Reads, s.DecodedHits, s.PrefetchUsed, s.Prefetched, s.PrefetchWaits, s.PrefetchWasted, s.StoreReads, s.CompressedHits)
+	fmt.Fprintf(&b, "held: decoded %s/%s, compressed %s/%s, readahead %s/%s",
+		cache.FormatSize(s.DecodedUsed), cache.FormatSize(s.DecodedBudget),
+		cache.FormatSize(s.CompressedUsed), cache.FormatSize(s.CompressedBudget),
+		cache.FormatSize(s.ReadaheadUsed), cache.FormatSize(s.ReadaheadBudget))
+	for _, k := range slices.Sorted(maps.Keys(s.Decode)) {
+		d := s.Decode[k]
+		fmt.Fprintf(&b, "; %s: %d chunks in %v", k, d.Chunks, d.Time.Round(time.Microsecond))
+		if d.Time > 0 {
+			fmt.Fprintf(&b, " (%.0f MB/s)", float64(d.Bytes)/d.Time.Seconds()/1e6)
+		}
+	}
+	return b.String()
+}
+
+// LogValue lets a Stats be logged as a group of attributes.
+func (s Stats) LogValue() slog.Value {
+	attrs := []slog.Attr{
+		slog.Int64("reads", s.Reads),
+		slog.Int64("decoded_hits", s.DecodedHits),
+		slog.Int64("decoded_misses", s.DecodedMisses),
+		slog.Int64("compressed_hits", s.CompressedHits),
+		slog.Int64("store_reads", s.StoreReads),
+		slog.Int64("prefetched", s.Prefetched),
+		slog.Int64("prefetch_used", s.PrefetchUsed),
+		slog.Int64("prefetch_waits", s.PrefetchWaits),
+		slog.Int64("prefetch_wasted", s.PrefetchWasted),
+		slog.Int64("prefetch_wasted_bytes", s.PrefetchWastedBytes),
+		slog.Int64("prefetch_errors", s.PrefetchErrors),
+		slog.Int64("decoded_used", s.DecodedUsed),
+		slog.Int64("compressed_used", s.CompressedUsed),
+		slog.Int64("readahead_used", s.ReadaheadUsed),
+	}
+	var decode []any
+	for _, k := range slices.Sorted(maps.Keys(s.Decode)) {
+		d := s.Decode[k]
+		decode = append(decode, slog.Group(k, slog.Int64("chunks", d.Chunks),
+			slog.Int64("bytes", d.Bytes), slog.Int64("errors", d.Errors), slog.Duration("time", d.Time)))
+	}
+	if len(decode) > 0 {
+		attrs = append(attrs, slog.Group("decode", decode...))
+	}
+	return slog.GroupValue(attrs...)
+}
