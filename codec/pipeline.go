@@ -76,24 +76,30 @@ func V2(compressor json.RawMessage, filters []json.RawMessage) (Decoder, error) 
 // it encodes.
 func slack(n int) int { return 2*n + 4096 }
 
-var bufs sync.Pool // of *[]byte, intermediate buffers
+var bufs sync.Pool // of *[]byte, intermediate buffers, kept at full capacity
 
+// getBuf returns a buffer of capacity at least n. Callers slice it to the
+// capacity they want, so that the pooled slice keeps its whole array: a
+// large buffer lent for a small chunk is still large when it comes back.
 func getBuf(n int) *[]byte {
 	if p, _ := bufs.Get().(*[]byte); p != nil && cap(*p) >= n {
-		*p = (*p)[:0:n]
 		return p
 	}
 	b := make([]byte, 0, n)
 	return &b
 }
 
-func putBuf(p *[]byte) { *p = (*p)[:0:cap(*p)]; bufs.Put(p) }
+func putBuf(p *[]byte) { *p = (*p)[:0]; bufs.Put(p) }
 
 // Decode runs the stages. Intermediate buffers are sized backwards from the
 // room left in dst, through each stage's EncodedLen.
 func (p *Pipeline) Decode(dst, src []byte) ([]byte, error) {
 	n := len(p.Stages)
-	room := make([]int, n) // room[k]: output capacity of stage k
+	var small [8]int
+	room := small[:] // room[k]: output capacity of stage k
+	if n > len(small) {
+		room = make([]int, n)
+	}
 	room[n-1] = cap(dst) - len(dst)
 	for k := n - 1; k > 0; k-- {
 		in := slack(room[k])
