@@ -43,6 +43,7 @@ type shardStore struct {
 	shard     []int // chunk_grid chunk shape (array axes)
 	transpose []int // transpose before sharding_indexed; nil: none
 	outerCRC  bool  // crc32c after sharding_indexed
+	unsharded bool  // no sharding: chunks are [transpose,] bytes[, gzip][, crc32c] by level
 	fill      float64
 	level     shardLevel
 	hole      func(c []int) bool // elements that hold the fill value
@@ -171,16 +172,7 @@ func encodeShard(t testing.TB, arr []byte, shape []int, is int, fill []byte, l s
 				t.Fatal("nested shard all empty but its block is not")
 			}
 		}
-		if l.gzip {
-			var b bytes.Buffer
-			w := gzip.NewWriter(&b)
-			w.Write(enc)
-			w.Close()
-			enc = b.Bytes()
-		}
-		if l.crc {
-			enc = appendCRC(enc)
-		}
+		enc = encodeInner(enc, l)
 		data = append(data, 0xAA, 0xBB, 0xCC) // a gap
 		index[2*i], index[2*i+1] = uint64(base+len(data)), uint64(len(enc))
 		data = append(data, enc...)
@@ -201,6 +193,21 @@ func encodeShard(t testing.TB, arr []byte, shape []int, is int, fill []byte, l s
 		return append(ib, data...), any
 	}
 	return append(data, ib...), any
+}
+
+// encodeInner applies a level's inner bytes→bytes codecs.
+func encodeInner(enc []byte, l shardLevel) []byte {
+	if l.gzip {
+		var b bytes.Buffer
+		w := gzip.NewWriter(&b)
+		w.Write(enc)
+		w.Close()
+		enc = b.Bytes()
+	}
+	if l.crc {
+		enc = appendCRC(enc)
+	}
+	return enc
 }
 
 // levelJSON is the sharding_indexed codec object of a level.
@@ -249,7 +256,12 @@ func (s shardStore) write(t testing.TB, dir string) []byte {
 	if s.transpose != nil {
 		codecs = append(codecs, map[string]any{"name": "transpose", "configuration": map[string]any{"order": s.transpose}})
 	}
-	codecs = append(codecs, levelJSON(s.level, endian))
+	if s.unsharded {
+		l := levelJSON(s.level, endian)["configuration"].(map[string]any)
+		codecs = append(codecs, l["codecs"].([]any)...)
+	} else {
+		codecs = append(codecs, levelJSON(s.level, endian))
+	}
 	if s.outerCRC {
 		codecs = append(codecs, "crc32c")
 	}
@@ -277,7 +289,13 @@ func (s shardStore) write(t testing.TB, dir string) []byte {
 		if s.transpose != nil {
 			arr, shape = transposeTo(arr, s.shard, s.transpose, is)
 		}
-		enc, ok := encodeShard(t, arr, shape, is, fill, s.level)
+		var enc []byte
+		var ok bool
+		if s.unsharded {
+			enc, ok = encodeInner(arr, s.level), !bytes.Equal(arr, bytes.Repeat(fill, len(arr)/is))
+		} else {
+			enc, ok = encodeShard(t, arr, shape, is, fill, s.level)
+		}
 		if !ok {
 			continue // all-fill shards are not written
 		}
@@ -315,6 +333,8 @@ var shardStores = []shardStore{
 		level: shardLevel{inner: []int{2, 2, 1}, indexCRC: true}},
 	{name: "scalar", dtype: "float64", shape: []int{}, shard: []int{}, fill: 7,
 		level: shardLevel{inner: []int{}, indexCRC: true, gzip: true}},
+	{name: "transpose.unsharded", dtype: "int16", shape: []int{5, 3, 4}, shard: []int{4, 2, 4}, transpose: []int{2, 0, 1}, unsharded: true,
+		level: shardLevel{gzip: true, crc: true}},
 }
 
 func openStore(t testing.TB, dir, name string) *Array {
@@ -339,6 +359,12 @@ func TestShardStores(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			want := s.write(t, dir)
 			a := openStore(t, dir, s.name)
+			if s.unsharded {
+				if got := readV3(t, filepath.Join(dir, s.name), a); !bytes.Equal(got, want) {
+					t.Errorf("decoded\n%v\nwant\n%v", got, want)
+				}
+				return
+			}
 			if a.Shard() == nil {
 				t.Fatalf("not presented unsharded: %s", a.Codecs)
 			}
