@@ -53,17 +53,18 @@ type Loader struct {
 	decoded    *cache.Cache  // chunks that have been read
 	compressed *cache.Cache  // stored values
 	staging    *staging      // prefetched chunks not yet read
+	shards     shardIndexes  // parsed shard indexes
 	fetch      chan struct{} // a semaphore: one token per prefetch store read
 
 	ctx    context.Context // the lifetime of background work; ends at Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // every goroutine the Loader starts
 
-	mu      sync.Mutex // guards the fields below
-	closed  bool       // no goroutine starts once set
-	streams map[streamID]*stream
-	batch   map[*zarr.Array]codec.BatchDecoder
-	decode  map[string]*DecodeStats // by zarr.Array.Codecs
+	mu          sync.Mutex // guards the fields below
+	closed      bool       // no goroutine starts once set
+	streams     map[streamID]*stream
+	batch       map[*zarr.Array]codec.BatchDecoder
+	decodeStats map[string]*DecodeStats // by zarr.Array.Codecs
 
 	// Counters, updated atomically.
 	reads, storeReads, waits, prefetchErrors atomic.Int64
@@ -86,17 +87,17 @@ type stream struct {
 func New(cfg Config) *Loader {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Loader{
-		store:      cfg.Store,
-		decoder:    cfg.Decoder,
-		policy:     cfg.Policy,
-		ttl:        cfg.TTL,
-		maxStreams: cfg.Streams,
-		log:        cfg.Log,
-		ctx:        ctx,
-		cancel:     cancel,
-		streams:    map[streamID]*stream{},
-		batch:      map[*zarr.Array]codec.BatchDecoder{},
-		decode:     map[string]*DecodeStats{},
+		store:       cfg.Store,
+		decoder:     cfg.Decoder,
+		policy:      cfg.Policy,
+		ttl:         cfg.TTL,
+		maxStreams:  cfg.Streams,
+		log:         cfg.Log,
+		ctx:         ctx,
+		cancel:      cancel,
+		streams:     map[streamID]*stream{},
+		batch:       map[*zarr.Array]codec.BatchDecoder{},
+		decodeStats: map[string]*DecodeStats{},
 	}
 	if l.decoder == nil {
 		l.decoder = func(a *zarr.Array) codec.BatchDecoder { return codec.Batch(a.Decoder()) }
@@ -148,49 +149,45 @@ func (l *Loader) Close() error {
 	return nil
 }
 
-// ChunkKey returns the store key of the chunk at coords of the array whose
-// key prefix is path ("" for an array at the root of the store).
-func ChunkKey(a *zarr.Array, path string, coords []int) string {
-	if path == "" {
-		return a.ChunkKey(coords)
-	}
-	return path + "/" + a.ChunkKey(coords)
-}
-
 // Chunk returns the decoded chunk at coords of array a, whose key prefix
-// in the store is path ("" for a root array). The chunk is a.ChunkLen()
-// bytes, shared and immutable: the caller must not modify it. pid names the
-// reader (the process behind the FUSE request); each reader of each array
-// gets its own readahead.
+// in the store is path ("" for an array at the root). The chunk is
+// a.ChunkLen() bytes, shared and immutable: the caller must not modify it.
+// pid names the reader (the process behind the FUSE request); each reader of
+// each array gets its own readahead.
 //
-// A missing chunk gives the store's error, which satisfies
-// errors.Is(err, fs.ErrNotExist). A chunk that does not decode gives an
-// error naming its key; other chunks are not affected. If ctx ends first,
-// Chunk returns ctx.Err() and the load goes on for other readers.
+// The stored value is path + "/" + a.StoredKey(coords): for v2 arrays that
+// is the chunk key ("0.3", or the legacy nested "0/3" where the metadata
+// names no separator and the store nests); for sharded v3 arrays it is the
+// shard, whose index is read once and whose inner chunks are read by range.
+//
+// A missing chunk gives an error satisfying errors.Is(err, fs.ErrNotExist).
+// A chunk that does not decode gives an error naming its key; other chunks
+// are not affected. If ctx ends first, Chunk returns ctx.Err() and the load
+// goes on for other readers.
 func (l *Loader) Chunk(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32) ([]byte, error) {
-	key := ChunkKey(a, path, coords)
 	if a.PassThrough != nil {
-		return nil, fmt.Errorf("chunk %s: %w", key, a.PassThrough)
+		return nil, fmt.Errorf("chunk %s: %w", join(path, a.ChunkKey(coords)), a.PassThrough)
 	}
+	r := ref(a, path, coords)
 	l.reads.Add(1)
 	// Whether this read will wait is the policy's signal to look further
 	// ahead; decide it before the read changes what is where.
-	waited := !l.decoded.Has(key) && !l.staging.isReady(key)
+	waited := !l.decoded.Has(r.id) && !l.staging.isReady(r.id)
 	if err := l.plan(a, path, pid, a.Linear(coords), waited); err != nil {
 		return nil, err
 	}
-	return l.decoded.Load(ctx, key, func(ctx context.Context) ([]byte, error) {
-		return l.load(ctx, a, key)
+	return l.decoded.Load(ctx, r.id, func(ctx context.Context) ([]byte, error) {
+		return l.load(ctx, a, r)
 	})
 }
 
 // load produces a chunk that is not in the decoded tier: from staging if
 // readahead got there first, else from the compressed tier or the store.
 // The decoded tier keeps what load returns: that is the move on first read.
-func (l *Loader) load(ctx context.Context, a *zarr.Array, key string) ([]byte, error) {
+func (l *Loader) load(ctx context.Context, a *zarr.Array, r chunkRef) ([]byte, error) {
 	ctx, stop := l.lifetime(ctx)
 	defer stop()
-	if e := l.staging.take(key); e != nil {
+	if e := l.staging.take(r.id); e != nil {
 		select {
 		case <-e.done:
 		default:
@@ -203,14 +200,13 @@ func (l *Loader) load(ctx context.Context, a *zarr.Array, key string) ([]byte, e
 		// The prefetch failed for a reason of its own (a store error, a
 		// cancellation): try again for this reader.
 	}
-	src, err := l.fetchStored(ctx, key)
+	src, err := l.encoded(ctx, a, r)
 	if err != nil {
 		return nil, err
 	}
-	jobs := []codec.Job{{Src: src, Dst: make([]byte, 0, a.ChunkLen())}}
-	l.decodeBatch(ctx, a, jobs)
-	if err := l.check(a, &jobs[0]); err != nil {
-		return nil, fmt.Errorf("decode %s: %w", key, err)
+	jobs := l.decode(ctx, a, []chunkRef{r}, [][]byte{src})
+	if err := jobs[0].Err; err != nil {
+		return nil, fmt.Errorf("decode %s: %w", r.stored, err)
 	}
 	return jobs[0].Dst, nil
 }
@@ -246,28 +242,45 @@ func (l *Loader) batchDecoder(a *zarr.Array) codec.BatchDecoder {
 	return d
 }
 
-// decodeBatch decodes jobs with a's batch decoder and records the time.
-func (l *Loader) decodeBatch(ctx context.Context, a *zarr.Array, jobs []codec.Job) {
-	d := l.batchDecoder(a)
+// decode decodes the chunks refs of a from srcs (as encoded returned them)
+// in one batch with a's batch decoder, and records the time. Each job's Err
+// is set if its chunk did not decode to exactly ChunkLen bytes.
+func (l *Loader) decode(ctx context.Context, a *zarr.Array, refs []chunkRef, srcs [][]byte) []codec.Job {
+	jobs := make([]codec.Job, len(refs))
+	for i := range jobs {
+		jobs[i] = codec.Job{Src: srcs[i], Dst: make([]byte, 0, a.ChunkLen())}
+	}
 	start := time.Now()
-	err := d.DecodeBatch(ctx, jobs)
+	if a.WholeShard() {
+		// Codecs over the whole shard: each chunk is cut from its shard.
+		for i := range jobs {
+			jobs[i].Dst, jobs[i].Err = a.DecodeFromShard(jobs[i].Dst, jobs[i].Src, refs[i].coords)
+		}
+	} else if err := l.batchDecoder(a).DecodeBatch(ctx, jobs); err != nil {
+		for i := range jobs {
+			if jobs[i].Err == nil && len(jobs[i].Dst) == 0 {
+				jobs[i].Err = err // not reached
+			}
+		}
+	}
 	took := time.Since(start)
 	var n, bad int64
 	for i := range jobs {
-		if err != nil && jobs[i].Err == nil && len(jobs[i].Dst) == 0 {
-			jobs[i].Err = err // not reached
+		j := &jobs[i]
+		if j.Err == nil && int64(len(j.Dst)) != a.ChunkLen() {
+			j.Err = fmt.Errorf("%w: decoded %d bytes, want %d", codec.ErrCorrupt, len(j.Dst), a.ChunkLen())
 		}
-		if l.check(a, &jobs[i]) != nil {
+		if j.Err != nil {
 			bad++
 		} else {
-			n += int64(len(jobs[i].Dst))
+			n += int64(len(j.Dst))
 		}
 	}
 	l.mu.Lock()
-	ds := l.decode[a.Codecs]
+	ds := l.decodeStats[a.Codecs]
 	if ds == nil {
 		ds = &DecodeStats{}
-		l.decode[a.Codecs] = ds
+		l.decodeStats[a.Codecs] = ds
 	}
 	ds.Batches++
 	ds.Chunks += int64(len(jobs)) - bad
@@ -275,17 +288,7 @@ func (l *Loader) decodeBatch(ctx context.Context, a *zarr.Array, jobs []codec.Jo
 	ds.Errors += bad
 	ds.Time += took
 	l.mu.Unlock()
-}
-
-// check returns the job's error, or one if it did not fill a whole chunk.
-func (l *Loader) check(a *zarr.Array, j *codec.Job) error {
-	if j.Err != nil {
-		return j.Err
-	}
-	if int64(len(j.Dst)) != a.ChunkLen() {
-		return fmt.Errorf("%w: decoded %d bytes, want %d", codec.ErrCorrupt, len(j.Dst), a.ChunkLen())
-	}
-	return nil
+	return jobs
 }
 
 // plan records a read of chunk i by pid and starts prefetching what the
@@ -305,24 +308,24 @@ func (l *Loader) plan(a *zarr.Array, path string, pid uint32, i int64, waited bo
 	}
 	st.last = time.Now()
 	s, pl := l.policy.Next(st.state, Access{Index: i, Len: a.NumChunks(), Waited: waited})
-	var batch []*staged
+	var batch []prefetched
 	for k := range pl.N {
-		key := ChunkKey(a, path, a.Coords(pl.Index(k)))
-		if l.decoded.Has(key) {
+		r := ref(a, path, a.Coords(pl.Index(k)))
+		if l.decoded.Has(r.id) {
 			continue
 		}
-		e, res := l.staging.reserve(key, a.ChunkLen())
+		e, res := l.staging.reserve(r.id, a.ChunkLen())
 		if res == full {
 			s = l.policy.Cut(s, pl, k)
 			break
 		}
 		if res == reserved {
-			batch = append(batch, e)
+			batch = append(batch, prefetched{e, r})
 		}
 	}
 	st.state = s
 	if len(batch) > 0 {
-		l.log.Debug("prefetch", "key", batch[0].key, "n", len(batch), "step", s.Step(), "window", s.Window())
+		l.log.Debug("prefetch", "key", batch[0].ref.stored, "n", len(batch), "step", s.Step(), "window", s.Window())
 		l.wg.Go(func() { l.prefetch(a, batch) })
 	}
 	return nil
@@ -348,15 +351,21 @@ func (l *Loader) forgetIdleLocked() {
 	}
 }
 
+// A prefetched chunk: its staging entry, and where it is stored.
+type prefetched struct {
+	e   *staged
+	ref chunkRef
+}
+
 // prefetch fetches the stored values of batch concurrently, decodes them as
 // one batch, and fills the staged entries. Every entry is filled, whatever
 // happens, so no reader waits for ever.
-func (l *Loader) prefetch(a *zarr.Array, batch []*staged) {
+func (l *Loader) prefetch(a *zarr.Array, batch []prefetched) {
 	ctx := l.ctx
 	srcs := make([][]byte, len(batch))
 	errs := make([]error, len(batch))
 	var fetches sync.WaitGroup
-	for k, e := range batch {
+	for k, p := range batch {
 		select {
 		case l.fetch <- struct{}{}:
 		case <-ctx.Done():
@@ -365,37 +374,49 @@ func (l *Loader) prefetch(a *zarr.Array, batch []*staged) {
 		}
 		fetches.Go(func() {
 			defer func() { <-l.fetch }()
-			srcs[k], errs[k] = l.fetchStored(ctx, e.key)
+			srcs[k], errs[k] = l.encoded(ctx, a, p.ref)
 		})
 	}
 	fetches.Wait()
 
-	jobs := make([]codec.Job, 0, len(batch))
-	entries := make([]*staged, 0, len(batch))
-	for k, e := range batch {
+	var ok []prefetched
+	var okSrcs [][]byte
+	for k, p := range batch {
 		if err := errs[k]; err != nil {
 			if !errors.Is(err, iofs.ErrNotExist) && ctx.Err() == nil {
 				l.prefetchErrors.Add(1)
-				l.log.Debug("prefetch failed", "key", e.key, "err", err)
+				l.log.Debug("prefetch failed", "key", p.ref.stored, "err", err)
 			}
-			l.staging.fill(e, nil, err, false)
+			// A corrupt shard index is the chunk's own fault, as a
+			// corrupt chunk is: a reader gets the error as it is.
+			l.staging.fill(p.e, nil, err, ctx.Err() == nil && !isStoreErr(err))
 			continue
 		}
-		jobs = append(jobs, codec.Job{Src: srcs[k], Dst: make([]byte, 0, a.ChunkLen())})
-		entries = append(entries, e)
+		ok = append(ok, p)
+		okSrcs = append(okSrcs, srcs[k])
 	}
-	if len(jobs) == 0 {
+	if len(ok) == 0 {
 		return
 	}
-	l.decodeBatch(ctx, a, jobs)
-	for k, e := range entries {
-		if err := l.check(a, &jobs[k]); err != nil {
+	refs := make([]chunkRef, len(ok))
+	for k, p := range ok {
+		refs[k] = p.ref
+	}
+	jobs := l.decode(ctx, a, refs, okSrcs)
+	for k, p := range ok {
+		if err := jobs[k].Err; err != nil {
 			if ctx.Err() == nil {
 				l.prefetchErrors.Add(1)
 			}
-			l.staging.fill(e, nil, fmt.Errorf("decode %s: %w", e.key, err), ctx.Err() == nil)
+			l.staging.fill(p.e, nil, fmt.Errorf("decode %s: %w", p.ref.stored, err), ctx.Err() == nil)
 			continue
 		}
-		l.staging.fill(e, jobs[k].Dst, nil, false)
+		l.staging.fill(p.e, jobs[k].Dst, nil, false)
 	}
+}
+
+// isStoreErr reports whether err came from reading the store (worth another
+// try by a reader) rather than from the data read (not worth one).
+func isStoreErr(err error) bool {
+	return !errors.Is(err, codec.ErrCorrupt) && !errors.Is(err, codec.ErrChecksum)
 }

@@ -118,7 +118,7 @@ func fixture(t testing.TB, a *zarr.Array, path string, edit map[int64][]byte) *c
 			v = deflate(t, chunkData(a, i))
 		}
 		if v != nil {
-			m[ChunkKey(a, path, a.Coords(i))] = &fstest.MapFile{Data: v}
+			m[join(path, a.ChunkKey(a.Coords(i)))] = &fstest.MapFile{Data: v}
 		}
 	}
 	return &counting{s: store.FS(m), reads: map[string]int{}}
@@ -392,7 +392,7 @@ func TestLoaderMoveOnRead(t *testing.T) {
 			}
 		}
 		synctest.Wait() // the prefetch of 3 and 4 is done
-		key := ChunkKey(a, "temp", []int{3})
+		key := join("temp", a.ChunkKey([]int{3}))
 		if !l.staging.isReady(key) || l.decoded.Has(key) {
 			t.Fatalf("chunk 3 not staged (ready %v) or already in the decoded tier", l.staging.isReady(key))
 		}

@@ -70,8 +70,8 @@ func (l *Loader) Stats() Stats {
 		ReadaheadPeak:       st.peak,
 	}
 	l.mu.Lock()
-	s.Decode = make(map[string]DecodeStats, len(l.decode))
-	for k, v := range l.decode {
+	s.Decode = make(map[string]DecodeStats, len(l.decodeStats))
+	for k, v := range l.decodeStats {
 		s.Decode[k] = *v
 	}
 	l.mu.Unlock()

@@ -1,0 +1,172 @@
+package readahead
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/zfuse/zfuse/store"
+	"github.com/zfuse/zfuse/zarr"
+)
+
+// raNeed skips a test that lacks what (on a laptop) but fails it in CI.
+func raNeed(t testing.TB, what string, ok bool) {
+	t.Helper()
+	if ok {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s required in CI", what)
+	}
+	t.Skipf("no %s", what)
+}
+
+// conformance returns the shared conformance folder: $ZFUSE_SHARED/conformance,
+// else ../shared/conformance beside the repository root.
+func conformance(t testing.TB) string {
+	shared := os.Getenv("ZFUSE_SHARED")
+	if shared == "" {
+		dir, _ := os.Getwd()
+		for dir != filepath.Dir(dir) {
+			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+				shared = filepath.Join(dir, "..", "shared")
+				break
+			}
+			dir = filepath.Dir(dir)
+		}
+	}
+	c := filepath.Join(shared, "conformance")
+	_, err := os.Stat(filepath.Join(c, "MANIFEST.md"))
+	raNeed(t, "conformance data", shared != "" && err == nil)
+	return c
+}
+
+// TestLoaderSharded reads every presented chunk of zarrita.js's sharded v3
+// arrays through the Loader (index read once per shard, inner chunks by
+// range) and compares it with zarr's whole-shard reference decode. The
+// --as-v2 view of each array must read the same.
+func TestLoaderSharded(t *testing.T) {
+	root := filepath.Join(conformance(t), "zarrita.js", "fixtures", "v3", "data.zarr")
+	names, _ := filepath.Glob(filepath.Join(root, "*sharded*"))
+	if len(names) < 5 {
+		t.Fatalf("found %d sharded arrays in %s", len(names), root)
+	}
+	s, err := store.Dir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, dir := range names {
+		name := filepath.Base(dir)
+		t.Run(name, func(t *testing.T) {
+			meta, err := os.ReadFile(filepath.Join(dir, "zarr.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, _, err := zarr.ParseV3(meta)
+			if err != nil || a.PassThrough != nil {
+				t.Fatalf("ParseV3: %v, %v", err, a.PassThrough)
+			}
+			if a.Shard() == nil {
+				t.Fatal("not presented unsharded")
+			}
+			v2, err := a.AsV2()
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := newLoader(t, s, nil)
+			missing := 0
+			for i := range a.NumChunks() {
+				coords := a.Coords(i)
+				rel, _, _ := a.StoredKey(coords)
+				var want []byte
+				var wantErr error
+				if shard, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel))); err != nil {
+					wantErr = err
+				} else {
+					want, wantErr = a.DecodeFromShard(make([]byte, 0, a.ChunkLen()), shard, coords)
+				}
+				for _, view := range []*zarr.Array{a, v2} {
+					got, err := l.Chunk(context.Background(), view, name, coords, 1)
+					switch {
+					case errors.Is(wantErr, iofs.ErrNotExist):
+						if !errors.Is(err, iofs.ErrNotExist) {
+							t.Errorf("chunk %v (format %d): %v, want missing", coords, view.Format, err)
+						}
+					case wantErr != nil:
+						t.Fatalf("reference decode of %v: %v", coords, wantErr)
+					case err != nil || !bytes.Equal(got, want):
+						t.Errorf("chunk %v (format %d) = %v, %v; want %v", coords, view.Format, got, err, want)
+					}
+				}
+				if wantErr != nil {
+					missing++
+				}
+			}
+			st := l.Stats()
+			if shards := int64(len(mustGlob(t, filepath.Join(dir, "c")))); st.StoreReads > shards+a.NumChunks() {
+				t.Errorf("%d store reads for %d shards and %d chunks: indexes read more than once", st.StoreReads, shards, a.NumChunks())
+			}
+			switch name { // known values (MANIFEST.md)
+			case "3d.chunked.compressed.sharded.i2": // arange(64).reshape(4,4,4), inner chunks 1×1×1
+				for i := range a.NumChunks() {
+					v, err := l.Chunk(context.Background(), a, name, a.Coords(i), 1)
+					if errors.Is(err, iofs.ErrNotExist) {
+						v, err = []byte{0, 0}, nil // not written: the fill value, 0
+					}
+					if err != nil || int64(int16(binary.LittleEndian.Uint16(v))) != i {
+						t.Errorf("chunk %v = %v, %v; want %d", a.Coords(i), v, err, i)
+					}
+				}
+			case "1d.chunked.filled.compressed.sharded.i2", "2d.chunked.compressed.sharded.filled.i2":
+				if missing == 0 {
+					t.Error("no missing chunk: the absent shard or empty index entry was not seen")
+				}
+			}
+		})
+	}
+}
+
+// mustGlob returns the files under dir.
+func mustGlob(t *testing.T, dir string) []string {
+	var files []string
+	filepath.WalkDir(dir, func(p string, d iofs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	return files
+}
+
+// TestLoaderLegacyNested reads a v2 array whose metadata names no
+// dimension_separator from a store that nests its chunk keys (0/1), as
+// zarr-python's NestedDirectoryStore wrote them before the field existed.
+func TestLoaderLegacyNested(t *testing.T) {
+	a, err := zarr.ParseV2([]byte(`{"zarr_format": 2, "shape": [40, 40], "chunks": [8, 8], "dtype": "<f8",
+		"compressor": {"id": "zlib", "level": 1}, "filters": null, "fill_value": 0, "order": "C"}`))
+	if err != nil || !a.Legacy() {
+		t.Fatalf("ParseV2: %v, legacy %v", err, a.Legacy())
+	}
+	m := fstest.MapFS{}
+	for i := range a.NumChunks() {
+		key := "temp/" + strings.ReplaceAll(a.ChunkKey(a.Coords(i)), ".", "/")
+		m[key] = &fstest.MapFile{Data: deflate(t, chunkData(a, i))}
+	}
+	l := newLoader(t, store.FS(m), nil)
+	for i := range a.NumChunks() {
+		if err := readChunk(t, l, a, "temp", i, 1); err != nil {
+			t.Fatalf("chunk %v: %v", a.Coords(i), err)
+		}
+	}
+	if st := l.Stats(); st.PrefetchUsed < a.NumChunks()*8/10 {
+		t.Errorf("prefetch did not find the nested keys: %v", st)
+	}
+}
