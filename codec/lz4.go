@@ -65,7 +65,8 @@ func lz4Block(dst, src []byte) ([]byte, error) {
 
 // lz4DecodedLen returns the number of bytes the LZ4 block src decodes to,
 // reading only its tokens and length bytes; ok is false when the sequence
-// structure is malformed (match offsets are not checked).
+// structure is malformed (match offsets are not checked). Like pierrec's
+// decoder (and unlike liblz4's), it accepts a block that ends with a match.
 func lz4DecodedLen(src []byte) (n int, ok bool) {
 	const limit = 1 << 40 // far past any cap; stop counting
 	si := 0
@@ -114,5 +115,5 @@ func lz4DecodedLen(src []byte) (n int, ok bool) {
 		}
 		n += ml + 4
 	}
-	return n, n >= limit
+	return n, si == len(src) || n >= limit
 }
