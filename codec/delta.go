@@ -81,7 +81,11 @@ func (d *Delta) Decode(dst, src []byte) ([]byte, error) {
 	if err != nil {
 		return dst, err
 	}
-	if d.AsType != d.DType || !deltaFast(out, src, d.DType) {
+	switch {
+	case d.AsType == d.DType && deltaFast(out, src, d.DType):
+	case isIntKind(d.AsType) && isIntKind(d.loop) && isIntKind(d.DType):
+		d.ints(out, src, n)
+	default:
 		d.slow(out, src, n)
 	}
 	return dst[:len(dst)+len(out)], nil
@@ -91,15 +95,38 @@ func (d *Delta) Decode(dst, src []byte) ([]byte, error) {
 // loop type and on to DType); the running total stays in the loop type.
 func (d *Delta) slow(out, src []byte, n int) {
 	at, dt, loop := d.AsType, d.DType, d.loop
+	castIn, castOut := !at.sameType(loop), !loop.sameType(dt)
+	lanes := dt.Kind == 'u' && dt.Size == 4 // see vectorLane
 	var acc scalar
 	for i := range n {
-		x := cast(at, loop, at.load(src[i*at.Size:]), false)
+		x := at.load(src[i*at.Size:])
+		if castIn {
+			x = cast(at, loop, x, false)
+		}
 		if i == 0 {
 			acc = x
 		} else {
 			acc = loop.add(acc, x)
 		}
-		dt.store(out[i*dt.Size:], cast(loop, dt, acc, vectorLane(loop, dt, i, n)))
+		y := acc
+		if castOut {
+			y = cast(loop, dt, acc, lanes && vectorLane(loop, dt, i, n))
+		}
+		dt.store(out[i*dt.Size:], y)
+	}
+}
+
+func isIntKind(d DType) bool { return d.Kind == 'i' || d.Kind == 'u' }
+
+// ints is the all-integer case: the loop type is at least as wide as
+// DType, so every output is the low bytes of the plain running sum of the
+// (sign- or zero-extended) stored elements.
+func (d *Delta) ints(out, src []byte, n int) {
+	at, dt := d.AsType, d.DType
+	var acc uint64
+	for i := range n {
+		acc += at.load(src[i*at.Size:]).i
+		putBits(out[i*dt.Size:], dt.Size, dt.Big, acc)
 	}
 }
 
@@ -155,36 +182,56 @@ func deltaFast(out, src []byte, d DType) bool {
 			}
 		}
 		return true
-	case d.Kind == 'f' && d.Size == 4 && !d.Big:
+	case d.Kind == 'f' && d.Size == 4:
 		if len(src) < 4 {
 			return true
 		}
-		acc := math.Float32frombits(le.Uint32(src))
+		o := d.order() // an interface call per element; little-endian inlines below
+		acc := math.Float32frombits(o.Uint32(src))
 		copy(out, src[:4]) // numpy copies the first element: NaN payloads survive
 		for i := 4; i+4 <= len(src); i += 4 {
-			x := math.Float32frombits(le.Uint32(src[i:]))
+			var x float32
+			if d.Big {
+				x = math.Float32frombits(o.Uint32(src[i:]))
+			} else {
+				x = math.Float32frombits(le.Uint32(src[i:]))
+			}
 			if s := acc + x; s == s {
 				acc = s
 			} else {
 				acc = math.Float32frombits(nan32(acc, x))
 			}
-			le.PutUint32(out[i:], math.Float32bits(acc))
+			if d.Big {
+				o.PutUint32(out[i:], math.Float32bits(acc))
+			} else {
+				le.PutUint32(out[i:], math.Float32bits(acc))
+			}
 		}
 		return true
-	case d.Kind == 'f' && d.Size == 8 && !d.Big:
+	case d.Kind == 'f' && d.Size == 8:
 		if len(src) < 8 {
 			return true
 		}
-		acc := math.Float64frombits(le.Uint64(src))
+		o := d.order()
+		acc := math.Float64frombits(o.Uint64(src))
 		copy(out, src[:8])
 		for i := 8; i+8 <= len(src); i += 8 {
-			x := math.Float64frombits(le.Uint64(src[i:]))
+			var x float64
+			if d.Big {
+				x = math.Float64frombits(o.Uint64(src[i:]))
+			} else {
+				x = math.Float64frombits(le.Uint64(src[i:]))
+			}
 			if s := acc + x; s == s {
 				acc = s
 			} else {
 				acc = math.Float64frombits(nan64(acc, x))
 			}
-			le.PutUint64(out[i:], math.Float64bits(acc))
+			if d.Big {
+				o.PutUint64(out[i:], math.Float64bits(acc))
+			} else {
+				le.PutUint64(out[i:], math.Float64bits(acc))
+			}
 		}
 		return true
 	}

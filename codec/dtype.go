@@ -773,12 +773,25 @@ func filterEncodedLen(decodedLen, outSize, inSize int) (int, error) {
 // castElems converts the n elements of from in src into elements of to in
 // out, as numpy's astype does for a whole contiguous array.
 func castElems(out, src []byte, from, to DType, n int) {
-	if from == to {
+	switch {
+	case from == to:
 		copy(out, src[:n*from.Size])
+		return
+	case from.sameType(to): // byte order only
+		w := from.Size
+		if from.Kind == 'c' {
+			w /= 2
+		}
+		for i := 0; i < n*from.Size; i += w {
+			for j := range w {
+				out[i+j] = src[i+w-1-j]
+			}
+		}
 		return
 	}
 	fs, ts := from.Size, to.Size
+	lanes := to.Kind == 'u' && to.Size == 4 // see vectorLane
 	for i := range n {
-		to.store(out[i*ts:], cast(from, to, from.load(src[i*fs:]), vectorLane(from, to, i, n)))
+		to.store(out[i*ts:], cast(from, to, from.load(src[i*fs:]), lanes && vectorLane(from, to, i, n)))
 	}
 }

@@ -160,18 +160,56 @@ func (f *FixedScaleOffset) Decode(dst, src []byte) ([]byte, error) {
 	if err != nil {
 		return dst, err
 	}
-	if !f.fast(out, src) {
+	switch {
+	case f.fast(out, src):
+	case f.div.Size == 8 && f.sum.Size == 8:
+		f.float64s(out, src, n)
+	default:
 		f.slow(out, src, n)
 	}
 	return dst[:len(dst)+len(out)], nil
 }
 
+// float64s is the case where numpy computes in float64 (every integer
+// AsType, and float AsTypes with large scales or offsets): Go's float64
+// arithmetic is the same IEEE arithmetic, so only the loads and the final
+// cast need the general code.
+func (f *FixedScaleOffset) float64s(out, src []byte, n int) {
+	at, dt := f.AsType, f.DType
+	f8 := DType{Kind: 'f', Size: 8}
+	scale := math.Float64frombits(f.scale.i)
+	offset := math.Float64frombits(f.offset.i)
+	var get func([]byte) float64
+	switch at.Kind {
+	case 'i':
+		get = func(b []byte) float64 { return float64(at.Int(b)) }
+	case 'u':
+		get = func(b []byte) float64 { return float64(at.Uint(b)) }
+	case 'b':
+		get = func(b []byte) float64 { return float64(b2u(b[0] != 0)) }
+	default: // float to float64: exact, NaN payloads as numpy keeps them
+		get = func(b []byte) float64 { return math.Float64frombits(floatConv(at.Uint(b), at.Size, 8)) }
+	}
+	if dt.Kind == 'f' {
+		for i := range n {
+			dt.PutFloat(out[i*dt.Size:], get(src[i*at.Size:])/scale+offset)
+		}
+		return
+	}
+	lanes := dt.Kind == 'u' && dt.Size == 4 // see vectorLane
+	for i := range n {
+		y := scalar{i: math.Float64bits(get(src[i*at.Size:])/scale + offset)}
+		dt.store(out[i*dt.Size:], cast(f8, dt, y, lanes && vectorLane(f8, dt, i, n)))
+	}
+}
+
 func (f *FixedScaleOffset) slow(out, src []byte, n int) {
 	at, dt, div, sum := f.AsType, f.DType, f.div, f.sum
+	lanes := dt.Kind == 'u' && dt.Size == 4 // see vectorLane
 	for i := range n {
 		q := floatDiv(cast(at, div, at.load(src[i*at.Size:]), false).i, f.scale.i, div.Size)
-		s := sum.add(cast(div, sum, scalar{i: q}, false), f.offset)
-		dt.store(out[i*dt.Size:], cast(sum, dt, s, vectorLane(sum, dt, i, n)))
+		s := scalar{i: floatAdd(floatConv(q, div.Size, sum.Size), f.offset.i, sum.Size)}
+		dt.store(out[i*dt.Size:], cast(sum, dt, s, lanes && vectorLane(sum, dt, i, n)))
 	}
 }
 
