@@ -19,9 +19,15 @@ var (
 
 func newBase64(Config) (Decoder, error) { return Base64{}, nil }
 
-func base64Char(c byte) bool {
-	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '='
-}
+// base64Chars marks the bytes of the standard alphabet and '='.
+var base64Chars = func() (t [256]bool) {
+	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") {
+		t[c] = true
+	}
+	return t
+}()
+
+func base64Char(c byte) bool { return base64Chars[c] }
 
 func (Base64) Decode(dst, src []byte) ([]byte, error) {
 	clean := src

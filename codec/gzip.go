@@ -24,8 +24,9 @@ func (Gzip) Decode(dst, src []byte) ([]byte, error) { return gzipDecode(dst, src
 // gzipState is a reusable gzip reader (klauspost's inflate: 1.4x the
 // standard library's speed, and no allocation per member once warm).
 type gzipState struct {
-	src bytes.Reader
-	zr  gzip.Reader
+	src   bytes.Reader
+	zr    gzip.Reader
+	probe [1]byte
 }
 
 var gzipStates = sync.Pool{New: func() any { return new(gzipState) }}
@@ -59,7 +60,7 @@ func gzipDecode(dst, src []byte) ([]byte, error) {
 		}
 		st.zr.Multistream(false)
 		var err error
-		if out, err = readAllCapped(out, &st.zr); err != nil {
+		if out, err = readAllCappedProbe(out, &st.zr, st.probe[:]); err != nil {
 			return dst, err
 		}
 	}

@@ -26,8 +26,9 @@ func (Zlib) Decode(dst, src []byte) ([]byte, error) { return zlibDecode(dst, src
 // chunks: 250 vs 180 MB/s), and Reset keeps its tables: one allocation-free
 // decode per call.
 type zlibState struct {
-	src bytes.Reader
-	zr  io.ReadCloser // also a zlib.Resetter
+	src   bytes.Reader
+	zr    io.ReadCloser // also a zlib.Resetter
+	probe [1]byte
 }
 
 // emptyZlib is the zlib stream of no bytes; a reader must start from a
@@ -53,7 +54,7 @@ func zlibDecode(dst, src []byte) ([]byte, error) {
 	if err := st.zr.(zlib.Resetter).Reset(&st.src, nil); err != nil {
 		return dst, errorsJoinCorrupt(err)
 	}
-	return readAllCapped(dst, st.zr)
+	return readAllCappedProbe(dst, st.zr, st.probe[:])
 }
 
 // readAllCapped appends everything r yields to dst, failing with ErrTooLarge
@@ -61,13 +62,19 @@ func zlibDecode(dst, src []byte) ([]byte, error) {
 // (or ErrChecksum, with the library's error kept in the chain). On error it
 // returns dst as it was passed in.
 func readAllCapped(dst []byte, r io.Reader) ([]byte, error) {
+	return readAllCappedProbe(dst, r, make([]byte, 1))
+}
+
+// readAllCappedProbe is readAllCapped with a caller-owned 1-byte buffer for
+// the read that checks the input is exhausted (a pooled reader state keeps
+// one, saving an allocation per call).
+func readAllCappedProbe(dst []byte, r io.Reader, probe []byte) ([]byte, error) {
 	out := dst
 	for stalls := 0; ; {
 		if len(out) == cap(out) {
 			// Full: anything more is too much. The probe also makes the
 			// reader check its trailer (checksum, sizes).
-			var one [1]byte
-			n, err := io.ReadFull(r, one[:])
+			n, err := io.ReadFull(r, probe[:1])
 			switch {
 			case n > 0:
 				return dst, ErrTooLarge
