@@ -226,38 +226,97 @@ func (t *Transpose) Decode(dst, src []byte) ([]byte, error) {
 		copy(out, src)
 		return dst[:len(dst)+size], nil
 	}
-	idx := make([]int, rank)
-	last := rank - 1
-	inner, step, is := t.shape[last], t.stride[last], t.itemSize
-	o, base := 0, 0
+	t.tiled(out, src)
+	return dst[:len(dst)+size], nil
+}
+
+// tile is the side of the square blocks tiled copies move: 32×32 items
+// keep both the rows read and the rows written in cache.
+const tile = 32
+
+// tiled writes A (out, C order) from B (src). p is A's last axis
+// (contiguous in out), q the axis contiguous in src (B's last). The copy
+// runs over tiles of the (q, p) plane, for every position of the other axes,
+// so reads and writes both stay within a few cache lines per tile.
+func (t *Transpose) tiled(out, src []byte) {
+	rank, is := len(t.shape), t.itemSize
+	p, q := rank-1, t.order[rank-1]
+	dstStride := make([]int, rank)
+	st := is
+	for d := rank - 1; d >= 0; d-- {
+		dstStride[d] = st
+		st *= t.shape[d]
+	}
+	var others []int
+	for d := range rank {
+		if d != p && d != q {
+			others = append(others, d)
+		}
+	}
+	idx := make([]int, len(others))
+	sp, np := t.stride[p], t.shape[p]
+	sq, nq, dq := t.stride[q], t.shape[q], dstStride[q]
+	if p == q {
+		nq, sq, dq = 1, 0, 0 // rows are contiguous on both sides
+	}
 	for {
-		s := base
-		switch is {
-		case 1:
-			for range inner {
-				out[o] = src[s]
-				o++
-				s += step
-			}
-		default:
-			for range inner {
-				copy(out[o:o+is], src[s:s+is])
-				o += is
-				s += step
+		bs, bd := 0, 0
+		for k, d := range others {
+			bs += idx[k] * t.stride[d]
+			bd += idx[k] * dstStride[d]
+		}
+		for q0 := 0; q0 < nq; q0 += tile {
+			q1 := min(q0+tile, nq)
+			for p0 := 0; p0 < np; p0 += tile {
+				p1 := min(p0+tile, np)
+				if p == q {
+					p1 = np
+				}
+				for i := q0; i < q1; i++ {
+					s, d := bs+i*sq+p0*sp, bd+i*dq+p0*is
+					switch {
+					case sp == is:
+						copy(out[d:d+(p1-p0)*is], src[s:s+(p1-p0)*is])
+					case is == 1:
+						for range p1 - p0 {
+							out[d] = src[s]
+							d++
+							s += sp
+						}
+					case is == 2:
+						for range p1 - p0 {
+							out[d], out[d+1] = src[s], src[s+1]
+							d += 2
+							s += sp
+						}
+					case is == 4:
+						for range p1 - p0 {
+							copy(out[d:d+4], src[s:s+4])
+							d += 4
+							s += sp
+						}
+					default:
+						for range p1 - p0 {
+							copy(out[d:d+is], src[s:s+is])
+							d += is
+							s += sp
+						}
+					}
+				}
+				if p == q {
+					break
+				}
 			}
 		}
-		d := last - 1
-		for ; d >= 0; d-- {
-			idx[d]++
-			base += t.stride[d]
-			if idx[d] < t.shape[d] {
+		k := len(others) - 1
+		for ; k >= 0; k-- {
+			if idx[k]++; idx[k] < t.shape[others[k]] {
 				break
 			}
-			base -= t.stride[d] * idx[d]
-			idx[d] = 0
+			idx[k] = 0
 		}
-		if d < 0 {
-			return dst[:len(dst)+size], nil
+		if k < 0 {
+			return
 		}
 	}
 }

@@ -192,3 +192,40 @@ func FuzzTranspose(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkTranspose(b *testing.B) {
+	for _, bc := range []struct {
+		name     string
+		shape    []int
+		order    []int
+		itemSize int
+	}{
+		{"2d-f4-256x256", []int{256, 256}, []int{1, 0}, 4},
+		{"3d-i2-64x64x64", []int{64, 64, 64}, []int{2, 1, 0}, 2},
+		{"3d-u1-64x64x64", []int{64, 64, 64}, []int{2, 0, 1}, 1},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			n := bc.itemSize
+			for _, d := range bc.shape {
+				n *= d
+			}
+			a := make([]byte, n)
+			for i := range a {
+				a[i] = byte(i)
+			}
+			src := transposeEncode(a, bc.shape, bc.order, bc.itemSize)
+			tr, err := NewTranspose(bc.shape, bc.order, bc.itemSize)
+			if err != nil {
+				b.Fatal(err)
+			}
+			dst := make([]byte, 0, n)
+			b.SetBytes(int64(n))
+			b.ReportAllocs()
+			for b.Loop() {
+				if dst, err = tr.Decode(dst[:0], src); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
