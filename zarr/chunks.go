@@ -112,7 +112,9 @@ func (a *Array) Coords(linear int64) []int {
 }
 
 // DecodeChunk decodes a stored chunk into dst, whose capacity must be
-// ChunkLen, and checks that the result fills it exactly.
+// ChunkLen, and checks that the result fills it exactly. For an array
+// presented unsharded (Shard is not nil) the stored chunk is the inner
+// chunk's byte range in its shard, as the shard index gives it.
 func (a *Array) DecodeChunk(dst, src []byte) ([]byte, error) {
 	if a.decoder == nil {
 		return nil, fmt.Errorf("array is passed through: %w", a.PassThrough)

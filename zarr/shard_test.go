@@ -663,3 +663,37 @@ func ExampleArray_StoredKey() {
 	fmt.Println(a.Chunks, a.ChunkKey([]int{3, 2}), key, inner, sharded)
 	// Output: [1 1] c/3/2 c/1/1 2 true
 }
+
+// BenchmarkShardInnerChunk measures what a reader does per presented chunk
+// of a sharded array once the shard is in memory: parse the index, find the
+// entry, decode the inner chunk (gzip, and a transpose before sharding).
+func BenchmarkShardInnerChunk(b *testing.B) {
+	for _, s := range []shardStore{
+		{name: "gzip", dtype: "int32", shape: []int{128, 128}, shard: []int{128, 128},
+			level: shardLevel{inner: []int{32, 32}, indexCRC: true, gzip: true}},
+		{name: "raw.transpose", dtype: "int32", shape: []int{128, 128}, shard: []int{128, 128}, transpose: []int{1, 0},
+			level: shardLevel{inner: []int{32, 32}, indexCRC: true}},
+	} {
+		b.Run(s.name, func(b *testing.B) {
+			dir := b.TempDir()
+			s.write(b, dir)
+			a := openStore(b, dir, s.name)
+			key, _, _ := a.StoredKey([]int{0, 0})
+			shard, err := os.ReadFile(filepath.Join(dir, s.name, key))
+			if err != nil {
+				b.Fatal(err)
+			}
+			dst := make([]byte, 0, a.ChunkLen())
+			b.SetBytes(a.ChunkLen())
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				c := a.Coords(int64(i % int(a.NumChunks())))
+				i++
+				if dst, err = a.DecodeFromShard(dst[:0], shard, c); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

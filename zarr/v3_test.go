@@ -495,6 +495,7 @@ func TestParseV3(t *testing.T) {
 		{"numcodecs with id", set{"data_type": `"int32"`, "codecs": `[{"name":"numcodecs.delta","configuration":{"id":"delta","dtype":"<i4"}},"bytes",{"name":"numcodecs.zlib","configuration":{"level":1}}]`}, "<i4", "little", 16, nil, false},
 		{"optional extension", set{"my_ext": `{"must_understand": false, "x": 1}`}, "<i2", "little", 8, nil, false},
 		{"optional codec", set{"codecs": `["bytes",{"name":"nonesuch","must_understand":false}]`}, "<i2", "little", 8, nil, false},
+		{"optional codec first", set{"codecs": `[{"name":"nonesuch","must_understand":false},"bytes"]`}, "<i2", "little", 8, nil, false},
 		{"optional transformer", set{"storage_transformers": `[{"name":"x","must_understand":false}]`}, "<i2", "little", 8, nil, false},
 		{"dimension names", set{"dimension_names": `["x"]`}, "<i2", "little", 8, nil, false},
 		{"null dimension names", set{"dimension_names": `null`}, "<i2", "little", 8, nil, false},

@@ -107,6 +107,9 @@ func buildPipe(list []json.RawMessage, shape []int, itemSize int, fill []byte, e
 		if err != nil {
 			return nil, fmt.Errorf("codec: %w", err)
 		}
+		if e.Optional && unknownCodec(e) {
+			continue // must_understand: false, and not understood
+		}
 		switch k := codec.KindOfV3(e.Name); {
 		case k == codec.ArrayToArray && ab == nil:
 			aa = append(aa, e)
@@ -231,9 +234,6 @@ func buildPipe(list []json.RawMessage, shape []int, itemSize int, fill []byte, e
 			return nil, err
 		}
 		d, err := codec.NewConfig(cfg)
-		if errors.Is(err, codec.ErrUnknownCodec) && e.Optional {
-			continue // must_understand: false
-		}
 		if err != nil {
 			return nil, err
 		}
@@ -266,6 +266,19 @@ func buildPipe(list []json.RawMessage, shape []int, itemSize int, fill []byte, e
 	p.dec = newChain(stages, shardLimit(encLen))
 	p.desc = strings.Join(descs, " | ")
 	return p, nil
+}
+
+// unknownCodec reports whether zfuse has no decoder for a codec name.
+func unknownCodec(e extension) bool {
+	if _, known := map[string]bool{"bytes": true, "endian": true, "transpose": true, "sharding_indexed": true}[e.Name]; known {
+		return false
+	}
+	cfg, err := codec.V3Config(e.Name, e.Config, "")
+	if err != nil {
+		return errors.Is(err, codec.ErrUnknownCodec)
+	}
+	_, err = codec.NewConfig(cfg)
+	return errors.Is(err, codec.ErrUnknownCodec)
 }
 
 // transposeOrder reads the transpose codec's "order": a permutation, or
