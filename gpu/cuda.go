@@ -95,7 +95,7 @@ type symbol struct {
 func loadDriver(path string) (*driver, error) {
 	lib, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: cannot load %s: %v", ErrUnavailable, path, err)
+		return nil, unavailableErr(err, "cannot load %s: %v", path, err)
 	}
 	d := &driver{path: path, lib: lib}
 	if err := d.bind([]symbol{
@@ -152,7 +152,7 @@ func (d *driver) bind(syms []symbol) error {
 			}
 		}
 		if addr == 0 {
-			return fmt.Errorf("%w: %s has no symbol %s", ErrUnavailable, d.path, s.names[0])
+			return unavailableErr(nil, "%s has no symbol %s", d.path, s.names[0])
 		}
 		purego.RegisterFunc(s.fptr, addr)
 	}

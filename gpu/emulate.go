@@ -8,10 +8,10 @@ import "encoding/binary"
 // these functions on host memory, so tests check the host-side layout end to
 // end without a GPU, and GPU tests compare the device against it.
 //
-// The loops over `lane` stand for the 32 lanes of a warp; the kernels only
-// ever read bytes written before the current sequence (match bytes come
-// from out[di-off : di], with period off), so running the lanes one after
-// another gives the same bytes as running them at once.
+// The kernels' lane loops (lane k copies bytes k, k+32, ...) are plain
+// loops here: the kernels only ever read bytes written before the current
+// sequence (match bytes come from out[di-off : di], with period off), so
+// the order of the byte copies within a sequence does not matter.
 
 // emuLZ4 runs zf_lz4 over the n stream descriptors in desc, reading src and
 // writing dst, and stores each stream's status in its descriptor.
@@ -75,11 +75,7 @@ func emuLZ4Warp(src, dst []byte) int32 {
 			if lit > dlen-di {
 				return statusDst
 			}
-			for lane := range uint32(32) {
-				for k := lane; k < lit; k += 32 {
-					dst[di+k] = src[si+k]
-				}
-			}
+			copy(dst[di:di+lit], src[si:si+lit]) // lanes k, k+32, ...: independent bytes
 			si += lit
 			di += lit
 		}
@@ -121,13 +117,11 @@ func emuLZ4Warp(src, dst []byte) int32 {
 			return statusDst
 		}
 		m := di - off
-		for lane := range uint32(32) {
-			for k := lane; k < ml; k += 32 {
-				if off >= ml {
-					dst[di+k] = dst[m+k]
-				} else {
-					dst[di+k] = dst[m+k%off]
-				}
+		if off >= ml {
+			copy(dst[di:di+ml], dst[m:m+ml]) // no overlap
+		} else {
+			for k := range ml {
+				dst[di+k] = dst[m+k%off]
 			}
 		}
 		di += ml
@@ -143,11 +137,7 @@ func emuStoredWarp(src, dst []byte) int32 {
 	if len(src) != len(dst) {
 		return statusSize
 	}
-	for lane := range 32 {
-		for k := lane; k < len(src); k += 32 {
-			dst[k] = src[k]
-		}
-	}
+	copy(dst, src)
 	return statusOK
 }
 
@@ -227,9 +217,12 @@ func transpose8(x uint64) uint64 {
 // emuEngine runs slices with the emulated kernels. Its "device" buffers are
 // host slices, refilled with a new byte before every run so that any output
 // byte the kernels fail to write shows up as a mismatch in tests.
-type emuEngine struct{ fill byte }
+type emuEngine struct{}
 
-type emuSlot struct{ din, stage, result []byte }
+type emuSlot struct {
+	din, stage, result []byte
+	fill               byte // changes every run
+}
 
 func (e *emuEngine) name() string { return "emulated" }
 
@@ -247,10 +240,10 @@ func (e *emuEngine) close()     {}
 // run does what cudaEngine.run does: upload, decode, unshuffle, download.
 func (e *emuEngine) run(s *slot, sl *slice) error {
 	d := s.dev.(*emuSlot)
-	e.fill++
-	for _, b := range [][]byte{d.din, d.stage, d.result} {
+	d.fill++
+	for _, b := range [][]byte{d.stage[:sl.outLen], d.result[:sl.outLen]} {
 		for i := range b {
-			b[i] = e.fill
+			b[i] = d.fill
 		}
 	}
 	copy(d.din, s.in[:sl.inLen()])

@@ -30,6 +30,9 @@ func encodeBlosc(t testing.TB, data []byte, o bloscOpts) []byte {
 	if bs <= 0 || bs > len(data) {
 		bs = len(data)
 	}
+	if bs > ts {
+		bs -= bs % ts // c-blosc's blocks hold whole elements
+	}
 	flags := byte(1 << 5) // lz4
 	switch o.shuffle {
 	case 1:
