@@ -107,7 +107,7 @@ func ParseBlosc(src []byte) (BloscHeader, error) {
 		why = fmt.Sprintf("unknown compressor format %d", h.format())
 	case h.Blocksize <= 0:
 		why = fmt.Sprintf("blocksize %d", h.Blocksize)
-	case bloscHeaderLen+4*h.NBlocks() > h.Cbytes:
+	case h.NBlocks() > (h.Cbytes-bloscHeaderLen)/4:
 		why = fmt.Sprintf("%d blocks do not fit in cbytes %d", h.NBlocks(), h.Cbytes)
 	}
 	if why != "" {
@@ -151,7 +151,11 @@ func (h BloscHeader) NBlocks() int {
 	if h.Nbytes == 0 || h.Memcpyed() || h.Blocksize <= 0 {
 		return 0
 	}
-	return (h.Nbytes + h.Blocksize - 1) / h.Blocksize
+	n := h.Nbytes / h.Blocksize
+	if h.Nbytes%h.Blocksize != 0 {
+		n++
+	}
+	return n
 }
 
 // Block returns the decoded size of block j and how many streams (splits)

@@ -3,6 +3,7 @@ package codec
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/pierrec/lz4/v4"
 )
@@ -68,7 +69,7 @@ func lz4Block(dst, src []byte) ([]byte, error) {
 // structure is malformed (match offsets are not checked). Like pierrec's
 // decoder (and unlike liblz4's), it accepts a block that ends with a match.
 func lz4DecodedLen(src []byte) (n int, ok bool) {
-	const limit = 1 << 40 // far past any cap; stop counting
+	const limit = math.MaxInt >> 2 // past any cap: stop counting
 	si := 0
 	for si < len(src) && n < limit {
 		tok := src[si]
@@ -108,6 +109,9 @@ func lz4DecodedLen(src []byte) (n int, ok bool) {
 				b := src[si]
 				si++
 				ml += int(b)
+				if ml > limit {
+					return limit, true
+				}
 				if b != 255 {
 					break
 				}
