@@ -26,19 +26,23 @@ import numcodecs
 from numcodecs import blosc
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-N = (1 << 20) // 4  # float32 elements per 1 MiB chunk
 
 
 def field(dtype):
     """A smooth field plus noise: a random walk, as float data often looks."""
     n = (1 << 20) // np.dtype(dtype).itemsize
-    return np.cumsum(np.random.default_rng(0).normal(size=n)).astype(dtype)
+    rng = np.random.default_rng(0)
+    walk = np.cumsum(rng.normal(size=n))
+    if np.dtype(dtype).kind == "c":
+        walk = walk + 1j * np.cumsum(rng.normal(size=n))
+    return walk.astype(dtype)
 
 
 CASES = [
     # name, codec, data
     ("blosc-lz4-shuffle-f4", numcodecs.Blosc(cname="lz4", clevel=5, shuffle=1), "f4"),
     ("blosc-lz4-shuffle-f8", numcodecs.Blosc(cname="lz4", clevel=5, shuffle=1), "f8"),
+    ("blosc-lz4-shuffle-c16", numcodecs.Blosc(cname="lz4", clevel=5, shuffle=1), "c16"),
     ("blosc-lz4-bitshuffle-f4", numcodecs.Blosc(cname="lz4", clevel=5, shuffle=2), "f4"),
     ("blosc-lz4-noshuffle-f4", numcodecs.Blosc(cname="lz4", clevel=5, shuffle=0), "f4"),
     ("blosc-zstd-shuffle-f4", numcodecs.Blosc(cname="zstd", clevel=5, shuffle=1), "f4"),
