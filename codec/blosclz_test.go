@@ -91,10 +91,11 @@ func TestBloscLZ(t *testing.T) {
 	}
 }
 
-// bloscWrapLZ puts one BloscLZ stream in a Blosc container: one block, one
-// split, no shuffle, nbytes n.
-func bloscWrapLZ(stream []byte, n int) []byte {
-	b := []byte{2, 1, 0x10 | bloscFormatBloscLZ<<5, 1}
+// bloscWrap puts one stream in a Blosc container: one block of n bytes,
+// one split, the given typesize and flags (dont_split is added). A stream
+// of exactly n bytes is stored raw.
+func bloscWrap(stream []byte, n, typesize int, flags byte) []byte {
+	b := []byte{2, 1, flags | bloscDontSplit, byte(typesize)}
 	b = binary.LittleEndian.AppendUint32(b, uint32(n))
 	b = binary.LittleEndian.AppendUint32(b, uint32(n))
 	b = binary.LittleEndian.AppendUint32(b, uint32(16+4+4+len(stream)))
@@ -139,7 +140,7 @@ func FuzzBloscLZ(f *testing.F) {
 			t.Fatalf("blosclzDecompress and the reference differ")
 		}
 		if room > 0 {
-			bloscCheck(t, bloscWrapLZ(in, int(room)), int(room))
+			bloscCheck(t, bloscWrap(in, int(room), 1, bloscFormatBloscLZ<<5), int(room))
 		}
 	})
 }

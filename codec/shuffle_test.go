@@ -165,12 +165,15 @@ func TestUnshuffleStreams(t *testing.T) {
 	}
 }
 
-// FuzzUnshuffle checks the fast paths against the generic ones.
+// FuzzUnshuffle checks the fast paths against the generic ones, directly
+// and through Blosc.Decode (src as one stored block, byte- then
+// bit-shuffled), where DecodeBatch must agree too.
 func FuzzUnshuffle(f *testing.F) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for _, ts := range []int{1, 2, 3, 4, 8, 16, 17} {
 		f.Add(uint8(ts), randBytes(r, 64*ts+ts/2))
 	}
+	f.Add(uint8(16), randBytes(r, 16*1024*3+5))
 	f.Fuzz(func(t *testing.T, ts uint8, src []byte) {
 		typesize := int(ts)
 		fast, gen := make([]byte, len(src)), make([]byte, len(src))
@@ -179,14 +182,30 @@ func FuzzUnshuffle(f *testing.F) {
 		if !bytes.Equal(fast, gen) {
 			t.Fatalf("byteUnshuffle typesize %d len %d: fast and generic differ", typesize, len(src))
 		}
-		if typesize == 0 {
+		if typesize == 0 || len(src) == 0 {
 			return
 		}
+		blosc := bloscWrap(src, len(src), typesize, bloscShuffle|bloscFormatLZ4<<5)
+		got, err := decodeExact(t, Blosc{}, blosc, len(src))
+		if err != nil || !bytes.Equal(got, gen) {
+			t.Fatalf("Blosc byte-shuffled block typesize %d len %d: %v", typesize, len(src), err)
+		}
+		bloscCheck(t, blosc, len(src))
+
 		bitUnshuffle(fast, src, typesize)
 		bitUnshuffleGeneric(gen, src, typesize)
 		if !bytes.Equal(fast, gen) {
 			t.Fatalf("bitUnshuffle typesize %d len %d: fast and generic differ", typesize, len(src))
 		}
+		if len(src) < typesize {
+			copy(gen, src) // Blosc leaves blocks shorter than an element alone
+		}
+		blosc = bloscWrap(src, len(src), typesize, bloscBitshuf|bloscFormatLZ4<<5)
+		got, err = decodeExact(t, Blosc{}, blosc, len(src))
+		if err != nil || !bytes.Equal(got, gen) {
+			t.Fatalf("Blosc bit-shuffled block typesize %d len %d: %v", typesize, len(src), err)
+		}
+		bloscCheck(t, blosc, len(src))
 	})
 }
 
