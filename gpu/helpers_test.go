@@ -74,3 +74,7 @@ func gpuConformance(t testing.TB, sub string) string {
 	gpuNeed(t, "conformance data "+d, gpuShared() != "" && err == nil)
 	return d
 }
+
+// mkdirTemp makes a directory that outlives the test (for a shared
+// library that stays loaded).
+func mkdirTemp() (string, error) { return os.MkdirTemp("", "zfuse-gpu-") }
