@@ -1,0 +1,361 @@
+// Package integration runs the zfuse binary as a user would: it builds
+// cmd/zfuse once with -race, mounts stores written at test time by
+// zarr-python (testdata/generate.py) and the shared conformance data, reads
+// them with zarr-python, xarray and plain file reads, and stops each mount
+// with SIGTERM, checking that the binary exits 0 and leaves nothing mounted.
+//
+// It imports nothing of zfuse.
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const python = "/usr/bin/python3"
+
+var (
+	zfuse string // the binary built by TestMain; "" in -short mode
+	tmp   string // removed after the tests
+	repo  string // the directory holding go.mod
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	var err error
+	if repo, err = findRepo(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if tmp, err = os.MkdirTemp("", "zfuse-integration-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	if !testing.Short() {
+		zfuse = filepath.Join(tmp, "zfuse")
+		cmd := exec.Command(goTool(), "build", "-race", "-o", zfuse, "./cmd/zfuse")
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "building zfuse: %v\n%s", err, out)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+func goTool() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return filepath.Join(runtime.GOROOT(), "bin", "go")
+}
+
+// findRepo walks up from the working directory to the one holding go.mod.
+func findRepo() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("integration: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// intNeed skips a test that needs something absent, and fails it in CI.
+func intNeed(t testing.TB, what string, ok bool) {
+	t.Helper()
+	if ok {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s required in CI", what)
+	}
+	t.Skipf("no %s", what)
+}
+
+// needMount skips in -short mode and checks for FUSE.
+func needMount(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration tests mount for real; skipped with -short")
+	}
+	_, err := exec.LookPath("fusermount3")
+	_, derr := os.Stat("/dev/fuse")
+	intNeed(t, "FUSE (/dev/fuse and fusermount3 from Debian's fuse3)", err == nil && derr == nil)
+}
+
+var pythonOK = sync.OnceValue(func() error {
+	out, err := exec.Command(python, "-c", "import zarr, numcodecs, xarray").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%v: %s", err, out)
+	}
+	return nil
+})
+
+// needPython checks for /usr/bin/python3 with zarr, numcodecs and xarray.
+func needPython(t testing.TB) {
+	t.Helper()
+	err := pythonOK()
+	intNeed(t, "/usr/bin/python3 with zarr 2.13, numcodecs 0.11 and xarray (make deps)", err == nil)
+}
+
+// sharedDir returns the shared material beside the checkout (or $ZFUSE_SHARED).
+func sharedDir() string {
+	if d := os.Getenv("ZFUSE_SHARED"); d != "" {
+		return d
+	}
+	return filepath.Join(repo, "..", "shared")
+}
+
+// conformance returns a path in the shared conformance data, skipping (or
+// failing in CI) when it is absent.
+func conformance(t testing.TB, rel string) string {
+	t.Helper()
+	p := filepath.Join(sharedDir(), "conformance", rel)
+	_, err := os.Stat(p)
+	intNeed(t, "conformance data at "+p, err == nil)
+	return p
+}
+
+var generated = sync.OnceValues(func() (string, error) {
+	out := filepath.Join(tmp, "fixtures")
+	cmd := exec.Command(python, filepath.Join(repo, "integration", "testdata", "generate.py"), out)
+	cmd.Env = append(os.Environ(), "PYTHONUTF8=1")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("generate.py: %v\n%s", err, b)
+	}
+	return out, nil
+})
+
+// fixtures returns the directory generate.py wrote (once per run).
+func fixtures(t testing.TB) string {
+	t.Helper()
+	needPython(t)
+	dir, err := generated()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// manifest is what generate.py says about each array.
+type manifest struct {
+	Arrays map[string]struct {
+		Object bool `json:"object"`
+		Lossy  bool `json:"lossy"`
+	} `json:"arrays"`
+}
+
+func readManifest(t testing.TB, dir string) manifest {
+	t.Helper()
+	var m manifest
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &m)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// syncBuffer collects a process's stderr; safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A mounted is one running zfuse mount.
+type mounted struct {
+	Dir    string
+	Stderr *syncBuffer
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when the process has exited
+	err    error         // cmd.Wait's result, once exited is closed
+}
+
+// mount starts zfuse mount [flags] src DIR and waits until DIR is mounted.
+// When the test ends it stops zfuse with SIGTERM and checks that it exited
+// 0, reported no data race, and left nothing mounted.
+func mount(t testing.TB, src string, flags ...string) *mounted {
+	t.Helper()
+	needMount(t)
+	m := &mounted{Dir: t.TempDir(), Stderr: &syncBuffer{}, exited: make(chan struct{})}
+	m.cmd = exec.Command(zfuse, append(append([]string{"mount"}, flags...), src, m.Dir)...)
+	m.cmd.Stderr = m.Stderr
+	if err := m.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { m.err = m.cmd.Wait(); close(m.exited) }()
+	t.Cleanup(func() { m.stop(t, syscall.SIGTERM) })
+	deadline := time.Now().Add(60 * time.Second)
+	for !isMounted(t, m.Dir) {
+		select {
+		case <-m.exited:
+			t.Fatalf("zfuse mount exited before mounting: %v\n%s", m.err, m.Stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("zfuse did not mount %s within a minute:\n%s", m.Dir, m.Stderr)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the kernel's mount table
+	}
+	return m
+}
+
+// stop sends sig and checks the clean exit. It runs once per mount.
+func (m *mounted) stop(t testing.TB, sig syscall.Signal) {
+	t.Helper()
+	select {
+	case <-m.exited:
+		return // stopped already
+	default:
+	}
+	if err := m.cmd.Process.Signal(sig); err != nil {
+		t.Errorf("signal zfuse: %v", err)
+	}
+	select {
+	case <-m.exited:
+	case <-time.After(60 * time.Second):
+		t.Errorf("zfuse did not exit within a minute of %v", sig)
+		m.cmd.Process.Kill()
+		<-m.exited
+	}
+	if m.err != nil {
+		t.Errorf("zfuse exited with %v after %v; stderr:\n%s", m.err, sig, m.Stderr)
+	}
+	if strings.Contains(m.Stderr.String(), "DATA RACE") {
+		t.Errorf("the race detector fired:\n%s", m.Stderr)
+	}
+	if isMounted(t, m.Dir) {
+		t.Errorf("%s is still mounted after zfuse exited", m.Dir)
+		exec.Command("fusermount3", "-u", "-z", m.Dir).Run()
+	}
+}
+
+// isMounted reports whether dir is a mount point, from /proc/self/mountinfo.
+func isMounted(t testing.TB, dir string) bool {
+	t.Helper()
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// Field 5 is the mount point (spaces escaped as \040; ours have none).
+		if fields := strings.Fields(sc.Text()); len(fields) > 4 && fields[4] == dir {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPy runs testdata/check.py with args and turns each line it prints
+// into a subtest of t that fails with the check's error.
+func checkPy(t *testing.T, args ...string) {
+	t.Helper()
+	needPython(t)
+	cmd := exec.Command(python, append([]string{filepath.Join(repo, "integration", "testdata", "check.py")}, args...)...)
+	cmd.Env = append(os.Environ(), "PYTHONUTF8=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("check.py %v: %v\n%s", args, err, stderr.String())
+	}
+	n := 0
+	for line := range bytes.Lines(out) {
+		var r struct{ Name, Err string }
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatalf("check.py printed %q: %v", line, err)
+		}
+		n++
+		t.Run(r.Name, func(t *testing.T) {
+			if r.Err != "" {
+				t.Error(r.Err)
+			}
+		})
+	}
+	if n == 0 {
+		t.Fatalf("check.py %v checked nothing\n%s", args, stderr.String())
+	}
+}
+
+// run runs the zfuse binary to completion.
+func run(args ...string) (stdout, stderr []byte, err error) {
+	var o, e bytes.Buffer
+	cmd := exec.Command(zfuse, args...)
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err = cmd.Run()
+	return o.Bytes(), e.Bytes(), err
+}
+
+// chunkFiles lists the non-metadata files under dir/array, relative to dir.
+func chunkFiles(t testing.TB, dir, array string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(filepath.Join(dir, array), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasPrefix(d.Name(), ".") {
+			return err
+		}
+		out = append(out, filepath.ToSlash(must(filepath.Rel(dir, p))))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// copyTree copies the directory src to dst.
+func copyTree(t testing.TB, src, dst string) {
+	t.Helper()
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+}
