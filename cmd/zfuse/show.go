@@ -10,7 +10,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/zfuse/zfuse/cache"
 	"github.com/zfuse/zfuse/fs"
 	"github.com/zfuse/zfuse/store"
 )
@@ -41,8 +40,8 @@ func info(ctx context.Context, stdout io.Writer, tree *fs.Tree) error {
 		if a := in.Array; a != nil {
 			shape, chunks, dtype, codecs = dims(a.Shape), dims(a.Chunks), a.DType, a.Codecs
 		}
-		ratio := "-"
-		if in.Stored > 0 {
+		ratio := "-" // passed-through arrays are served as stored
+		if in.Stored > 0 && in.PassThrough == nil {
 			ratio = fmt.Sprintf("%.2f", float64(in.Presented)/float64(in.Stored))
 		}
 		how := "raw"
@@ -50,9 +49,24 @@ func info(ctx context.Context, stdout io.Writer, tree *fs.Tree) error {
 			how = "passed through: " + in.PassThrough.Error()
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d chunks, %s\t%s\t%s\n",
-			in.Path, shape, chunks, dtype, codecs, in.Chunks, cache.FormatSize(in.Stored), ratio, how)
+			in.Path, shape, chunks, dtype, codecs, in.Chunks, human(in.Stored), ratio, how)
 	}
 	return w.Flush()
+}
+
+// human formats a byte count for people: "812 B", "1.2 MiB".
+func human(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	f, unit := float64(n)/1024, "KiB"
+	for _, u := range []string{"MiB", "GiB", "TiB"} {
+		if f < 1024 {
+			break
+		}
+		f, unit = f/1024, u
+	}
+	return fmt.Sprintf("%.1f %s", f, unit)
 }
 
 // dims formats a shape as "100x200" ("()" for 0-d).
