@@ -63,8 +63,9 @@ kernels:
 	cd gpu/kernels && for k in lz4 shuffle; do nvcc -ptx -arch=compute_80 -o $$k.ptx $$k.cu || exit 1; done
 	cd gpu/kernels && sha256sum zfuse.h lz4.cu shuffle.cu lz4.ptx shuffle.ptx > SOURCES.sha256
 
-# gpu: build the GPU test binary here, to copy to a GPU machine and run there
-# with gpu/run_on_device.sh. -c: compile the tests without running them;
-# -o: the binary's path.
+# gpu: build what gpu/run_on_device.sh runs on a GPU machine: the gpu test
+# binary (-c: compile the tests without running them; -o: its path) and
+# chunks written by numcodecs (Python is not needed there).
 gpu:
 	$(GO) test -c -o bin/gpu.test ./gpu
+	/usr/bin/python3 gpu/testdata/fixtures.py bin/gpu-fixtures

@@ -37,7 +37,7 @@ func jobsFor(chunks []chunk) []codec.Job {
 
 // agree decodes chunks with bd and with codec.Batch(d) and fails unless
 // they agree chunk for chunk: both succeed with the same bytes, or both
-// fail (and a CPU ErrTooLarge is an ErrTooLarge on the GPU path too).
+// fail, with ErrTooLarge and ErrChecksum on the same chunks.
 // It returns the number of chunks that decoded.
 func agree(t testing.TB, bd codec.BatchDecoder, d codec.Decoder, chunks []chunk) int {
 	t.Helper()
@@ -55,11 +55,13 @@ func agree(t testing.TB, bd codec.BatchDecoder, d codec.Decoder, chunks []chunk)
 		case (g.Err == nil) != (w.Err == nil):
 			t.Errorf("%s: gpu err %v, cpu err %v", c.name, g.Err, w.Err)
 		case w.Err != nil:
-			if errors.Is(w.Err, codec.ErrTooLarge) != errors.Is(g.Err, codec.ErrTooLarge) {
-				t.Errorf("%s: gpu err %v, cpu err %v", c.name, g.Err, w.Err)
+			for _, e := range []error{codec.ErrTooLarge, codec.ErrChecksum} {
+				if errors.Is(w.Err, e) != errors.Is(g.Err, e) {
+					t.Errorf("%s: gpu err %v, cpu err %v", c.name, g.Err, w.Err)
+				}
 			}
-			if !errors.Is(g.Err, codec.ErrCorrupt) && !errors.Is(g.Err, codec.ErrTooLarge) {
-				t.Errorf("%s: gpu err %v matches neither ErrCorrupt nor ErrTooLarge", c.name, g.Err)
+			if !errors.Is(g.Err, codec.ErrCorrupt) && !errors.Is(g.Err, codec.ErrTooLarge) && !errors.Is(g.Err, codec.ErrChecksum) {
+				t.Errorf("%s: gpu err %v matches none of ErrCorrupt, ErrTooLarge, ErrChecksum", c.name, g.Err)
 			}
 		case !bytes.Equal(g.Dst, w.Dst):
 			t.Errorf("%s: gpu and cpu bytes differ (len %d vs %d)", c.name, len(g.Dst), len(w.Dst))
@@ -346,31 +348,11 @@ func TestEmulatedNumcodecsPython(t *testing.T) {
 		t.Skip("-short: no Python fixtures")
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(py, "-c", pyFixtures, dir)
+	cmd := exec.Command(py, filepath.Join("testdata", "fixtures.py"), dir)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		gpuNeed(t, "numcodecs ("+strings.TrimSpace(string(out))+")", false)
 	}
-	var blosc, lz4 []chunk
-	raws, _ := filepath.Glob(filepath.Join(dir, "*.raw"))
-	for _, rp := range raws {
-		name := strings.TrimSuffix(filepath.Base(rp), ".raw")
-		raw, _ := os.ReadFile(rp)
-		enc, err := os.ReadFile(filepath.Join(dir, name+".enc"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := chunk{name: name, src: enc, room: len(raw)}
-		isLZ4 := strings.HasPrefix(name, "numlz4_")
-		if isLZ4 {
-			lz4 = append(lz4, c)
-		} else {
-			blosc = append(blosc, c)
-		}
-		// The CPU decode equals Python's array: agree() then checks the GPU.
-		if got, err := codec.DecodeFull(map[bool]codec.Decoder{true: codec.LZ4{}, false: codec.Blosc{}}[isLZ4], make([]byte, 0, len(raw)), enc); err != nil || !bytes.Equal(got, raw) {
-			t.Fatalf("%s: cpu decode differs from numcodecs' input (%v)", name, err)
-		}
-	}
+	blosc, lz4 := pyChunks(t, dir)
 	if len(blosc) < 100 || len(lz4) < 5 {
 		t.Fatalf("python wrote %d blosc and %d lz4 chunks", len(blosc), len(lz4))
 	}
@@ -387,38 +369,36 @@ func TestEmulatedNumcodecsPython(t *testing.T) {
 	}
 }
 
-// pyFixtures writes NAME.enc (numcodecs encoding) and NAME.raw (the array
-// bytes) into argv[1].
-const pyFixtures = `
-import sys, os, numpy as np
-from numcodecs import Blosc, LZ4
-d = sys.argv[1]
-rng = np.random.default_rng(42)
-def arrays(n):
-    x = np.linspace(0, 50, n)
-    yield "f4", (np.sin(x) * 1000).astype("<f4")
-    yield "i2", (np.arange(n) % 1000).astype("<i2")
-    yield "u1", rng.integers(0, 4, n).astype("u1")
-    yield "f8", np.cumsum(rng.normal(size=n)).astype("<f8")
-    yield "S3", np.array([b"abc", b"xyz", b"abd"] * (n // 3 + 1))[:n]
-for n in (100, 1000, 33333, 200000):
-    for dt, a in arrays(n):
-        if n == 200000 and dt != "f4":
-            continue
-        raw = a.tobytes()
-        for cname in ("lz4", "lz4hc", "zstd", "blosclz"):
-            for shuffle in (0, 1, 2, -1):
-                for bs in (0, 4096, 65536):
-                    if cname in ("zstd", "blosclz") and (bs or n == 1000):
-                        continue
-                    c = Blosc(cname=cname, clevel=5, shuffle=shuffle, blocksize=bs)
-                    name = "%s_%s_%d_s%d_b%d" % (cname, dt, n, shuffle, bs)
-                    open(os.path.join(d, name + ".enc"), "wb").write(c.encode(a))
-                    open(os.path.join(d, name + ".raw"), "wb").write(raw)
-        name = "numlz4_%s_%d" % (dt, n)
-        open(os.path.join(d, name + ".enc"), "wb").write(LZ4().encode(a))
-        open(os.path.join(d, name + ".raw"), "wb").write(raw)
-`
+// pyChunks reads the chunks testdata/fixtures.py wrote into dir, checking
+// that the CPU decodes each to the array bytes Python wrote beside it.
+func pyChunks(t testing.TB, dir string) (blosc, lz4 []chunk) {
+	t.Helper()
+	encs, _ := filepath.Glob(filepath.Join(dir, "*", "*.enc"))
+	for _, path := range encs {
+		raw, err := os.ReadFile(filepath.Join(filepath.Dir(path), "array.raw"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		enc, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, _ := filepath.Rel(dir, path)
+		c := chunk{name: name, src: enc, room: len(raw)}
+		var d codec.Decoder = codec.Blosc{}
+		if strings.HasPrefix(filepath.Base(path), "numlz4") {
+			d = codec.LZ4{}
+			lz4 = append(lz4, c)
+		} else {
+			blosc = append(blosc, c)
+		}
+		// The CPU decode equals Python's array: agree() then checks the GPU.
+		if got, err := codec.DecodeFull(d, make([]byte, 0, len(raw)), enc); err != nil || !bytes.Equal(got, raw) {
+			t.Fatalf("%s: cpu decode differs from numcodecs' input (%v)", name, err)
+		}
+	}
+	return blosc, lz4
+}
 
 // TestEmulatedConcurrent runs batches from several goroutines on one
 // Decoder with fewer slots than slices (run with -race).

@@ -148,12 +148,13 @@ func refBitShuffle(dst, src []byte, ts int) {
 }
 
 // floatData returns n bytes of compressible float32 data: a smooth signal
-// with some noise in the low mantissa bits, as scientific arrays look.
+// plus noise, quantised to 1/64 (as measured values stored as float32 are),
+// so the low mantissa bits are zero and neighbours share their high bytes.
 func floatData(r *rand.Rand, n int) []byte {
 	out := make([]byte, n)
 	phase := r.Float64() * 10
 	for i := 0; i+4 <= n; i += 4 {
-		v := float32(100*math.Sin(phase+float64(i)/4000)) + float32(r.IntN(4))/64
+		v := float32(math.Round(6400*math.Sin(phase+float64(i)/4000))+float64(r.IntN(4))) / 64
 		binary.LittleEndian.PutUint32(out[i:], math.Float32bits(v))
 	}
 	for i := n &^ 3; i < n; i++ {
