@@ -41,6 +41,7 @@ func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*fuse.Ser
 		}
 	}
 	timeout, negative := attrTimeout, negativeTimeout
+	goFuseLog := slog.NewLogLogger(t.log.Handler(), slog.LevelDebug)
 	opts := &fusefs.Options{
 		EntryTimeout:    &timeout,
 		AttrTimeout:     &timeout,
@@ -51,13 +52,13 @@ func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*fuse.Ser
 			MaxWrite:     requestSize,
 			MaxReadAhead: requestSize,
 			Debug:        cfg.Debug,
-			Logger:       slog.NewLogLogger(t.log.Handler(), slog.LevelDebug),
+			Logger:       goFuseLog,
 			PanicHandler: func(v any) fuse.Status {
 				onPanic(v)
 				return fuse.EIO
 			},
 		},
-		Logger: slog.NewLogLogger(t.log.Handler(), slog.LevelDebug),
+		Logger: goFuseLog,
 	}
 	if !cfg.writable {
 		opts.MountOptions.Options = []string{"ro"}

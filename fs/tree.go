@@ -158,7 +158,7 @@ func (t *Tree) node(ctx context.Context, dir *node, e store.Entry) (*node, error
 	key := join(dir.key, e.Name)
 	n := &node{key: key, stored: e.Size, size: e.Size, kind: kindStored, arr: dir.arr}
 	if dir.arr != nil {
-		n.rel = join2(dir.rel, e.Name)
+		n.rel = join(dir.rel, e.Name)
 	}
 	switch {
 	case e.Dir && dir.arr != nil: // a directory of nested chunk keys
@@ -300,18 +300,12 @@ func (t *Tree) consolidated(ctx context.Context, key string) ([]byte, error) {
 	return v.([]byte), nil
 }
 
-// join joins a directory key and a name; the root is ".".
+// join joins a directory and a name. The store root is "." and an array's
+// own directory is "" relative to itself. Unlike path.Join it does not
+// clean: "a" and ".." give "a/..", which callers refuse as invalid.
 func join(dir, name string) string {
-	if dir == "." {
+	if dir == "." || dir == "" {
 		return name
 	}
 	return dir + "/" + name
-}
-
-// join2 is join for paths relative to an array ("" for the array itself).
-func join2(rel, name string) string {
-	if rel == "" {
-		return name
-	}
-	return rel + "/" + name
 }
