@@ -136,6 +136,7 @@ func sharedDir() string {
 // failing in CI) when it is absent.
 func conformance(t testing.TB, rel string) string {
 	t.Helper()
+	needMount(t)
 	p := filepath.Join(sharedDir(), "conformance", rel)
 	_, err := os.Stat(p)
 	intNeed(t, "conformance data at "+p, err == nil)
@@ -155,6 +156,7 @@ var generated = sync.OnceValues(func() (string, error) {
 // fixtures returns the directory generate.py wrote (once per run).
 func fixtures(t testing.TB) string {
 	t.Helper()
+	needMount(t)
 	needPython(t)
 	dir, err := generated()
 	if err != nil {
