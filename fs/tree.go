@@ -103,7 +103,6 @@ func (n *node) name() string { return path.Base(n.key) }
 
 // An array is one array directory as the tree presents it.
 type array struct {
-	dir  string      // store key of the directory
 	a    *zarr.Array // nil when the metadata does not parse
 	meta []byte      // .zarray as served
 	why  error       // non-nil: passed through unchanged, and why
@@ -222,7 +221,7 @@ func (t *Tree) loadArray(ctx context.Context, dir string) (*array, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := &array{dir: dir, meta: b}
+	x := &array{meta: b}
 	x.a, err = zarr.ParseV2(b)
 	switch {
 	case err != nil && errors.Is(err, zarr.ErrInvalid):
