@@ -53,9 +53,10 @@ type Config struct {
 	// its own CUDA stream with its own staging buffers; 0 means 4.
 	Streams int
 	// SliceBytes is the decoded size of one slice (one kernel launch);
-	// chunks larger than this decode on the CPU. 0 means 64 MiB. Pinned
-	// host memory is about 2.5 × SliceBytes per stream, device memory
-	// about 3.5 × SliceBytes per stream, allocated on first use.
+	// chunks larger than this decode on the CPU. 0 means 64 MiB (a guess:
+	// tune it with BenchmarkGPU on the GPU). Per stream, pinned host memory
+	// is about 2.6 × SliceBytes and device memory about 3.8 × SliceBytes,
+	// allocated on first use.
 	SliceBytes int
 	// Log receives warnings (device failures, after which the decoder
 	// sends everything to the CPU); nil discards them.
