@@ -43,7 +43,7 @@ func (a *Array) v2Zarray() ([]byte, error) {
 		"filters":             nil,
 		"dimension_separator": a.Separator,
 	}
-	return json.MarshalIndent(m, "", "    ")
+	return jsonIndent(m, "    ")
 }
 
 // v2Attrs is the presented .zattrs: the attributes, plus xarray's
@@ -65,7 +65,7 @@ func v2Attrs(attrs, dimNames json.RawMessage) ([]byte, error) {
 			m["_ARRAY_DIMENSIONS"] = dimNames
 		}
 	}
-	return json.MarshalIndent(m, "", "    ")
+	return jsonIndent(m, "    ")
 }
 
 // V2Files returns the Zarr v2 metadata files that stand for one v3
@@ -118,7 +118,7 @@ func V2Files(zarrJSON []byte) (map[string][]byte, error) {
 			add(p, fs)
 		}
 	}
-	zm, err := json.MarshalIndent(map[string]any{"zarr_consolidated_format": 1, "metadata": meta}, "", "    ")
+	zm, err := jsonIndent(map[string]any{"zarr_consolidated_format": 1, "metadata": meta}, "    ")
 	if err != nil {
 		return nil, err
 	}

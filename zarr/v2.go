@@ -164,7 +164,7 @@ func rewriteV2(m map[string]json.RawMessage, sep string) {
 	m["compressor"] = json.RawMessage("null")
 	m["filters"] = json.RawMessage("null")
 	if sep != "" {
-		m["dimension_separator"], _ = json.Marshal(sep)
+		m["dimension_separator"], _ = jsonCompact(sep)
 	}
 }
 
@@ -193,13 +193,13 @@ func RewriteV2Consolidated(zmetadata []byte) ([]byte, error) {
 			continue
 		}
 		rewriteV2(m, "")
-		b, err := json.Marshal(m)
+		b, err := jsonCompact(m)
 		if err != nil {
 			return nil, err
 		}
 		entries[key] = b
 	}
-	b, err := json.Marshal(entries)
+	b, err := jsonCompact(entries)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +209,7 @@ func RewriteV2Consolidated(zmetadata []byte) ([]byte, error) {
 
 // marshal writes a JSON object with sorted keys, indented by 4 spaces.
 func marshal(m map[string]json.RawMessage) ([]byte, error) {
-	return json.MarshalIndent(m, "", "    ")
+	return jsonIndent(m, "    ")
 }
 
 // sanitizeJSON quotes the bare NaN, Infinity and -Infinity tokens that some

@@ -249,3 +249,10 @@ func sharedDir(t *testing.T) string {
 	t.Skip("no ../shared/conformance")
 	return ""
 }
+
+func TestRewriteKeepsAngleBrackets(t *testing.T) {
+	out, err := RewriteV2Array([]byte(`{"zarr_format": 2, "order": "C", "shape": [4], "chunks": [2], "dtype": "<f4", "compressor": {"id": "zlib"}, "filters": null, "fill_value": 0}`))
+	if err != nil || !strings.Contains(string(out), `"dtype": "<f4"`) {
+		t.Errorf("rewrite = %s, %v; want a plain \"<f4\"", out, err)
+	}
+}

@@ -333,7 +333,7 @@ func RewriteV3(zarrJSON []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return json.MarshalIndent(m, "", "  ")
+	return jsonIndent(m, "  ")
 }
 
 func rewriteNode(doc []byte) (map[string]json.RawMessage, error) {
@@ -348,7 +348,7 @@ func rewriteNode(doc []byte) (map[string]json.RawMessage, error) {
 	if a != nil {
 		if a.PassThrough == nil {
 			m["codecs"] = a.presentedCodecs()
-			m["chunk_grid"], _ = json.Marshal(map[string]any{
+			m["chunk_grid"], _ = jsonCompact(map[string]any{
 				"name": "regular", "configuration": map[string]any{"chunk_shape": a.Chunks}})
 		}
 		return m, nil
@@ -362,10 +362,10 @@ func rewriteNode(doc []byte) (map[string]json.RawMessage, error) {
 	for k, v := range g.Consolidated {
 		entries[k] = v
 		if r, err := rewriteNode(v); err == nil {
-			entries[k], _ = json.Marshal(r)
+			entries[k], _ = jsonCompact(r)
 		}
 	}
-	cm["metadata"], _ = json.Marshal(entries)
-	m["consolidated_metadata"], _ = json.Marshal(cm)
+	cm["metadata"], _ = jsonCompact(entries)
+	m["consolidated_metadata"], _ = jsonCompact(cm)
 	return m, nil
 }

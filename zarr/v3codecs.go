@@ -359,7 +359,7 @@ func shardLimit(n int) int { return min(4*n+1<<24, 1<<34) }
 // describeConfig names a numcodecs configuration in words, like the v2
 // description: "zstd(checksum=false level=0)".
 func describeConfig(c codec.Config) string {
-	b, _ := json.Marshal(c)
+	b, _ := jsonCompact(c)
 	return describeCodec(b)
 }
 

@@ -367,7 +367,7 @@ func (dt dataType) v2Fill(raw json.RawMessage, fill []byte, big bool) json.RawMe
 	default:
 		return json.RawMessage("null")
 	}
-	b, _ := json.Marshal(v)
+	b, _ := jsonCompact(v)
 	return b
 }
 
