@@ -7,7 +7,7 @@
 #     make gpu     # bin/gpu.test (go test -c ./gpu) and bin/gpu-fixtures/ (numcodecs chunks)
 # On the GPU machine, from a copy of the repository root holding bin/:
 #     bash gpu/run_on_device.sh [test|bench|all] [OUTDIR]
-# (with the device tool: carry ["bin/gpu.test", "bin/gpu-fixtures"], and
+# (with the device tool: carry ["bin/gpu.test", "bin/gpu-fixtures", "bin/shared"], and
 # OUTDIR defaulting to $OUT, so the logs come back.)
 #
 #   test   TestDevice* (GPU == CPU byte for byte on conformance, numcodecs,
@@ -18,8 +18,12 @@
 #          on 256 MiB batches (ZFUSE_BENCH_MB) of 64 KiB/256 KiB/1 MiB chunks. ~3-5 min.
 #
 # ZFUSE_TEST_REQUIRE=gpu makes a missing GPU a failure instead of a skip.
-# The conformance data is found through ZFUSE_SHARED (set below when
-# shared/ sits in or beside the repository root).
+# The conformance data is found through ZFUSE_SHARED, set below when
+# shared/ sits in or beside the repository root or in bin/shared; to carry
+# it (3.6 MB) with the device tool, copy it there first (bin/ is ignored):
+#     mkdir -p bin/shared/conformance/numcodecs
+#     cp -r ../shared/conformance/c-blosc bin/shared/conformance/
+#     cp -r ../shared/conformance/numcodecs/fixture bin/shared/conformance/numcodecs/
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:-all}
@@ -30,7 +34,7 @@ bin=$root/bin/gpu.test
 
 export ZFUSE_TEST_REQUIRE=gpu
 if [ -z "${ZFUSE_SHARED:-}" ]; then
-	for d in "$root/shared" "$root/../shared"; do
+	for d in "$root/shared" "$root/../shared" "$root/bin/shared"; do
 		[ -d "$d/conformance" ] && export ZFUSE_SHARED=$(cd "$d" && pwd) && break
 	done
 fi
