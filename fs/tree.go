@@ -21,6 +21,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"golang.org/x/sync/singleflight"
@@ -103,6 +104,7 @@ func (n *node) name() string { return path.Base(n.key) }
 
 // An array is one array directory as the tree presents it.
 type array struct {
+	path string      // the array's key prefix in the store: its directory key, "" for the root (as readahead.Loader.Chunk takes it)
 	a    *zarr.Array // nil when the metadata does not parse
 	meta []byte      // .zarray as served
 	why  error       // non-nil: passed through unchanged, and why
@@ -221,7 +223,7 @@ func (t *Tree) loadArray(ctx context.Context, dir string) (*array, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := &array{meta: b}
+	x := &array{path: strings.TrimPrefix(dir, "."), meta: b}
 	x.a, err = zarr.ParseV2(b)
 	switch {
 	case err != nil && errors.Is(err, zarr.ErrInvalid):
