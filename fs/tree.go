@@ -21,7 +21,6 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	"golang.org/x/sync/singleflight"
@@ -223,7 +222,7 @@ func (t *Tree) loadArray(ctx context.Context, dir string) (*array, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := &array{path: strings.TrimPrefix(dir, "."), meta: b}
+	x := &array{path: storePath(dir), meta: b}
 	x.a, err = zarr.ParseV2(b)
 	switch {
 	case err != nil && errors.Is(err, zarr.ErrInvalid):
@@ -309,4 +308,12 @@ func join(dir, name string) string {
 		return name
 	}
 	return dir + "/" + name
+}
+
+// storePath turns a directory key into a key prefix: "" for the root ".".
+func storePath(dir string) string {
+	if dir == "." {
+		return ""
+	}
+	return dir
 }
