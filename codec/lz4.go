@@ -38,10 +38,39 @@ func (LZ4) Decode(dst, src []byte) ([]byte, error) {
 		return dst, ErrTooLarge
 	}
 	out := dst[len(dst) : len(dst)+n]
-	if got, err := lz4.UncompressBlock(src[4:], out); err != nil || got != n {
+	if lit, ok := lz4OnlyLiterals(src[4:]); ok {
+		if len(lit) != n {
+			return dst, errLZ4Corrupt
+		}
+		copyCached(out, lit)
+	} else if got, err := lz4.UncompressBlock(src[4:], out); err != nil || got != n {
 		return dst, errLZ4Corrupt
 	}
 	return dst[:len(dst)+n], nil
+}
+
+// lz4OnlyLiterals returns the literals of a block that is one literal run
+// and nothing else, as LZ4 writes incompressible input (floats without a
+// shuffle, say). Copying those ourselves keeps the output in the cache:
+// pierrec hands a long run to Go's memmove, whose non-temporal stores for
+// 1 MiB and more made such chunks slower than C.
+func lz4OnlyLiterals(src []byte) ([]byte, bool) {
+	if len(src) < 1<<16 || src[0] != 0xF0 {
+		return nil, false
+	}
+	lit, si := 15, 1
+	for si < len(src) {
+		b := src[si]
+		si++
+		lit += int(b)
+		if b != 255 {
+			break
+		}
+	}
+	if lit != len(src)-si {
+		return nil, false
+	}
+	return src[si:], true
 }
 
 // lz4Block appends the decoding of the raw LZ4 block src to dst, never past
@@ -52,6 +81,12 @@ func lz4Block(dst, src []byte) ([]byte, error) {
 		return dst, errLZ4Corrupt
 	}
 	room := dst[len(dst):cap(dst)]
+	if lit, ok := lz4OnlyLiterals(src); ok {
+		if len(lit) > len(room) {
+			return dst, ErrTooLarge
+		}
+		return dst[:len(dst)+copyCached(room, lit)], nil
+	}
 	n, err := lz4.UncompressBlock(src, room)
 	if err == nil {
 		return dst[:len(dst)+n], nil

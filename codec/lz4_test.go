@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -105,6 +106,7 @@ func FuzzLZ4(f *testing.F) {
 		}
 	}
 	f.Add([]byte{5, 0, 0, 0, 0x50, 'h', 'e', 'l', 'l', 'o'})
+	f.Add(append([]byte{0, 0, 1, 0}, lz4LiteralBlock(make([]byte, 1<<16))...))
 	f.Fuzz(func(t *testing.T, src []byte) {
 		room := 1 << 16
 		if len(src) >= 4 {
@@ -137,4 +139,58 @@ func FuzzLZ4(f *testing.F) {
 			t.Fatalf("LZ4 decodes, lz4Block with the same room: %v", berr)
 		}
 	})
+}
+
+// lz4LiteralBlock encodes p as an LZ4 block of one literal run.
+func lz4LiteralBlock(p []byte) []byte {
+	if len(p) < 15 {
+		return append([]byte{byte(len(p) << 4)}, p...)
+	}
+	b := []byte{0xF0}
+	for rest := len(p) - 15; ; rest -= 255 {
+		if rest < 255 {
+			b = append(b, byte(rest))
+			break
+		}
+		b = append(b, 255)
+	}
+	return append(b, p...)
+}
+
+// TestLZ4OnlyLiterals covers the copy path for blocks that are one literal
+// run, at lengths where the length bytes end in 0 and in 254.
+func TestLZ4OnlyLiterals(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, n := range []int{1 << 16, 15 + 255*300, 15 + 255*300 + 254, 1 << 20, 1<<20 + 1} {
+		p := randBytes(r, n)
+		block := lz4LiteralBlock(p)
+		if lit, ok := lz4OnlyLiterals(block); !ok || !bytes.Equal(lit, p) {
+			t.Fatalf("%d: not recognised", n)
+		}
+		ref := make([]byte, n)
+		if k, err := lz4.UncompressBlock(block, ref); err != nil || k != n || !bytes.Equal(ref, p) {
+			t.Fatalf("%d: pierrec disagrees with the hand-made block: %d, %v", n, k, err)
+		}
+		enc := append(binary.LittleEndian.AppendUint32(nil, uint32(n)), block...)
+		if got, err := decodeExact(t, LZ4{}, enc, n); err != nil || !bytes.Equal(got, p) {
+			t.Fatalf("%d: LZ4: %v", n, err)
+		}
+		if _, err := decodeExact(t, LZ4{}, enc, n-1); !errors.Is(err, ErrTooLarge) {
+			t.Fatalf("%d: LZ4 with one byte too little room: %v", n, err)
+		}
+		bad := append(binary.LittleEndian.AppendUint32(nil, uint32(n+1)), block...)
+		if _, err := decodeExact(t, LZ4{}, bad, n+1); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("%d: LZ4 with a wrong size: %v", n, err)
+		}
+		if got, err := decodeExact(t, lz4BlockDecoder{}, block, n); err != nil || !bytes.Equal(got, p) {
+			t.Fatalf("%d: lz4Block: %v", n, err)
+		}
+		if _, err := decodeExact(t, lz4BlockDecoder{}, block, n-1); !errors.Is(err, ErrTooLarge) {
+			t.Fatalf("%d: lz4Block with one byte too little room: %v", n, err)
+		}
+		// A trailing byte makes it more than a literal run: pierrec decides.
+		if _, ok := lz4OnlyLiterals(append(block, 0)); ok {
+			t.Fatalf("%d: block with a trailing byte taken as literals only", n)
+		}
+	}
 }
