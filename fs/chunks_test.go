@@ -7,6 +7,7 @@ import (
 	"fmt"
 	iofs "io/fs"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -32,9 +33,10 @@ func (g *gateStore) ReadKey(ctx context.Context, key string) ([]byte, error) {
 	return g.Store.ReadKey(ctx, key)
 }
 
-// cacheFixture is a 1-D <i4 array of 4 chunks of 8 elements, zlib-compressed.
+// cacheFixture is a 1-D <i4 array of 5 chunks of 8 elements under "a",
+// zlib-compressed: chunk 3 is corrupt and chunk 4 missing.
 func cacheFixture(t *testing.T) (*zarr.Array, fstest.MapFS, map[string][]byte) {
-	a := testArray{path: "a", shape: []int{32}, chunks: []int{8}, dtype: "<i4", order: "C", sep: ".",
+	a := testArray{path: "a", shape: []int{40}, chunks: []int{8}, dtype: "<i4", order: "C", sep: ".",
 		value: func(i []int) float64 { return float64(i[0] * 3) }}
 	arr, err := zarr.ParseV2(a.zarray(`{"id": "zlib", "level": 1}`))
 	if err != nil {
@@ -55,6 +57,7 @@ func TestDecodedCacheOneLoad(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		gs := &gateStore{Store: store.FS(fsys), gate: make(chan struct{})}
 		c := NewDecodedCache(gs, 1<<20, 2)
+		defer c.Close()
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
 		results := make([][]byte, 8)
@@ -64,7 +67,7 @@ func TestDecodedCacheOneLoad(t *testing.T) {
 			if i == 0 {
 				rctx = ctx // the first reader starts the load, then leaves
 			}
-			wg.Go(func() { results[i], errs[i] = c.Chunk(rctx, arr, "a/1", []int{1}, 0) })
+			wg.Go(func() { results[i], errs[i] = c.Chunk(rctx, arr, "a", []int{1}, 0) })
 			synctest.Wait()
 		}
 		if n := gs.reads.Load(); n != 1 {
@@ -82,7 +85,7 @@ func TestDecodedCacheOneLoad(t *testing.T) {
 				t.Errorf("reader %d: %x, %v", i, results[i], errs[i])
 			}
 		}
-		if b, err := c.Chunk(context.Background(), arr, "a/1", []int{1}, 0); err != nil || !bytes.Equal(b, raw["a/1"]) {
+		if b, err := c.Chunk(context.Background(), arr, "a", []int{1}, 0); err != nil || !bytes.Equal(b, raw["a/1"]) {
 			t.Errorf("cached read: %x, %v", b, err)
 		}
 		if n := gs.reads.Load(); n != 1 {
@@ -97,10 +100,11 @@ func TestDecodedCacheBudget(t *testing.T) {
 	close(gs.gate)
 	n := arr.ChunkLen()
 	c := NewDecodedCache(gs, 2*n, 1)
+	t.Cleanup(func() { c.Close() })
 	ctx := context.Background()
 	read := func(key string, coord int) {
 		t.Helper()
-		b, err := c.Chunk(ctx, arr, key, []int{coord}, 0)
+		b, err := c.Chunk(ctx, arr, "a", []int{coord}, 0)
 		if err != nil || !bytes.Equal(b, raw[key]) {
 			t.Fatalf("%s: %x, %v", key, b, err)
 		}
@@ -122,16 +126,20 @@ func TestDecodedCacheBudget(t *testing.T) {
 		t.Errorf("a/1 was still cached")
 	}
 	// A corrupt chunk fails with the key and a codec error, and is not kept.
-	_, err := c.Chunk(ctx, arr, "a/3", []int{3}, 0)
-	if !errors.Is(err, codec.ErrCorrupt) {
-		t.Errorf("a/3: %v, want codec.ErrCorrupt", err)
+	_, err := c.Chunk(ctx, arr, "a", []int{3}, 0)
+	if !errors.Is(err, codec.ErrCorrupt) || !strings.Contains(err.Error(), "a/3") {
+		t.Errorf("a/3: %v, want codec.ErrCorrupt naming the key", err)
 	}
-	if _, err := c.Chunk(ctx, arr, "a/9", []int{3}, 0); !errors.Is(err, iofs.ErrNotExist) {
+	if _, err := c.Chunk(ctx, arr, "a", []int{4}, 0); !errors.Is(err, iofs.ErrNotExist) {
 		t.Errorf("missing chunk: %v, want ErrNotExist", err)
+	}
+	if c.Used() != 2*n {
+		t.Errorf("failed loads changed the cache: used %d", c.Used())
 	}
 	// Larger than the whole budget: served, not kept.
 	small := NewDecodedCache(gs, n-1, 1)
-	if b, err := small.Chunk(ctx, arr, "a/0", []int{0}, 0); err != nil || !bytes.Equal(b, raw["a/0"]) || small.Used() != 0 {
+	t.Cleanup(func() { small.Close() })
+	if b, err := small.Chunk(ctx, arr, "a", []int{0}, 0); err != nil || !bytes.Equal(b, raw["a/0"]) || small.Used() != 0 {
 		t.Errorf("oversized chunk: %x, %v, used %d", b, err, small.Used())
 	}
 }

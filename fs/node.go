@@ -1,7 +1,13 @@
 package fs
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -27,7 +33,19 @@ type fileNode struct {
 
 // mount holds what every node of one mount shares.
 type mount struct {
-	born time.Time // reported as every file's times
+	born  time.Time // reported as every file's times
+	procs tgids     // the process of each reading thread
+}
+
+// A chunkHandle is one open of a chunk file. It keeps the decoded chunk
+// after the first read, so that the kernel's further reads of the same open
+// file (O_DIRECT reads, chunks larger than one FUSE request, mmap faults)
+// neither decode again nor count as new reads for readahead, whatever the
+// decoded tier's admission policy did with the chunk. It is safe for
+// concurrent use (reads of one open file may run in parallel); the chunk is
+// dropped when the file is closed.
+type chunkHandle struct {
+	data atomic.Pointer[[]byte] // the decoded chunk once read; shared, never modified
 }
 
 var (
@@ -114,25 +132,110 @@ func (f *fileNode) Getattr(ctx context.Context, _ fusefs.FileHandle, out *fuse.A
 }
 
 // Open refuses writing. Every file is immutable for the life of the mount,
-// so the kernel may keep its page cache across opens.
+// so the kernel may keep its page cache across opens (FOPEN_KEEP_CACHE);
+// an O_DIRECT open asks to bypass that cache, and gets direct I/O
+// (FOPEN_DIRECT_IO) for that open only. Chunk files get a chunkHandle.
 func (f *fileNode) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, uint32, syscall.Errno) {
 	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
 		return nil, 0, syscall.EROFS
 	}
-	return nil, fuse.FOPEN_KEEP_CACHE, 0
+	var fh fusefs.FileHandle
+	if f.n.kind == kindChunk {
+		fh = &chunkHandle{}
+	}
+	if flags&syscall.O_DIRECT != 0 {
+		return fh, fuse.FOPEN_DIRECT_IO, 0
+	}
+	return fh, fuse.FOPEN_KEEP_CACHE, 0
 }
 
-// Read serves [off, off+len(dest)) of the file.
-func (f *fileNode) Read(ctx context.Context, _ fusefs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+// Read serves [off, off+len(dest)) of the file. The reader that readahead
+// tracks is the calling thread's process (see tgids).
+func (f *fileNode) Read(ctx context.Context, fh fusefs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	var pid uint32
 	if c, ok := fuse.FromContext(ctx); ok {
-		pid = c.Pid
+		pid = f.m.procs.of(c.Pid)
 	}
-	b, err := f.t.readAt(ctx, f.n, off, int64(len(dest)), pid)
+	var b []byte
+	var err error
+	if h, ok := fh.(*chunkHandle); ok {
+		b, err = h.read(ctx, f.t, f.n, pid)
+		b = clip(b, off, int64(len(dest)))
+	} else {
+		b, err = f.t.readAt(ctx, f.n, off, int64(len(dest)), pid)
+	}
 	if err != nil {
 		return nil, errno(ctx, f.t.log, "read", f.n.key, err)
 	}
 	return fuse.ReadResultData(b), 0
+}
+
+// read returns the whole chunk of n, decoding it on the handle's first read.
+func (h *chunkHandle) read(ctx context.Context, t *Tree, n *node, pid uint32) ([]byte, error) {
+	if p := h.data.Load(); p != nil {
+		return *p, nil
+	}
+	b, err := t.chunk(ctx, n, pid)
+	if err == nil {
+		h.data.Store(&b)
+	}
+	return b, err
+}
+
+// tgids maps the thread ids FUSE requests carry to their thread group
+// (process) ids. The kernel puts the calling thread's id in a request; a
+// PyTorch DataLoader with threads, or zarr-python reading with a thread
+// pool, is one reader to readahead, as a process of several workers would be
+// several. The map is read from /proc/<tid>/status once per thread and kept
+// (at most maxTgids entries; then it starts over). A thread id reused later
+// by another process keeps the old mapping until then: at worst readahead
+// counts that thread with an exited process's reads for a while. Where /proc
+// does not know the thread (another pid namespace), its id is used as it
+// is. The zero value is ready to use; it is safe for concurrent use.
+type tgids struct {
+	mu sync.Mutex
+	m  map[uint32]uint32 // thread id -> thread group id
+}
+
+const maxTgids = 1 << 14
+
+// of returns the process of thread tid (0 stays 0: no caller).
+func (g *tgids) of(tid uint32) uint32 {
+	if tid == 0 {
+		return 0
+	}
+	g.mu.Lock()
+	p, ok := g.m[tid]
+	g.mu.Unlock()
+	if ok {
+		return p
+	}
+	p, err := readTgid(tid)
+	if err != nil {
+		p = tid
+	}
+	g.mu.Lock()
+	if g.m == nil || len(g.m) >= maxTgids {
+		g.m = make(map[uint32]uint32)
+	}
+	g.m[tid] = p
+	g.mu.Unlock()
+	return p
+}
+
+// readTgid reads the Tgid line of /proc/<tid>/status.
+func readTgid(tid uint32) (uint32, error) {
+	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(tid), 10) + "/status")
+	if err != nil {
+		return 0, err
+	}
+	for line := range bytes.Lines(b) {
+		if v, ok := bytes.CutPrefix(line, []byte("Tgid:")); ok {
+			n, err := strconv.ParseUint(string(bytes.TrimSpace(v)), 10, 32)
+			return uint32(n), err
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status: no Tgid line", tid)
 }
 
 // The mount is read-only: everything that would change it is EROFS.
