@@ -1,0 +1,394 @@
+// Package httpstore reads a Zarr store from an HTTP(S) server with range
+// requests: each key is a URL under a base URL.
+//
+// The one fact to know: HTTP cannot list directories. The tree comes from
+// metadata: consolidated metadata (.zmetadata for v2, a consolidated
+// zarr.json for v3) at the base URL, metadata documents found there and at
+// the paths of Config.Hints, and directories that servers reveal by
+// redirecting "dir" to "dir/" (nginx, Apache and Go's FileServer do). So:
+//
+//   - List returns directories and metadata documents, never chunk keys:
+//     ls of an array directory shows its .zarray (or zarr.json) and no
+//     chunks. Chunk files are found by name: Stat asks the server (HEAD),
+//     and readers open chunk files by name, which is all zarr-python and
+//     xarray do.
+//   - Stat of a directory of chunk keys ("c", "c/0" of a v3 array, "0" of a
+//     v2 array with dimension_separator "/") needs no request.
+//   - Every response is remembered (size, missing, ETag): a Stat after a
+//     read, or during one (readahead fetches the next chunks before the
+//     kernel looks their files up), costs no request. See remote.Facts.
+//
+// Errors: 404 and 410 satisfy errors.Is(err, fs.ErrNotExist); 401 and 403
+// satisfy errors.Is(err, fs.ErrPermission); 5xx, 408, 429, timeouts and
+// connection errors are retried with exponential backoff a bounded number
+// of times, then returned.
+package httpstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/zfuse/zfuse/store"
+	"github.com/zfuse/zfuse/store/remote"
+)
+
+// Config configures a Store.
+type Config struct {
+	URL string // base URL: the store root; http or https
+	// Hints are paths (relative to URL) of arrays or groups to look for
+	// metadata at, for servers without consolidated metadata.
+	Hints []string
+	// MaxInFlight bounds the requests in flight; 0 means 64. Idle
+	// connections kept per host are at least as many.
+	MaxInFlight int
+	Backoff     remote.Backoff // retries; the zero value uses its defaults
+	Timeout     time.Duration  // per attempt, body included; 0 means 60s
+	// Transport, if set, replaces the default one (tests).
+	Transport http.RoundTripper
+	Log       *slog.Logger // nil means discard
+}
+
+// A Store reads keys from an HTTP server. It is safe for concurrent use.
+type Store struct {
+	// Immutable after Open.
+	base    *url.URL
+	client  *http.Client
+	limit   remote.Limit
+	backoff remote.Backoff
+	timeout time.Duration
+	log     *slog.Logger
+	cat     *catalog
+	facts   *remote.Facts
+
+	noRange sync.Once // warns once that the server ignores Range
+
+	mu   sync.Mutex        // guards docs
+	docs map[string][]byte // metadata documents read; shared, never modified
+}
+
+var (
+	_ store.RangeReader = (*Store)(nil)
+	_ store.Lister      = (*Store)(nil)
+	_ store.Stater      = (*Store)(nil)
+)
+
+// Open returns a Store for the server at cfg.URL. It reads the metadata at
+// the root and at each hint, and fails if the server cannot be reached or
+// no metadata is found.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	u, err := url.Parse(cfg.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("httpstore: %q is not an http(s) URL", redact(cfg.URL))
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	u.RawPath = ""
+	inflight := cfg.MaxInFlight
+	if inflight <= 0 {
+		inflight = 64
+	}
+	rt := cfg.Transport
+	if rt == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConns = 2 * inflight
+		t.MaxIdleConnsPerHost = inflight // reuse a connection per request in flight
+		t.DisableCompression = true      // ranges of the stored bytes, not of a gzip stream
+		rt = t
+	}
+	s := &Store{
+		base: u,
+		client: &http.Client{
+			Transport: rt,
+			// A redirect from "key" to "key/" says key is a directory: stop
+			// there. Follow any other.
+			CheckRedirect: func(req *http.Request, via []*http.Request) error {
+				if len(via) >= 10 {
+					return errors.New("stopped after 10 redirects")
+				}
+				if req.URL.Path == via[len(via)-1].URL.Path+"/" {
+					return http.ErrUseLastResponse
+				}
+				return nil
+			},
+		},
+		limit:   remote.NewLimit(inflight),
+		backoff: cfg.Backoff,
+		timeout: cfg.Timeout,
+		log:     cfg.Log,
+		cat:     newCatalog(),
+		docs:    map[string][]byte{},
+	}
+	if s.timeout <= 0 {
+		s.timeout = 60 * time.Second
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.facts = remote.NewFacts(0, s.log)
+	found, err := s.probe(ctx, ".")
+	if err != nil {
+		return nil, fmt.Errorf("httpstore: %s: %w", s.Name(), err)
+	}
+	for _, h := range cfg.Hints {
+		h = strings.Trim(path.Clean("/"+h), "/")
+		if h == "" {
+			continue
+		}
+		if !fs.ValidPath(h) {
+			return nil, fmt.Errorf("httpstore: hint %q: %w", h, store.ErrOutside)
+		}
+		for d := h; d != "."; d = path.Dir(d) {
+			f, err := s.probe(ctx, d)
+			if err != nil {
+				return nil, fmt.Errorf("httpstore: %s: %w", s.Name(), err)
+			}
+			if d == h && !f {
+				s.log.WarnContext(ctx, "no metadata found at hint", "key", h)
+			}
+			found = found || f
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("httpstore: %s: no Zarr metadata at the root (.zmetadata, zarr.json, .zgroup or .zarray); HTTP cannot list directories, so name the arrays or groups to mount with --array PATH", s.Name())
+	}
+	s.log.InfoContext(ctx, "http store opened", "url", s.Name())
+	return s, nil
+}
+
+// Name returns the base URL without credentials or query (for logs and the
+// mount table).
+func (s *Store) Name() string {
+	u := *s.base
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
+}
+
+// redact removes credentials and the query from a URL string.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
+}
+
+// Close releases idle connections.
+func (s *Store) Close() error {
+	s.client.CloseIdleConnections()
+	return nil
+}
+
+// probe reads the metadata documents of dir and records what it finds; it
+// reports whether dir holds any.
+func (s *Store) probe(ctx context.Context, dir string) (bool, error) {
+	s.cat.addDir(dir)
+	docs := make([][]byte, len(metaNames))
+	errs := make([]error, len(metaNames))
+	var wg sync.WaitGroup
+	for i, name := range metaNames {
+		wg.Go(func() { docs[i], errs[i] = s.doc(ctx, join(dir, name)) })
+	}
+	wg.Wait()
+	found := false
+	for i, err := range errs {
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		found = true
+		key := join(dir, metaNames[i])
+		switch metaNames[i] {
+		case ".zmetadata":
+			if err := s.cat.consolidatedV2(key, docs[i]); err != nil {
+				s.log.WarnContext(ctx, "consolidated metadata not used", "key", key, "err", err)
+			}
+		case "zarr.json":
+			s.cat.consolidatedV3(key, docs[i])
+		}
+	}
+	s.cat.setComplete(dir)
+	return found, nil
+}
+
+// doc returns the metadata document key: from memory, or read once and
+// kept. It records what it learns in the catalog. The slice is shared.
+func (s *Store) doc(ctx context.Context, key string) ([]byte, error) {
+	s.mu.Lock()
+	b, ok := s.docs[key]
+	s.mu.Unlock()
+	if ok {
+		return b, nil
+	}
+	if exists, known := s.cat.meta(key); known && !exists {
+		return nil, fmt.Errorf("http %s: %w", key, fs.ErrNotExist)
+	}
+	b, err := s.get(ctx, key, 0, -1)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if old, ok := s.docs[key]; ok {
+		b = old
+	} else {
+		s.docs[key] = b
+	}
+	s.mu.Unlock()
+	s.cat.addFile(key)
+	if base := path.Base(key); base == ".zarray" || base == "zarr.json" {
+		if l, ok := parseLayout(b); ok {
+			s.cat.setArray(path.Dir(key), l)
+		}
+	}
+	return b, nil
+}
+
+// ReadKey returns key's value. The caller owns the slice.
+func (s *Store) ReadKey(ctx context.Context, key string) ([]byte, error) {
+	if err := check(ctx, "read", key); err != nil {
+		return nil, err
+	}
+	if isMeta(key) {
+		b, err := s.doc(ctx, key)
+		return bytes.Clone(b), err
+	}
+	return s.get(ctx, key, 0, -1)
+}
+
+// ReadKeyRange returns the bytes of key's value in [off, off+n), fewer only
+// where the value ends, with one range request. The caller owns the slice.
+func (s *Store) ReadKeyRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	if err := check(ctx, "read", key); err != nil {
+		return nil, err
+	}
+	if off < 0 || n < 0 {
+		return nil, fmt.Errorf("read %s [%d,+%d): negative range", key, off, n)
+	}
+	if isMeta(key) {
+		b, err := s.doc(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		return bytes.Clone(b[min(off, int64(len(b))):min(off+n, int64(len(b)))]), nil
+	}
+	if n == 0 {
+		_, err := s.Stat(ctx, key)
+		return []byte{}, err
+	}
+	return s.get(ctx, key, off, n)
+}
+
+// Stat describes name. Directories the catalog knows and directories of
+// chunk keys need no request; keys seen in an earlier response need none;
+// anything else is a HEAD request.
+func (s *Store) Stat(ctx context.Context, name string) (store.Entry, error) {
+	if err := check(ctx, "stat", name); err != nil {
+		return store.Entry{}, err
+	}
+	base := path.Base(name)
+	if s.cat.isDir(name) || s.cat.chunkDir(name) {
+		return store.Entry{Name: base, Dir: true}, nil
+	}
+	if isMeta(name) {
+		b, err := s.doc(ctx, name)
+		if err != nil {
+			return store.Entry{}, err
+		}
+		return store.Entry{Name: base, Size: int64(len(b))}, nil
+	}
+	if x, ok := s.facts.Wait(ctx, name); ok && (x.Missing || x.Size >= 0) {
+		if x.Missing {
+			return store.Entry{}, fmt.Errorf("http %s: %w", name, fs.ErrNotExist)
+		}
+		return store.Entry{Name: base, Size: x.Size}, nil
+	}
+	return s.head(ctx, name)
+}
+
+// List returns what the catalog knows directly under dir, sorted by name:
+// directories and metadata documents, never chunk keys (see the package
+// documentation). A directory the catalog does not know, but the server
+// says exists, lists empty.
+func (s *Store) List(ctx context.Context, dir string) ([]store.Entry, error) {
+	if err := check(ctx, "list", dir); err != nil {
+		return nil, err
+	}
+	names, ok := s.cat.entries(dir)
+	if !ok {
+		e, err := s.Stat(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		if !e.Dir {
+			return nil, fmt.Errorf("list %s: not a directory: %w", dir, fs.ErrNotExist)
+		}
+	}
+	// A v2 array without dimension_separator may keep its chunks nested
+	// ("0/0", NestedDirectoryStore): ask whether "0" is a directory.
+	if l, rel, ok := s.cat.array(dir); ok && rel == "" && l.legacy && l.ndim > 1 {
+		if e, err := s.Stat(ctx, join(dir, "0")); err == nil && e.Dir {
+			if names == nil {
+				names = map[string]bool{}
+			}
+			names["0"] = true
+		}
+	}
+	out := make([]store.Entry, 0, len(names))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var firstErr error
+	for name, isDir := range names {
+		if isDir {
+			mu.Lock()
+			out = append(out, store.Entry{Name: name, Dir: true})
+			mu.Unlock()
+			continue
+		}
+		wg.Go(func() {
+			e, err := s.Stat(ctx, join(dir, name))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				e.Name = name
+				out = append(out, e)
+			case !errors.Is(err, fs.ErrNotExist) && firstErr == nil:
+				firstErr = err
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	slices.SortFunc(out, func(a, b store.Entry) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// check refuses invalid keys and ended contexts before any request.
+func check(ctx context.Context, op, key string) error {
+	if !fs.ValidPath(key) {
+		return &fs.PathError{Op: op, Path: key, Err: store.ErrOutside}
+	}
+	return ctx.Err()
+}
+
+// join joins a directory key and a name; the root is ".".
+func join(dir, name string) string {
+	if dir == "." {
+		return name
+	}
+	return dir + "/" + name
+}

@@ -1,0 +1,268 @@
+package httpstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zfuse/zfuse/store"
+	"github.com/zfuse/zfuse/store/remote"
+)
+
+// errNotKey is returned for a key that names a directory on the server.
+var errNotKey = fmt.Errorf("a directory, not a key: %w", fs.ErrNotExist)
+
+// A statusError is an HTTP status we do not turn into data.
+type statusError struct{ status string }
+
+func (e statusError) Error() string { return e.status }
+
+// url returns the URL of key: each path element escaped, under the base
+// (whose query, if any, is kept: signed URLs carry tokens there).
+func (s *Store) url(key string) string {
+	u := *s.base
+	if key != "." {
+		var b strings.Builder
+		b.WriteString(s.base.EscapedPath())
+		for p := range strings.SplitSeq(key, "/") {
+			b.WriteByte('/')
+			b.WriteString(url.PathEscape(p))
+		}
+		u.RawPath = b.String()
+		u.Path, _ = url.PathUnescape(u.RawPath)
+	}
+	return u.String()
+}
+
+// get reads key's value, or [off, off+n) of it when n >= 0, with retries.
+// What the response says about key is recorded in s.facts. The caller owns
+// the slice.
+func (s *Store) get(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	if x, ok := s.facts.Get(key); ok && x.Missing {
+		return nil, fmt.Errorf("http GET %s: %w", key, fs.ErrNotExist)
+	}
+	end := s.facts.Begin(key)
+	defer end()
+	var body []byte
+	err := s.backoff.Do(ctx, func(ctx context.Context) error {
+		var err error
+		body, err = s.getOnce(ctx, key, off, n)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("http GET %s: %w", key, err)
+	}
+	return body, nil
+}
+
+// getOnce is one attempt of get.
+func (s *Store) getOnce(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	resp, cancel, err := s.send(ctx, http.MethodGet, key, func(h http.Header) {
+		if n >= 0 {
+			h.Set("Range", fmt.Sprintf("bytes=%d-%d", off, off+n-1))
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	defer resp.Body.Close()
+	fact := remote.Fact{Size: -1, Tag: tag(resp.Header)}
+	switch {
+	case resp.StatusCode == http.StatusOK:
+		b, err := readBody(resp)
+		if err != nil {
+			return nil, err
+		}
+		fact.Size = int64(len(b))
+		s.facts.Observe(ctx, key, fact)
+		if n >= 0 {
+			s.noRange.Do(func() {
+				s.log.WarnContext(ctx, "the server ignores Range requests: whole values are read for parts of them", "key", key)
+			})
+			b = b[min(off, int64(len(b))):min(off+n, int64(len(b)))]
+		}
+		return b, nil
+	case resp.StatusCode == http.StatusPartialContent:
+		fact.Size = total(resp.Header.Get("Content-Range"))
+		s.facts.Observe(ctx, key, fact)
+		b, err := readBody(resp)
+		if err != nil {
+			return nil, err
+		}
+		if int64(len(b)) > n {
+			return nil, fmt.Errorf("asked for %d bytes at %d, got %d", n, off, len(b))
+		}
+		return b, nil
+	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable:
+		// The range starts at or past the end of the value.
+		fact.Size = total(resp.Header.Get("Content-Range"))
+		s.facts.Observe(ctx, key, fact)
+		return []byte{}, nil
+	}
+	return nil, s.failed(ctx, key, resp)
+}
+
+// head describes key with a HEAD request (a one-byte GET where HEAD is not
+// allowed), with retries.
+func (s *Store) head(ctx context.Context, key string) (store.Entry, error) {
+	var e store.Entry
+	err := s.backoff.Do(ctx, func(ctx context.Context) error {
+		var err error
+		e, err = s.headOnce(ctx, key)
+		return err
+	})
+	if err != nil {
+		return store.Entry{}, fmt.Errorf("http HEAD %s: %w", key, err)
+	}
+	return e, nil
+}
+
+func (s *Store) headOnce(ctx context.Context, key string) (store.Entry, error) {
+	name := key[strings.LastIndexByte(key, '/')+1:]
+	resp, cancel, err := s.send(ctx, http.MethodHead, key, nil)
+	if err != nil {
+		return store.Entry{}, err
+	}
+	defer cancel()
+	resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+		if resp.ContentLength >= 0 {
+			s.facts.Observe(ctx, key, remote.Fact{Size: resp.ContentLength, Tag: tag(resp.Header)})
+			return store.Entry{Name: name, Size: resp.ContentLength}, nil
+		}
+	case http.StatusMethodNotAllowed, http.StatusNotImplemented:
+	default:
+		if isDirRedirect(resp) {
+			return store.Entry{Name: name, Dir: true}, nil
+		}
+		return store.Entry{}, s.failed(ctx, key, resp)
+	}
+	// No size from HEAD: ask for the first byte, whose reply names the size.
+	if _, err := s.getOnce(ctx, key, 0, 1); err != nil {
+		return store.Entry{}, err
+	}
+	if x, ok := s.facts.Get(key); ok && x.Size >= 0 {
+		return store.Entry{Name: name, Size: x.Size}, nil
+	}
+	b, err := s.getOnce(ctx, key, 0, -1)
+	return store.Entry{Name: name, Size: int64(len(b))}, err
+}
+
+// send makes one request, holding a slot of the in-flight limit until it
+// returns. The attempt's timeout covers reading the body: call cancel
+// after. Errors that another attempt may cure are marked retryable.
+func (s *Store) send(ctx context.Context, method, key string, set func(http.Header)) (*http.Response, context.CancelFunc, error) {
+	if err := s.limit.Acquire(ctx); err != nil {
+		return nil, nil, err
+	}
+	defer s.limit.Release()
+	actx, cancel := context.WithTimeout(ctx, s.timeout)
+	req, err := http.NewRequestWithContext(actx, method, s.url(key), nil)
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	if set != nil {
+		set(req.Header)
+	}
+	start := time.Now()
+	resp, err := s.client.Do(req)
+	if err != nil {
+		cancel()
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		s.log.DebugContext(ctx, "http request failed", "op", method, "key", key, "err", err)
+		return nil, nil, remote.Retryable(unwrapURL(err))
+	}
+	s.log.DebugContext(ctx, "http", "op", method, "key", key, "status", resp.StatusCode, "took", time.Since(start))
+	return resp, cancel, nil
+}
+
+// failed turns an unusable response into an error.
+func (s *Store) failed(ctx context.Context, key string, resp *http.Response) error {
+	err := statusError{resp.Status}
+	switch c := resp.StatusCode; {
+	case c == http.StatusNotFound || c == http.StatusGone:
+		s.facts.Observe(ctx, key, remote.Fact{Missing: true})
+		return fmt.Errorf("%w: %w", err, fs.ErrNotExist)
+	case isDirRedirect(resp):
+		return errNotKey
+	case c == http.StatusUnauthorized || c == http.StatusForbidden:
+		return fmt.Errorf("%w: %w", err, fs.ErrPermission)
+	case c == http.StatusRequestTimeout || c == http.StatusTooManyRequests || c >= 500:
+		return remote.Retryable(err)
+	}
+	return err
+}
+
+// isDirRedirect reports whether resp redirects key to key + "/": the
+// server's way to say key is a directory.
+func isDirRedirect(resp *http.Response) bool {
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+	default:
+		return false
+	}
+	loc, err := resp.Location()
+	return err == nil && loc.Path == resp.Request.URL.Path+"/"
+}
+
+// readBody reads a response body. A body shorter than its Content-Length
+// is retryable (the connection broke).
+func readBody(resp *http.Response) ([]byte, error) {
+	if resp.ContentLength >= 0 {
+		b := make([]byte, resp.ContentLength)
+		if _, err := io.ReadFull(resp.Body, b); err != nil {
+			return nil, remote.Retryable(err)
+		}
+		return b, nil
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, remote.Retryable(err)
+	}
+	return b, nil
+}
+
+// tag returns the validator of a response: its ETag, else Last-Modified.
+func tag(h http.Header) string {
+	if t := h.Get("ETag"); t != "" {
+		return t
+	}
+	return h.Get("Last-Modified")
+}
+
+// total returns the complete length from a Content-Range header
+// ("bytes 0-99/1234" or "bytes */1234"), -1 if it does not say.
+func total(cr string) int64 {
+	i := strings.LastIndexByte(cr, '/')
+	if i < 0 {
+		return -1
+	}
+	n, err := strconv.ParseInt(cr[i+1:], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// unwrapURL drops *url.Error's wrapping, which repeats the whole URL
+// (query included, where signed URLs keep their tokens).
+func unwrapURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
+	}
+	return err
+}

@@ -1,0 +1,106 @@
+// Package remote holds what the HTTP and S3 stores share: a bound on
+// requests in flight, retries with exponential backoff, and a table of what
+// earlier responses said about each key (its size, that it is missing, its
+// ETag), which answers Stat without another request and notices values that
+// change during a mount.
+//
+// The one fact to know: a store is assumed not to change while it is
+// mounted. The table keeps what a response said for the life of the mount,
+// and a change seen later is logged, not followed.
+//
+// remote imports nothing of zfuse.
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// A Limit bounds the requests in flight. It is safe for concurrent use.
+type Limit chan struct{}
+
+// NewLimit returns a Limit of n requests (at least 1).
+func NewLimit(n int) Limit { return make(Limit, max(n, 1)) }
+
+// Acquire waits for a free slot or for ctx to end.
+func (l Limit) Acquire(ctx context.Context) error {
+	select {
+	case l <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Release frees the slot an Acquire took.
+func (l Limit) Release() { <-l }
+
+// errRetry marks an error that another attempt may cure (a 5xx, a refused
+// or reset connection, a timeout).
+type errRetry struct{ err error }
+
+func (e errRetry) Error() string { return e.err.Error() }
+func (e errRetry) Unwrap() error { return e.err }
+
+// Retryable marks err as worth another attempt.
+func Retryable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return errRetry{err}
+}
+
+// IsRetryable reports whether err was marked with Retryable.
+func IsRetryable(err error) bool {
+	var r errRetry
+	return errors.As(err, &r)
+}
+
+// Backoff says how often and how patiently to retry.
+type Backoff struct {
+	Attempts int           // tries in all; 0 means 5
+	Base     time.Duration // wait before the second try; 0 means 100ms
+	Max      time.Duration // longest wait between tries; 0 means 2s
+}
+
+// Do calls op until it succeeds, fails with an error not marked Retryable,
+// ctx ends, or the attempts are used up. Waits grow exponentially from Base
+// to Max with full jitter. The error of the last try is returned, saying
+// how many tries were made when there was more than one.
+func (b Backoff) Do(ctx context.Context, op func(ctx context.Context) error) error {
+	attempts, wait, most := b.Attempts, b.Base, b.Max
+	if attempts <= 0 {
+		attempts = 5
+	}
+	if wait <= 0 {
+		wait = 100 * time.Millisecond
+	}
+	if most <= 0 {
+		most = 2 * time.Second
+	}
+	for try := 1; ; try++ {
+		err := op(ctx)
+		if err == nil || !IsRetryable(err) {
+			return err
+		}
+		if try == attempts {
+			return fmt.Errorf("%w (gave up after %d tries)", err, try)
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		// Half fixed, half random: spreads the retries of many readers.
+		d := wait/2 + rand.N(wait/2+1)
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
+		wait = min(2*wait, most)
+	}
+}
