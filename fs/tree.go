@@ -1,13 +1,18 @@
-// Package fs presents a compressed Zarr v2 store as an uncompressed one,
-// through go-fuse (Mount) and without it (Tree.ReadFile, for zfuse cat).
+// Package fs presents a compressed Zarr store (v2 or v3) as an uncompressed
+// one, through go-fuse (Mount) and without it (Tree.ReadFile, for zfuse cat).
 //
 // The one fact to know: a Tree decides what every path serves, and both the
 // mount and zfuse cat ask it, so they cannot disagree. Directories mirror the
-// store. In an array (a directory holding .zarray), .zarray is served
+// store. In a v2 array (a directory holding .zarray), .zarray is served
 // rewritten to say "no compression" and chunk files have the decoded size
 // from metadata (stat never decodes) and read decoded bytes; consolidated
 // .zmetadata is rewritten entry by entry; everything else, and every file of
 // an array that cannot be presented raw, is served as stored.
+//
+// A directory holding zarr.json is a v3 group or array (v3.go): zarr.json is
+// served rewritten, and a v3 array's chunk tree is computed from its
+// metadata (and shard indexes), not mirrored: a sharded array is presented
+// unsharded. With Config.AsV2, v3 nodes are presented as v2 ones instead.
 package fs
 
 import (
@@ -21,6 +26,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"golang.org/x/sync/singleflight"
@@ -39,22 +45,29 @@ type Config struct {
 	Chunks     Chunks
 	CacheBytes int64 // decoded-chunk budget; 0 means 256 MiB
 	Workers    int   // concurrent decodes; 0 means GOMAXPROCS
+	// AsV2 presents Zarr v3 groups and arrays as Zarr v2 ones (.zgroup,
+	// .zattrs, .zmetadata, .zarray, v2 chunk keys) and hides zarr.json, for
+	// readers that only know v2. v3 arrays with no v2 equivalent are not
+	// shown (a Warn line, and zfuse info, say so).
+	AsV2 bool
 	// Log receives Warn lines for arrays passed through and Error lines for
 	// failed requests. Nil means discard.
 	Log *slog.Logger
 }
 
 // A Tree decides what each path of the presented tree serves. Metadata is
-// read once per array and kept: the store must not change while a Tree
+// read once per directory and kept: the store must not change while a Tree
 // uses it. A Tree is safe for concurrent use.
 type Tree struct {
 	store  store.Store  // immutable
 	chunks Chunks       // immutable
 	log    *slog.Logger // immutable
+	asV2   bool         // immutable
 
-	loads  singleflight.Group // one metadata load per array directory at a time
-	arrays sync.Map           // array directory key -> *array (nil: not an array)
-	metas  sync.Map           // .zmetadata key -> []byte, presented
+	loads   singleflight.Group // one metadata load per directory at a time
+	dirs    sync.Map           // directory key -> *dirMeta
+	metas   sync.Map           // .zmetadata key -> []byte, presented
+	indexes shardIndexes       // parsed shard indexes of v3 arrays (v3.go)
 }
 
 // New returns a Tree over cfg.Store.
@@ -74,14 +87,14 @@ func New(cfg Config) *Tree {
 		}
 		chunks = NewDecodedCache(cfg.Store, budget, workers)
 	}
-	return &Tree{store: cfg.Store, chunks: chunks, log: log}
+	return &Tree{store: cfg.Store, chunks: chunks, log: log, asV2: cfg.AsV2}
 }
 
 // kind says how a path's bytes are produced.
 type kind int
 
 const (
-	kindDir    kind = iota // a directory of the store
+	kindDir    kind = iota // a directory of the store, or of a v3 array's chunk keys
 	kindMeta               // metadata served from memory (rewritten or as stored)
 	kindChunk              // a chunk of a raw array: decoded on read
 	kindStored             // any other file: the stored bytes
@@ -89,14 +102,15 @@ const (
 
 // A node is what one path serves. Nodes are immutable.
 type node struct {
-	key    string // store key ("." for the root)
+	key    string // presented path from the root ("." for the root); the store key outside v3 arrays
 	kind   kind
-	size   int64  // presented size
-	stored int64  // size in the store
-	data   []byte // kindMeta: the bytes served; shared, never modified
-	arr    *array // the array this path is or lies in; nil outside arrays
-	rel    string // path relative to arr's directory ("" for the directory itself)
-	coords []int  // kindChunk: grid coordinates
+	size   int64    // presented size
+	stored int64    // size in the store (of a sharded array's chunk: its byte range in the shard)
+	data   []byte   // kindMeta: the bytes served; shared, never modified
+	arr    *array   // the array this path is or lies in; nil outside arrays
+	rel    string   // path relative to arr's directory ("" for the directory itself)
+	coords []int    // kindChunk: grid coordinates; kindDir in a v3 array: the coordinates its path fixes
+	m      *dirMeta // kindDir: what the directory's own metadata makes of it; nil inside arrays
 }
 
 func (n *node) name() string { return path.Base(n.key) }
@@ -104,21 +118,41 @@ func (n *node) name() string { return path.Base(n.key) }
 // An array is one array directory as the tree presents it.
 type array struct {
 	path string      // the array's key prefix in the store: its directory key, "" for the root (as readahead.Loader.Chunk takes it)
-	a    *zarr.Array // nil when the metadata does not parse
-	meta []byte      // .zarray as served
-	why  error       // non-nil: passed through unchanged, and why
+	a    *zarr.Array // as presented (for v3 under AsV2: its v2 view); nil when the metadata does not parse
+	why  error       // non-nil: passed through unchanged (or, under AsV2, not shown), and why
+	v3   *v3Layout   // non-nil: a raw v3 array, whose chunk tree is computed (v3.go)
 }
 
 // raw reports whether chunks are served decoded.
 func (x *array) raw() bool { return x.why == nil }
 
+// A dirMeta is what a directory's metadata makes of it. It is immutable.
+type dirMeta struct {
+	arr    *array            // non-nil: an array directory
+	format int               // 2 or 3 for directories with metadata; 0 for plain ones
+	files  map[string][]byte // metadata files served from memory in this directory, by name
+	hide   string            // a stored name not shown ("zarr.json" under AsV2)
+	skip   error             // non-nil: under AsV2, the directory is not shown, and why
+	shards []int             // v3 sharded arrays: the stored (outer) chunk shape
+}
+
+// plainDir is the dirMeta of directories without metadata.
+var plainDir = &dirMeta{}
+
+// serves reports whether the stored name is hidden or replaced by a file
+// served from memory.
+func (m *dirMeta) serves(name string) bool {
+	_, ok := m.files[name]
+	return ok || name == m.hide
+}
+
 // root returns the node of the store root.
 func (t *Tree) root(ctx context.Context) (*node, error) {
-	x, err := t.array(ctx, ".")
+	m, err := t.dirMeta(ctx, ".")
 	if err != nil {
 		return nil, err
 	}
-	return &node{key: ".", kind: kindDir, arr: x}, nil
+	return &node{key: ".", kind: kindDir, arr: m.arr, m: m}, nil
 }
 
 // child returns what name inside the directory dir serves.
@@ -127,33 +161,85 @@ func (t *Tree) child(ctx context.Context, dir *node, name string) (*node, error)
 	if !iofs.ValidPath(key) || name == "." {
 		return nil, fmt.Errorf("%s: %w", key, store.ErrOutside)
 	}
+	if m := dir.m; m != nil {
+		if m.skip != nil || name == m.hide {
+			return nil, fmt.Errorf("%s: %w", key, iofs.ErrNotExist)
+		}
+		if b, ok := m.files[name]; ok {
+			return metaNode(dir, name, b), nil
+		}
+	}
+	if x := dir.arr; x != nil && x.v3 != nil {
+		return t.v3Child(ctx, dir, name)
+	}
 	e, err := store.Stat(ctx, t.store, key)
 	if err != nil {
 		return nil, err
 	}
 	e.Name = name
-	return t.node(ctx, dir, e)
+	n, err := t.node(ctx, dir, e)
+	if err == nil && n.m != nil && n.m.skip != nil {
+		return nil, fmt.Errorf("%s: %w", key, iofs.ErrNotExist)
+	}
+	return n, err
 }
 
 // children lists what the directory dir holds, sorted by name.
 func (t *Tree) children(ctx context.Context, dir *node) ([]*node, error) {
-	es, err := store.List(ctx, t.store, dir.key)
-	if err != nil {
-		return nil, err
+	ns, err := t.list(ctx, dir)
+	return slices.DeleteFunc(ns, func(n *node) bool { return n.m != nil && n.m.skip != nil }), err
+}
+
+// list is children with the directories that AsV2 does not show (for zfuse
+// info).
+func (t *Tree) list(ctx context.Context, dir *node) ([]*node, error) {
+	var out []*node
+	if m := dir.m; m != nil {
+		if m.skip != nil {
+			return nil, nil
+		}
+		for name, b := range m.files {
+			out = append(out, metaNode(dir, name, b))
+		}
 	}
-	out := make([]*node, 0, len(es))
-	for _, e := range es {
-		n, err := t.node(ctx, dir, e)
+	if x := dir.arr; x != nil && x.v3 != nil {
+		ns, err := t.v3Children(ctx, dir)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, n)
+		out = append(out, ns...)
+	} else {
+		es, err := store.List(ctx, t.store, dir.key)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range es {
+			if m := dir.m; m != nil && m.serves(e.Name) {
+				continue
+			}
+			n, err := t.node(ctx, dir, e)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, n)
+		}
 	}
+	slices.SortFunc(out, func(a, b *node) int { return strings.Compare(a.name(), b.name()) })
 	return out, nil
 }
 
-// node decides what the store entry e inside dir serves. This function is
-// the presented-tree rules.
+// metaNode is the file name in dir served from memory.
+func metaNode(dir *node, name string, b []byte) *node {
+	n := &node{key: join(dir.key, name), kind: kindMeta, data: b, size: int64(len(b)), stored: int64(len(b)), arr: dir.arr}
+	if dir.arr != nil {
+		n.rel = join(dir.rel, name)
+	}
+	return n
+}
+
+// node decides what the store entry e inside dir serves, for directories
+// that mirror the store (not v3 arrays, and not the names dir's metadata
+// serves from memory). This function is the presented-tree rules.
 func (t *Tree) node(ctx context.Context, dir *node, e store.Entry) (*node, error) {
 	key := join(dir.key, e.Name)
 	n := &node{key: key, stored: e.Size, size: e.Size, kind: kindStored, arr: dir.arr}
@@ -164,13 +250,11 @@ func (t *Tree) node(ctx context.Context, dir *node, e store.Entry) (*node, error
 	case e.Dir && dir.arr != nil: // a directory of nested chunk keys
 		n.kind = kindDir
 	case e.Dir:
-		x, err := t.array(ctx, key)
+		m, err := t.dirMeta(ctx, key)
 		if err != nil {
 			return nil, err
 		}
-		n.kind, n.arr = kindDir, x
-	case dir.arr != nil && n.rel == zarr.ArrayFile:
-		n.kind, n.data, n.size = kindMeta, dir.arr.meta, int64(len(dir.arr.meta))
+		n.kind, n.arr, n.m = kindDir, m.arr, m
 	case dir.arr != nil:
 		x := dir.arr
 		if !x.raw() {
@@ -189,31 +273,51 @@ func (t *Tree) node(ctx context.Context, dir *node, e store.Entry) (*node, error
 	return n, nil
 }
 
-// array returns the array whose directory is dir, nil if dir holds no
-// .zarray. Arrays are loaded once and kept.
-func (t *Tree) array(ctx context.Context, dir string) (*array, error) {
-	if v, ok := t.arrays.Load(dir); ok {
-		return v.(*array), nil
+// dirMeta returns what the metadata of directory dir makes of it. It is
+// loaded once and kept.
+func (t *Tree) dirMeta(ctx context.Context, dir string) (*dirMeta, error) {
+	if v, ok := t.dirs.Load(dir); ok {
+		return v.(*dirMeta), nil
 	}
 	v, err, _ := t.loads.Do(dir, func() (any, error) {
-		if v, ok := t.arrays.Load(dir); ok {
+		if v, ok := t.dirs.Load(dir); ok {
 			return v, nil
 		}
-		x, err := t.loadArray(context.WithoutCancel(ctx), dir)
+		m, err := t.loadDir(context.WithoutCancel(ctx), dir)
 		if err == nil {
-			t.arrays.Store(dir, x)
+			t.dirs.Store(dir, m)
 		}
-		return x, err
+		return m, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return v.(*array), nil
+	return v.(*dirMeta), nil
 }
 
-// loadArray reads and parses dir/.zarray. Arrays that cannot be presented
-// raw, or whose metadata is invalid, are passed through with one Warn line.
-func (t *Tree) loadArray(ctx context.Context, dir string) (*array, error) {
+// loadDir reads a directory's metadata: .zarray (v2), else zarr.json (v3,
+// v3.go), else none.
+func (t *Tree) loadDir(ctx context.Context, dir string) (*dirMeta, error) {
+	x, err := t.loadArray(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	if x != nil {
+		return &dirMeta{arr: x.array, format: 2, files: map[string][]byte{zarr.ArrayFile: x.meta}}, nil
+	}
+	return t.loadV3(ctx, dir)
+}
+
+// v2array is a v2 array and its .zarray as served.
+type v2array struct {
+	*array
+	meta []byte
+}
+
+// loadArray reads and parses dir/.zarray; nil if there is none. Arrays
+// that cannot be presented raw, or whose metadata is invalid, are passed
+// through with one Warn line.
+func (t *Tree) loadArray(ctx context.Context, dir string) (*v2array, error) {
 	key := join(dir, zarr.ArrayFile)
 	b, err := t.store.ReadKey(ctx, key)
 	if errors.Is(err, iofs.ErrNotExist) {
@@ -222,7 +326,7 @@ func (t *Tree) loadArray(ctx context.Context, dir string) (*array, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := &array{path: storePath(dir), meta: b}
+	x := &v2array{array: &array{path: storePath(dir)}, meta: b}
 	x.a, err = zarr.ParseV2(b)
 	switch {
 	case err != nil && errors.Is(err, zarr.ErrInvalid):

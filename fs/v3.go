@@ -1,0 +1,511 @@
+package fs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/zfuse/zfuse/store"
+	"github.com/zfuse/zfuse/zarr"
+)
+
+// Zarr v3 in the presented tree.
+//
+// A directory holding zarr.json is a v3 group or array. Its zarr.json is
+// served rewritten (zarr.RewriteV3); under AsV2 it is hidden and the v2
+// metadata files stand in for it (zarr.V2Files).
+//
+// The chunk tree of a raw v3 array is not a mirror of the store: it is
+// computed from the metadata. Lookups and listings map each presented chunk
+// key (Array.ChunkKey: "c/0/1", or "0/1" in the v2 view) to the stored value
+// that holds it (Array.StoredKey): the chunk itself, or for a sharded array
+// (presented unsharded) its shard. An unsharded chunk exists iff its stored
+// key does. An inner chunk exists iff its shard exists and its index entry
+// is not the empty marker, so listing the chunks of a sharded array, or
+// looking one up, reads shard indexes (a range read each, kept in a
+// bounded cache); stat never decodes. A shard whose index does not parse
+// (a wrong crc32c, a short shard) is logged once; its inner chunks are
+// listed, and reading them fails with EIO while every other chunk reads.
+//
+// Presented and stored keys use the same separator. With "/", the
+// directories of the presented keys ("c/", "c/0/") are virtual: a directory
+// exists when the stored directory of the shards it covers does, so listing
+// one that is not the last level reads no index (it may turn out empty).
+
+// A v3Layout says how the presented chunk keys of a raw v3 array map onto
+// its stored values. It is immutable.
+type v3Layout struct {
+	rank   int
+	sep    string // key separator, presented and stored alike: "/" or "."
+	pp, sp string // presented and stored key prefixes: "c" (default encoding) or ""
+	per    []int  // presented chunks per stored value along each axis: 1 unless sharded
+}
+
+func newV3Layout(a *zarr.Array) *v3Layout {
+	l := &v3Layout{rank: len(a.Grid()), sep: a.Separator}
+	l.per = make([]int, l.rank)
+	if l.rank > 0 {
+		zeros := make([]int, l.rank)
+		z := strings.Repeat(l.sep+"0", l.rank)[len(l.sep):]
+		sk, _, _ := a.StoredKey(zeros)
+		l.pp = strings.TrimSuffix(strings.TrimSuffix(a.ChunkKey(zeros), z), l.sep)
+		l.sp = strings.TrimSuffix(strings.TrimSuffix(sk, z), l.sep)
+	}
+	for d := range l.rank {
+		l.per[d] = 1
+		if a.Shard() == nil {
+			continue
+		}
+		// The first presented coordinate along d that lies in the second
+		// shard along d (StoredKey is monotonic in it); the grid size when
+		// one shard covers the axis.
+		lo, hi := 1, a.Grid()[d]
+		for lo < hi {
+			mid := lo + (hi-lo)/2
+			c := make([]int, l.rank)
+			c[d] = mid
+			k, _, _ := a.StoredKey(c)
+			if sc, ok := a.ParseStoredKey(k); ok && sc[d] >= 1 {
+				hi = mid
+			} else {
+				lo = mid + 1
+			}
+		}
+		l.per[d] = max(lo, 1)
+	}
+	return l
+}
+
+// storedDir is the store key of the directory holding the stored values
+// whose presented chunks start with the coordinates p ("/" separator only).
+func (l *v3Layout) storedDir(x *array, p []int) string {
+	parts := make([]string, 0, 2+len(p))
+	if x.path != "" {
+		parts = append(parts, x.path)
+	}
+	if l.sp != "" {
+		parts = append(parts, l.sp)
+	}
+	for d, c := range p {
+		parts = append(parts, strconv.Itoa(c/l.per[d]))
+	}
+	if len(parts) == 0 {
+		return "."
+	}
+	return strings.Join(parts, "/")
+}
+
+// parseDir returns the coordinates fixed by rel, a presented directory
+// relative to the array ("c", "c/0", or "0" without a prefix), or false.
+func (l *v3Layout) parseDir(a *zarr.Array, rel string) ([]int, bool) {
+	if l.sep != "/" || l.rank == 0 {
+		return nil, false
+	}
+	comps := strings.Split(rel, "/")
+	if l.pp != "" {
+		if comps[0] != l.pp {
+			return nil, false
+		}
+		comps = comps[1:]
+	}
+	if len(comps) >= l.rank || (l.pp == "" && len(comps) == 0) {
+		return nil, false
+	}
+	p := make([]int, len(comps))
+	for d, s := range comps {
+		c, ok := atoiBelow(s, a.Grid()[d])
+		if !ok {
+			return nil, false
+		}
+		p[d] = c
+	}
+	return p, true
+}
+
+// atoiBelow parses s as a decimal in [0, n) written without sign or
+// leading zeros.
+func atoiBelow(s string, n int) (int, bool) {
+	c, err := strconv.Atoi(s)
+	return c, err == nil && c >= 0 && c < n && strconv.Itoa(c) == s
+}
+
+// loadV3 reads dir/zarr.json: a v3 group or array, or a plain directory
+// when there is none.
+func (t *Tree) loadV3(ctx context.Context, dir string) (*dirMeta, error) {
+	key := join(dir, zarr.MetadataFile)
+	b, err := t.store.ReadKey(ctx, key)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return plainDir, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	m := &dirMeta{format: 3}
+	if t.asV2 {
+		m.hide = zarr.MetadataFile
+	}
+	a, g, err := zarr.ParseV3(b)
+	switch {
+	case err == nil && g != nil:
+		return t.v3Group(ctx, key, b, m), nil
+	case err != nil: // all of ParseV3's errors say the metadata is invalid
+		m.arr = &array{path: storePath(dir), why: err}
+	default:
+		m.arr = &array{path: storePath(dir), a: a, why: a.PassThrough}
+		if a.Shard() != nil {
+			m.shards = outerChunks(b)
+		}
+	}
+	x := m.arr
+	if x.why == nil && t.asV2 {
+		files, err := zarr.V2Files(b)
+		if err == nil {
+			x.a, err = a.AsV2()
+		}
+		if err != nil {
+			x.why = err
+		}
+		m.files = files
+	}
+	switch {
+	case x.why != nil && t.asV2:
+		m.skip, m.files = x.why, nil
+		t.log.WarnContext(ctx, "v3 array not shown: it has no Zarr v2 equivalent (--as-v2)", "key", dir, "err", x.why)
+		return m, nil
+	case x.why != nil:
+		t.log.WarnContext(ctx, "array passed through unchanged", "key", dir, "err", x.why)
+		return m, nil
+	case !t.asV2:
+		r, err := zarr.RewriteV3(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+		m.files = map[string][]byte{zarr.MetadataFile: r}
+	}
+	x.v3 = newV3Layout(x.a)
+	return m, nil
+}
+
+// v3Group completes m for the group whose zarr.json at key holds b.
+func (t *Tree) v3Group(ctx context.Context, key string, b []byte, m *dirMeta) *dirMeta {
+	var err error
+	if t.asV2 {
+		m.files, err = zarr.V2Files(b)
+	} else {
+		var r []byte
+		if r, err = zarr.RewriteV3(b); err == nil {
+			m.files = map[string][]byte{zarr.MetadataFile: r}
+		}
+	}
+	if err != nil { // it parsed once; cannot happen
+		m.files, m.hide = nil, ""
+		t.log.WarnContext(ctx, "group metadata passed through unchanged", "key", key, "err", err)
+	}
+	return m
+}
+
+// outerChunks returns the stored chunk shape of a v3 array (for a sharded
+// one, the shard shape), or nil.
+func outerChunks(zarrJSON []byte) []int {
+	var doc struct {
+		Grid struct {
+			Config struct {
+				Shape []int `json:"chunk_shape"`
+			} `json:"configuration"`
+		} `json:"chunk_grid"`
+	}
+	json.Unmarshal(zarrJSON, &doc)
+	return doc.Grid.Config.Shape
+}
+
+// v3Child returns what name inside dir, a directory of a raw v3 array's
+// chunk tree, serves. The metadata files were looked up by the caller.
+func (t *Tree) v3Child(ctx context.Context, dir *node, name string) (*node, error) {
+	x := dir.arr
+	rel := join(dir.rel, name)
+	if c, ok := x.a.ParseChunkKey(rel); ok {
+		key, inner, sharded := x.a.StoredKey(c)
+		skey := join(x.path, key)
+		e, err := store.Stat(ctx, t.store, skey)
+		if err != nil {
+			return nil, err
+		}
+		if e.Dir {
+			return nil, fmt.Errorf("%s: %w", skey, iofs.ErrNotExist)
+		}
+		return t.v3Chunk(ctx, dir, name, c, skey, e.Size, inner, sharded)
+	}
+	if p, ok := x.v3.parseDir(x.a, rel); ok {
+		e, err := store.Stat(ctx, t.store, x.v3.storedDir(x, p))
+		if err != nil {
+			return nil, err
+		}
+		if e.Dir {
+			return v3Dir(dir, name, p), nil
+		}
+	}
+	return nil, fmt.Errorf("%s: %w", join(dir.key, name), iofs.ErrNotExist)
+}
+
+// v3Children lists the chunk tree of a raw v3 array under dir, without
+// the metadata files.
+func (t *Tree) v3Children(ctx context.Context, dir *node) ([]*node, error) {
+	x, l := dir.arr, dir.arr.v3
+	switch {
+	case dir.rel != "":
+		return t.v3Level(ctx, dir, dir.coords)
+	case l.rank == 0:
+		n, err := t.v3Child(ctx, dir, x.a.ChunkKey(nil))
+		if errors.Is(err, iofs.ErrNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return []*node{n}, nil
+	case l.sep != "/":
+		return t.v3Flat(ctx, dir)
+	case l.pp == "":
+		return t.v3Level(ctx, dir, []int{})
+	}
+	e, err := store.Stat(ctx, t.store, l.storedDir(x, nil))
+	if errors.Is(err, iofs.ErrNotExist) || (err == nil && !e.Dir) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []*node{v3Dir(dir, l.pp, []int{})}, nil
+}
+
+// v3Level lists the presented directory whose keys start with the
+// coordinates p ("/" separator): directories for the next coordinate, or
+// the chunks when one coordinate is left.
+func (t *Tree) v3Level(ctx context.Context, dir *node, p []int) ([]*node, error) {
+	x, l, a := dir.arr, dir.arr.v3, dir.arr.a
+	sdir := l.storedDir(x, p)
+	es, err := store.List(ctx, t.store, sdir)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	k, last := len(p), len(p) == l.rank-1
+	var out []*node
+	for _, e := range es {
+		s, ok := atoiBelow(e.Name, a.StoredGrid()[k])
+		if !ok || e.Dir == last {
+			continue
+		}
+		for v := s * l.per[k]; v < min((s+1)*l.per[k], a.Grid()[k]); v++ {
+			c := append(slices.Clip(p), v)
+			if !last {
+				out = append(out, v3Dir(dir, strconv.Itoa(v), c))
+				continue
+			}
+			_, inner, sharded := a.StoredKey(c)
+			n, err := t.v3Chunk(ctx, dir, strconv.Itoa(v), c, join(sdir, e.Name), e.Size, inner, sharded)
+			if errors.Is(err, iofs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// v3Flat lists the chunks of a raw v3 array whose keys use the "."
+// separator: all of them are files in the array's directory.
+func (t *Tree) v3Flat(ctx context.Context, dir *node) ([]*node, error) {
+	x, a := dir.arr, dir.arr.a
+	es, err := store.List(ctx, t.store, dir.key)
+	if err != nil {
+		return nil, err
+	}
+	var out []*node
+	add := func(c []int, skey string, size int64, inner int, sharded bool) error {
+		n, err := t.v3Chunk(ctx, dir, a.ChunkKey(c), c, skey, size, inner, sharded)
+		if errors.Is(err, iofs.ErrNotExist) {
+			return nil
+		}
+		if err == nil {
+			out = append(out, n)
+		}
+		return err
+	}
+	for _, e := range es {
+		sc, ok := a.ParseStoredKey(e.Name)
+		if !ok || e.Dir {
+			continue
+		}
+		skey := join(x.path, e.Name)
+		if a.Shard() == nil {
+			if err := add(sc, skey, e.Size, 0, false); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		for i := range a.Shard().InnerChunks() {
+			if c, ok := a.InnerCoords(sc, i); ok {
+				if err := add(c, skey, e.Size, i, true); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// v3Dir is the presented directory name in dir, fixing the coordinates p.
+func v3Dir(dir *node, name string, p []int) *node {
+	return &node{key: join(dir.key, name), kind: kindDir, arr: dir.arr, rel: join(dir.rel, name), coords: p}
+}
+
+// v3Chunk returns the chunk file name in dir, at coords, whose stored value
+// is skey of size bytes, or an error wrapping fs.ErrNotExist when it is
+// absent (an empty entry in its shard's index). An inner chunk whose shard
+// index does not parse is present: reading it fails.
+func (t *Tree) v3Chunk(ctx context.Context, dir *node, name string, coords []int, skey string, size int64, inner int, sharded bool) (*node, error) {
+	x := dir.arr
+	n := &node{key: join(dir.key, name), kind: kindChunk, size: x.a.ChunkLen(), stored: size,
+		arr: x, rel: join(dir.rel, name), coords: coords}
+	if !sharded {
+		return n, nil
+	}
+	n.stored = 0
+	ix, err := t.shardIndex(ctx, x, skey, size)
+	switch {
+	case errors.Is(err, iofs.ErrNotExist), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return nil, err
+	case err != nil:
+		return n, nil // its shard is unreadable: reads fail with EIO
+	}
+	_, l, err := ix.Entry(inner)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", n.key, err)
+	}
+	if err == nil {
+		n.stored = l
+	}
+	return n, nil
+}
+
+// shardIndexes keeps parsed shard indexes (and the errors of those that do
+// not parse), so that listing and looking up the inner chunks of a shard
+// reads its index once.
+type shardIndexes struct {
+	group singleflight.Group // one load per shard at a time
+
+	mu sync.Mutex             // guards m
+	m  map[string]indexResult // by shard key; at most maxShardIndexes entries
+}
+
+// indexResult is a parsed index, or why the shard's index does not parse.
+type indexResult struct {
+	ix  *zarr.Index
+	err error
+}
+
+// maxShardIndexes bounds the indexes kept (16 bytes per inner chunk each).
+const maxShardIndexes = 4096
+
+func (c *shardIndexes) get(key string) (indexResult, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.m[key]
+	return r, ok
+}
+
+func (c *shardIndexes) put(key string, r indexResult) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]indexResult{}
+	}
+	for k := range c.m { // make room: drop any
+		if len(c.m) < maxShardIndexes {
+			break
+		}
+		delete(c.m, k)
+	}
+	c.m[key] = r
+}
+
+// shardIndex returns the parsed index of the shard of array x stored under
+// key, of size bytes. A shard whose index does not parse gives an error
+// wrapping the reason (codec.ErrChecksum, codec.ErrCorrupt), logged once; a
+// missing shard one wrapping fs.ErrNotExist. If ctx ends first it returns
+// ctx.Err() and the load goes on.
+func (t *Tree) shardIndex(ctx context.Context, x *array, key string, size int64) (*zarr.Index, error) {
+	c := &t.indexes
+	if r, ok := c.get(key); ok {
+		return r.ix, r.err
+	}
+	ch := c.group.DoChan(key, func() (any, error) {
+		if r, ok := c.get(key); ok {
+			return r, nil
+		}
+		r, err := t.loadIndex(context.WithoutCancel(ctx), x, key, size)
+		if err != nil { // a store error: not kept
+			return nil, err
+		}
+		c.put(key, r)
+		return r, nil
+	})
+	select {
+	case res := <-ch:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		r := res.Val.(indexResult)
+		return r.ix, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// loadIndex reads and parses a shard's index: a range read, or the whole
+// shard when codecs over the whole shard must be undone first. Store errors
+// are returned; parse errors are the result.
+func (t *Tree) loadIndex(ctx context.Context, x *array, key string, size int64) (indexResult, error) {
+	a, sh := x.a, x.a.Shard()
+	var b []byte
+	var err error
+	if a.WholeShard() {
+		var src []byte
+		if src, err = t.store.ReadKey(ctx, key); err != nil {
+			return indexResult{}, err
+		}
+		if src, err = a.UnwrapShard(src); err == nil {
+			size = int64(len(src))
+			off, n := sh.IndexRange(size)
+			b = src[off : off+n]
+		}
+	} else {
+		off, n := sh.IndexRange(size)
+		if b, err = store.ReadRange(ctx, t.store, key, off, n); err != nil {
+			return indexResult{}, err
+		}
+	}
+	var ix *zarr.Index
+	if err == nil {
+		ix, err = sh.ParseIndex(b, size)
+	}
+	if err != nil {
+		err = fmt.Errorf("shard %s: %w", key, err)
+		t.log.WarnContext(ctx, "shard index unreadable: its chunks fail with EIO", "key", key, "err", err)
+	}
+	return indexResult{ix: ix, err: err}, nil
+}
