@@ -257,6 +257,11 @@ func bloscSplitAt(src []byte, pos, j, s int) (start, csize int, err error) {
 	return start, csize, nil
 }
 
+// bloscSlack is room the scratch buffer keeps past one block: zstd's
+// decoder copies in 32-byte strides when the output has that much to
+// spare, and falls back to slower exact copies when it has not.
+const bloscSlack = 64
+
 // bloscScratch holds one block's decompressed, still shuffled bytes.
 type bloscScratch struct{ buf []byte }
 
@@ -271,7 +276,7 @@ func (Blosc) Decode(dst, src []byte) ([]byte, error) {
 	if h.Nbytes > cap(dst)-len(dst) {
 		return dst, ErrTooLarge
 	}
-	out := dst[len(dst) : len(dst)+h.Nbytes]
+	out := dst[len(dst) : len(dst)+h.Nbytes : len(dst)+h.Nbytes]
 	src = src[:h.Cbytes]
 	if h.Memcpyed() {
 		copyCached(out, src[bloscHeaderLen:])
@@ -285,7 +290,7 @@ func (Blosc) Decode(dst, src []byte) ([]byte, error) {
 	if h.Shuffle() != BloscNoShuffle {
 		scratch = bloscScratchPool.Get().(*bloscScratch)
 		defer bloscScratchPool.Put(scratch)
-		if n := min(h.Blocksize, h.Nbytes); cap(scratch.buf) < n {
+		if n := min(h.Blocksize, h.Nbytes) + bloscSlack; cap(scratch.buf) < n {
 			scratch.buf = make([]byte, n)
 		}
 	}
@@ -370,7 +375,9 @@ func bloscBlock(out, src []byte, h BloscHeader, j int, tmp []byte) error {
 }
 
 // bloscSplit decodes one split into d, which it must fill exactly. A split
-// whose compressed size equals its decoded size is stored raw.
+// whose compressed size equals its decoded size is stored raw. The bytes of
+// d's capacity past its length may be overwritten (zstd uses them as
+// slack); the caller owns them and has not filled them yet.
 func bloscSplit(format int, d, src []byte, j, s int) error {
 	if len(src) == len(d) {
 		copyCached(d, src)
@@ -399,7 +406,7 @@ func bloscSplit(format int, d, src []byte, j, s int) error {
 		n = len(got)
 	case bloscFormatZstd:
 		var got []byte
-		got, err = zstdDecode(d[:0:len(d)], src)
+		got, err = zstdDecode(d[:0], src)
 		n = len(got)
 	}
 	switch {
