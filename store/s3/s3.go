@@ -1,0 +1,490 @@
+// Package s3store reads a Zarr store from an S3-compatible object store
+// (AWS S3, MinIO, versitygw, Ceph, R2, ...) with aws-sdk-go-v2: the store
+// is the objects under a prefix of a bucket (s3://bucket/prefix).
+//
+// The one fact to know: region and credentials come the usual AWS way (the
+// AWS_* environment variables, then the shared config and credentials
+// files, then the instance role); with none found, requests go unsigned.
+// Credentials are never logged and never part of an error.
+//
+// Listing is ListObjectsV2 with delimiter "/" (paginated), Stat is
+// HeadObject (a listing for directories), reads are ranged GetObject. 404
+// satisfies errors.Is(err, fs.ErrNotExist) and 401/403 errors.Is(err,
+// fs.ErrPermission); 5xx, throttling, timeouts and connection errors are
+// retried with exponential backoff a bounded number of times.
+package s3store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+
+	"github.com/zfuse/zfuse/store"
+	"github.com/zfuse/zfuse/store/remote"
+)
+
+// Config configures a Store.
+type Config struct {
+	Bucket string
+	Prefix string // key prefix of the store root ("" for the bucket root)
+	// Endpoint is the service URL for providers other than AWS
+	// ("http://127.0.0.1:7070"); "" means AWS's endpoint for the region.
+	Endpoint  string
+	Region    string // "" means from the environment, else us-east-1
+	PathStyle bool   // bucket in the path, not the host name (most non-AWS servers)
+	// MaxInFlight bounds the requests in flight; 0 means 64. Idle
+	// connections kept are at least as many.
+	MaxInFlight int
+	Backoff     remote.Backoff // retries; the zero value uses its defaults
+	Timeout     time.Duration  // per attempt, body included; 0 means 60s
+	Log         *slog.Logger   // nil means discard
+}
+
+// ParseURL splits "s3://bucket/prefix" into bucket and prefix.
+func ParseURL(raw string) (bucket, prefix string, err error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "s3" || u.Host == "" || u.User != nil {
+		return "", "", fmt.Errorf("s3store: %q is not an s3://bucket/prefix URL", raw)
+	}
+	return u.Host, strings.Trim(u.Path, "/"), nil
+}
+
+// A Store reads the objects under a prefix of a bucket. It is safe for
+// concurrent use.
+type Store struct {
+	// Immutable after Open.
+	client  *s3.Client
+	bucket  string
+	prefix  string // "" or ending in "/"
+	limit   remote.Limit
+	timeout time.Duration
+	log     *slog.Logger
+	facts   *remote.Facts
+	name    string // s3://bucket/prefix, for logs
+}
+
+var (
+	_ store.RangeReader = (*Store)(nil)
+	_ store.Lister      = (*Store)(nil)
+	_ store.Stater      = (*Store)(nil)
+)
+
+// Open returns a Store for cfg.Bucket and cfg.Prefix. It lists the store
+// root once, so that a wrong endpoint, bucket or credential fails here.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Bucket == "" {
+		return nil, errors.New("s3store: no bucket")
+	}
+	inflight := cfg.MaxInFlight
+	if inflight <= 0 {
+		inflight = 64
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	b := cfg.Backoff
+	if b.Attempts <= 0 {
+		b.Attempts = 5
+	}
+	if b.Base <= 0 {
+		b.Base = 100 * time.Millisecond
+	}
+	if b.Max <= 0 {
+		b.Max = 2 * time.Second
+	}
+	// A BuildableClient, unlike an http.Client, takes AWS_CA_BUNDLE.
+	hc := awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		t.MaxIdleConns = 2 * inflight
+		t.MaxIdleConnsPerHost = inflight // reuse a connection per request in flight
+	})
+	opts := []func(*config.LoadOptions) error{
+		config.WithHTTPClient(hc),
+		config.WithRetryer(func() aws.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.MaxAttempts = b.Attempts
+				o.MaxBackoff = b.Max
+				o.Backoff = jitter(b)
+				o.RateLimiter = ratelimit.None // an outage must not use up a retry budget
+			})
+		}),
+		// Ranged reads carry no whole-object checksum to check.
+		config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired),
+	}
+	if cfg.Region != "" {
+		opts = append(opts, config.WithRegion(cfg.Region))
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("s3store: AWS configuration: %w", err)
+	}
+	if awsCfg.Region == "" {
+		awsCfg.Region = "us-east-1"
+	}
+	if _, err := awsCfg.Credentials.Retrieve(ctx); err != nil {
+		// Public buckets need no credentials. The error is not logged:
+		// it may quote configuration.
+		log.InfoContext(ctx, "no AWS credentials found: sending unsigned requests")
+		awsCfg.Credentials = aws.AnonymousCredentials{}
+	}
+	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+		o.UsePathStyle = cfg.PathStyle
+	})
+	prefix := strings.Trim(cfg.Prefix, "/")
+	if prefix != "" {
+		prefix += "/"
+	}
+	s := &Store{
+		client:  client,
+		bucket:  cfg.Bucket,
+		prefix:  prefix,
+		limit:   remote.NewLimit(inflight),
+		timeout: cfg.Timeout,
+		log:     log,
+		facts:   remote.NewFacts(0, log),
+		name:    "s3://" + cfg.Bucket + "/" + strings.TrimSuffix(prefix, "/"),
+	}
+	if s.timeout <= 0 {
+		s.timeout = 60 * time.Second
+	}
+	if _, err := s.list(ctx, ".", 1); err != nil {
+		return nil, fmt.Errorf("s3store: %s: %w", s.name, err)
+	}
+	log.InfoContext(ctx, "s3 store opened", "url", s.name, "endpoint", redact(cfg.Endpoint), "region", awsCfg.Region, "path_style", cfg.PathStyle)
+	return s, nil
+}
+
+// jitter is b's exponential backoff with half of each wait random.
+func jitter(b remote.Backoff) retry.BackoffDelayer {
+	return retry.BackoffDelayerFunc(func(attempt int, _ error) (time.Duration, error) {
+		d := b.Base
+		for i := 1; i < attempt && d < b.Max; i++ {
+			d *= 2
+		}
+		d = min(d, b.Max)
+		return d/2 + rand.N(d/2+1), nil
+	})
+}
+
+// redact removes credentials and the query from an endpoint URL.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	u.User, u.RawQuery = nil, ""
+	return u.String()
+}
+
+// Name returns s3://bucket/prefix.
+func (s *Store) Name() string { return s.name }
+
+// Close does nothing; it is there for symmetry with the other stores.
+func (s *Store) Close() error { return nil }
+
+// key returns the object key of a store key.
+func (s *Store) key(k string) string {
+	if k == "." {
+		return strings.TrimSuffix(s.prefix, "/")
+	}
+	return s.prefix + k
+}
+
+// call runs one SDK operation (with the SDK's retries) while holding a slot
+// of the in-flight limit, under the per-attempt timeout.
+func call[T any](ctx context.Context, s *Store, op func(ctx context.Context) (T, error)) (T, context.CancelFunc, error) {
+	var zero T
+	if err := s.limit.Acquire(ctx); err != nil {
+		return zero, nil, err
+	}
+	defer s.limit.Release()
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	v, err := op(ctx)
+	if err != nil {
+		cancel()
+		return zero, nil, err
+	}
+	return v, cancel, nil
+}
+
+// ReadKey returns key's value. The caller owns the slice.
+func (s *Store) ReadKey(ctx context.Context, key string) ([]byte, error) {
+	return s.read(ctx, key, 0, -1)
+}
+
+// ReadKeyRange returns the bytes of key's value in [off, off+n), fewer only
+// where the value ends, with one ranged GET. The caller owns the slice.
+func (s *Store) ReadKeyRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	if off < 0 || n < 0 {
+		return nil, fmt.Errorf("read %s [%d,+%d): negative range", key, off, n)
+	}
+	if n == 0 {
+		if err := check(ctx, "read", key); err != nil {
+			return nil, err
+		}
+		_, err := s.Stat(ctx, key)
+		return []byte{}, err
+	}
+	return s.read(ctx, key, off, n)
+}
+
+func (s *Store) read(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	if err := check(ctx, "read", key); err != nil {
+		return nil, err
+	}
+	if x, ok := s.facts.Get(key); ok && x.Missing {
+		return nil, fmt.Errorf("s3 GET %s: %w", key, fs.ErrNotExist)
+	}
+	end := s.facts.Begin(key)
+	defer end()
+	in := &s3.GetObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(key))}
+	if n >= 0 {
+		in.Range = aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1))
+	}
+	start := time.Now()
+	var b []byte
+	var err error
+	// The body is read under the SDK's retries' care only up to the
+	// headers: a connection that breaks in the body is tried again here.
+	for try := 1; ; try++ {
+		b, err = s.getOnce(ctx, key, in, n)
+		if err == nil || !remote.IsRetryable(err) || try >= 3 || ctx.Err() != nil {
+			break
+		}
+	}
+	s.log.DebugContext(ctx, "s3", "op", "GET", "key", key, "off", off, "n", n, "took", time.Since(start), "err", err)
+	if err != nil {
+		return nil, fmt.Errorf("s3 GET %s: %w", key, err)
+	}
+	return b, nil
+}
+
+func (s *Store) getOnce(ctx context.Context, key string, in *s3.GetObjectInput, n int64) ([]byte, error) {
+	out, cancel, err := call(ctx, s, func(ctx context.Context) (*s3.GetObjectOutput, error) {
+		return s.client.GetObject(ctx, in)
+	})
+	if err != nil {
+		if isInvalidRange(err) { // the range starts at or past the end
+			return []byte{}, nil
+		}
+		return nil, s.mapErr(ctx, key, err)
+	}
+	defer cancel()
+	defer out.Body.Close()
+	size := aws.ToInt64(out.ContentLength)
+	if in.Range != nil {
+		size = total(aws.ToString(out.ContentRange))
+	}
+	s.facts.Observe(ctx, key, remote.Fact{Size: size, Tag: aws.ToString(out.ETag)})
+	var b []byte
+	if l := aws.ToInt64(out.ContentLength); l >= 0 && out.ContentLength != nil {
+		if n >= 0 && l > n {
+			return nil, fmt.Errorf("asked for %d bytes, got %d", n, l)
+		}
+		b = make([]byte, l)
+		_, err = io.ReadFull(out.Body, b)
+	} else {
+		b, err = io.ReadAll(out.Body)
+	}
+	if err != nil {
+		return nil, remote.Retryable(err)
+	}
+	return b, nil
+}
+
+// Stat describes name: HeadObject, and for a name that is no object, a
+// one-key listing of name + "/" to see whether it is a directory. A key
+// seen in an earlier response (or in one in flight) needs no request.
+func (s *Store) Stat(ctx context.Context, name string) (store.Entry, error) {
+	if err := check(ctx, "stat", name); err != nil {
+		return store.Entry{}, err
+	}
+	base := path.Base(name)
+	if name == "." {
+		return store.Entry{Name: ".", Dir: true}, nil
+	}
+	x, known := s.facts.Wait(ctx, name)
+	if known && !x.Missing && x.Size >= 0 {
+		return store.Entry{Name: base, Size: x.Size}, nil
+	}
+	if !known || !x.Missing {
+		if e, err := s.head(ctx, name); !errors.Is(err, fs.ErrNotExist) {
+			return e, err
+		}
+	}
+	// No such object; a directory if any key lies below it.
+	es, err := s.list(ctx, name, 1)
+	switch {
+	case err != nil:
+		return store.Entry{}, fmt.Errorf("s3 LIST %s: %w", name, err)
+	case len(es) == 0:
+		return store.Entry{}, fmt.Errorf("s3 %s: %w", name, fs.ErrNotExist)
+	}
+	return store.Entry{Name: base, Dir: true}, nil
+}
+
+// head describes the object name with HeadObject.
+func (s *Store) head(ctx context.Context, name string) (store.Entry, error) {
+	out, cancel, err := call(ctx, s, func(ctx context.Context) (*s3.HeadObjectOutput, error) {
+		return s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(name))})
+	})
+	s.log.DebugContext(ctx, "s3", "op", "HEAD", "key", name, "err", err)
+	if err == nil {
+		cancel()
+		size := aws.ToInt64(out.ContentLength)
+		s.facts.Observe(ctx, name, remote.Fact{Size: size, Tag: aws.ToString(out.ETag)})
+		return store.Entry{Name: path.Base(name), Size: size}, nil
+	}
+	return store.Entry{}, fmt.Errorf("s3 HEAD %s: %w", name, s.mapErr(ctx, name, err))
+}
+
+// List returns the objects and common prefixes directly under dir, sorted
+// by name. A dir with nothing under it does not exist (S3 has no empty
+// directories), except the root.
+func (s *Store) List(ctx context.Context, dir string) ([]store.Entry, error) {
+	if err := check(ctx, "list", dir); err != nil {
+		return nil, err
+	}
+	es, err := s.list(ctx, dir, 0)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("s3 LIST %s: %w", dir, err)
+	case len(es) == 0 && dir != ".":
+		return nil, fmt.Errorf("s3 LIST %s: %w", dir, fs.ErrNotExist)
+	}
+	return es, nil
+}
+
+// list lists dir, stopping after most entries if most > 0.
+func (s *Store) list(ctx context.Context, dir string, most int32) ([]store.Entry, error) {
+	prefix := s.prefix
+	if dir != "." {
+		prefix += dir + "/"
+	}
+	in := &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &prefix, Delimiter: aws.String("/")}
+	if most > 0 {
+		in.MaxKeys = aws.Int32(most)
+	}
+	var out []store.Entry
+	p := s3.NewListObjectsV2Paginator(s.client, in)
+	for p.HasMorePages() {
+		page, cancel, err := call(ctx, s, func(ctx context.Context) (*s3.ListObjectsV2Output, error) {
+			return p.NextPage(ctx)
+		})
+		s.log.DebugContext(ctx, "s3", "op", "LIST", "key", dir, "err", err)
+		if err != nil {
+			return nil, s.mapErr(ctx, dir, err)
+		}
+		cancel()
+		for _, cp := range page.CommonPrefixes {
+			name := strings.TrimSuffix(strings.TrimPrefix(aws.ToString(cp.Prefix), prefix), "/")
+			if name != "" && !strings.Contains(name, "/") {
+				out = append(out, store.Entry{Name: name, Dir: true})
+			}
+		}
+		for _, o := range page.Contents {
+			name := strings.TrimPrefix(aws.ToString(o.Key), prefix)
+			if name == "" || strings.Contains(name, "/") { // a "directory marker"
+				continue
+			}
+			out = append(out, store.Entry{Name: name, Size: aws.ToInt64(o.Size)})
+			s.facts.Observe(ctx, join(dir, name), remote.Fact{Size: aws.ToInt64(o.Size), Tag: aws.ToString(o.ETag)})
+		}
+		if most > 0 && len(out) >= int(most) {
+			break
+		}
+	}
+	slices.SortFunc(out, func(a, b store.Entry) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// mapErr gives SDK errors the meaning the store promises: not found,
+// forbidden, or as they are (after the SDK's own retries).
+func (s *Store) mapErr(ctx context.Context, key string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var ae smithy.APIError
+	code := ""
+	if errors.As(err, &ae) {
+		code = ae.ErrorCode()
+	}
+	status := 0
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) {
+		status = re.HTTPStatusCode()
+	}
+	switch {
+	case status == http.StatusNotFound || code == "NoSuchKey" || code == "NotFound":
+		s.facts.Observe(ctx, key, remote.Fact{Missing: true})
+		return fmt.Errorf("%s: %w", cmp(code, "404"), fs.ErrNotExist)
+	case code == "NoSuchBucket":
+		return fmt.Errorf("no such bucket %q: %w", s.bucket, fs.ErrNotExist)
+	case status == http.StatusForbidden || status == http.StatusUnauthorized:
+		return fmt.Errorf("%s: %w", cmp(code, strconv.Itoa(status)), fs.ErrPermission)
+	}
+	return err // the SDK retried what was worth it
+}
+
+func isInvalidRange(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "InvalidRange"
+}
+
+func cmp(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// total returns the complete length from a Content-Range header
+// ("bytes 0-99/1234"), -1 if it does not say.
+func total(cr string) int64 {
+	i := strings.LastIndexByte(cr, '/')
+	if i < 0 {
+		return -1
+	}
+	n, err := strconv.ParseInt(cr[i+1:], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// check refuses invalid keys and ended contexts before any request.
+func check(ctx context.Context, op, key string) error {
+	if !fs.ValidPath(key) {
+		return &fs.PathError{Op: op, Path: key, Err: store.ErrOutside}
+	}
+	return ctx.Err()
+}
+
+func join(dir, name string) string {
+	if dir == "." {
+		return name
+	}
+	return dir + "/" + name
+}

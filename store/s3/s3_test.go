@@ -1,0 +1,322 @@
+package s3store_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zfuse/zfuse/store"
+	s3store "github.com/zfuse/zfuse/store/s3"
+)
+
+const (
+	accessKey = "AKIDZFUSETEST"
+	secretKey = "zfuse-s3-secret-never-logged"
+	bucket    = "zarr"
+)
+
+// s3Need skips a test that needs something absent, and fails it in CI.
+func s3Need(t testing.TB, what string, ok bool) {
+	t.Helper()
+	if ok {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s required in CI", what)
+	}
+	t.Skipf("no %s", what)
+}
+
+// versitygw finds the versitygw binary: $ZFUSE_VERSITYGW, $GOPATH/bin
+// (where make deps installs it), or PATH.
+func versitygw(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("ZFUSE_VERSITYGW"); p != "" {
+		return p
+	}
+	if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
+		for _, dir := range filepath.SplitList(strings.TrimSpace(string(out))) {
+			if p := filepath.Join(dir, "bin", "versitygw"); fileExists(p) {
+				return p
+			}
+		}
+	}
+	p, err := exec.LookPath("versitygw")
+	s3Need(t, "versitygw (make deps: go install github.com/versity/versitygw/cmd/versitygw@v1.8.0)", err == nil)
+	return p
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// conformance returns a directory of the shared conformance data.
+func conformance(t testing.TB, rel string) string {
+	t.Helper()
+	shared := os.Getenv("ZFUSE_SHARED")
+	if shared == "" {
+		dir, _ := os.Getwd()
+		for !fileExists(filepath.Join(dir, "go.mod")) && dir != filepath.Dir(dir) {
+			dir = filepath.Dir(dir)
+		}
+		shared = filepath.Join(dir, "..", "shared")
+	}
+	p := filepath.Join(shared, "conformance", rel)
+	s3Need(t, "conformance data at "+p, fileExists(p))
+	return p
+}
+
+// A gateway is versitygw's posix backend on 127.0.0.1, serving root/<bucket>/<key>.
+type gateway struct {
+	root     string
+	endpoint string
+	log      *bytes.Buffer // its stdout and stderr; read after stop
+	stop     func()
+}
+
+// startGateway copies the stores named by rel (conformance paths) into
+// bucket/<name>, the name of the directory above each plus ".zarr"
+// (fixtures/v2/data.zarr: v2.zarr), and serves them.
+func startGateway(t *testing.T, rel ...string) *gateway {
+	t.Helper()
+	bin := versitygw(t)
+	g := &gateway{root: t.TempDir(), log: &bytes.Buffer{}}
+	for _, r := range rel {
+		dst := filepath.Join(g.root, bucket, storeName(r))
+		if err := os.CopyFS(dst, os.DirFS(conformance(t, r))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.MkdirAll(filepath.Join(g.root, bucket), 0o755)
+	addr := freeAddr(t)
+	cmd := exec.Command(bin, "--port", addr, "posix", "--nometa", g.root)
+	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+accessKey, "ROOT_SECRET_ACCESS_KEY="+secretKey)
+	cmd.Stdout, cmd.Stderr = g.log, g.log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	g.stop = func() { once.Do(func() { cmd.Process.Kill(); cmd.Wait() }) }
+	t.Cleanup(g.stop)
+	waitListening(t, addr)
+	g.endpoint = "http://" + addr
+	t.Setenv("AWS_ACCESS_KEY_ID", accessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", secretKey)
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true") // never ask 169.254.169.254
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(g.root, "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(g.root, "none"))
+	return g
+}
+
+func storeName(rel string) string { return path.Base(path.Dir(rel)) + ".zarr" }
+
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func waitListening(t testing.TB, addr string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing listens on %s: %v", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a port
+	}
+}
+
+func (g *gateway) open(t *testing.T, prefix string, log *slog.Logger) *s3store.Store {
+	t.Helper()
+	s, err := s3store.Open(t.Context(), s3store.Config{Bucket: bucket, Prefix: prefix, Endpoint: g.endpoint, PathStyle: true, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestAgainstDir: every key and directory of stores served by versitygw
+// reads, ranges, stats and lists as the same directory does locally.
+func TestAgainstDir(t *testing.T) {
+	stores := []string{"zarrita.js/fixtures/v2/data.zarr", "zarrita.js/fixtures/v3/data.zarr"}
+	g := startGateway(t, stores...)
+	ctx := t.Context()
+	for _, rel := range stores {
+		t.Run(storeName(rel), func(t *testing.T) {
+			local, err := store.Dir(conformance(t, rel))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer local.Close()
+			s := g.open(t, "/"+storeName(rel)+"/", nil)
+			var walk func(dir string)
+			walk = func(dir string) {
+				want, _ := local.List(ctx, dir)
+				got, err := s.List(ctx, dir)
+				if err != nil || !reflect.DeepEqual(got, want) {
+					t.Errorf("List(%s) = %v, %v; want %v", dir, got, err, want)
+				}
+				for _, e := range want {
+					k := path.Join(dir, e.Name)
+					if st, err := s.Stat(ctx, k); err != nil || st != e {
+						t.Errorf("Stat(%s) = %+v, %v; want %+v", k, st, err, e)
+					}
+					if e.Dir {
+						walk(k)
+						continue
+					}
+					w, _ := local.ReadKey(ctx, k)
+					if g, err := s.ReadKey(ctx, k); err != nil || !bytes.Equal(g, w) {
+						t.Errorf("ReadKey(%s) = %d bytes, %v; want %d", k, len(g), err, len(w))
+					}
+					for _, r := range [][2]int64{{0, 1}, {1, 3}, {e.Size - 1, 10}, {e.Size, 4}, {e.Size + 10, 4}} {
+						if r[0] < 0 {
+							continue
+						}
+						w, _ := local.ReadKeyRange(ctx, k, r[0], r[1])
+						g, err := s.ReadKeyRange(ctx, k, r[0], r[1])
+						if err != nil || !bytes.Equal(g, w) {
+							t.Errorf("ReadKeyRange(%s, %d, %d) = %q, %v; want %q", k, r[0], r[1], g, err, w)
+						}
+					}
+				}
+			}
+			walk(".")
+		})
+	}
+}
+
+// TestPagination: a directory of more keys than one ListObjectsV2 page.
+func TestPagination(t *testing.T) {
+	g := startGateway(t)
+	dir := filepath.Join(g.root, bucket, "many", "arr")
+	os.MkdirAll(dir, 0o755)
+	const n = 1234
+	for i := range n {
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("0.%d", i)), []byte{byte(i)}, 0o644)
+	}
+	s := g.open(t, "many", nil)
+	es, err := s.List(t.Context(), "arr")
+	if err != nil || len(es) != n {
+		t.Fatalf("List: %d entries, %v; want %d", len(es), err, n)
+	}
+	for i := 1; i < n; i++ {
+		if es[i-1].Name >= es[i].Name {
+			t.Fatalf("not sorted at %d: %s, %s", i, es[i-1].Name, es[i].Name)
+		}
+	}
+}
+
+// TestErrors: missing keys are ErrNotExist, a wrong secret ErrPermission,
+// a stopped server neither; and no secret appears in any error or log.
+func TestErrors(t *testing.T) {
+	g := startGateway(t, "zarrita.js/fixtures/v2/data.zarr")
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	s := g.open(t, "v2.zarr", log)
+	ctx := t.Context()
+	var errs []error
+	note := func(err error) error { errs = append(errs, err); return err }
+	for _, k := range []string{"1d.chunked.i2/7", "nothing/here"} {
+		if _, err := s.ReadKey(ctx, k); !errors.Is(note(err), fs.ErrNotExist) {
+			t.Errorf("ReadKey(%s) = %v, want ErrNotExist", k, err)
+		}
+		if _, err := s.Stat(ctx, k); !errors.Is(note(err), fs.ErrNotExist) {
+			t.Errorf("Stat(%s) = %v, want ErrNotExist", k, err)
+		}
+	}
+	if _, err := s.List(ctx, "nothing"); !errors.Is(note(err), fs.ErrNotExist) {
+		t.Errorf("List(nothing) = %v, want ErrNotExist", err)
+	}
+	if _, err := s.ReadKey(ctx, "../x"); !errors.Is(err, store.ErrOutside) {
+		t.Errorf("ReadKey(../x) = %v, want ErrOutside", err)
+	}
+	_, err := s3store.Open(ctx, s3store.Config{Bucket: "nosuchbucket", Endpoint: g.endpoint, PathStyle: true, Log: log})
+	if note(err) == nil {
+		t.Error("Open of a missing bucket succeeded")
+	}
+	t.Setenv("AWS_SECRET_ACCESS_KEY", secretKey+"-wrong")
+	_, err = s3store.Open(ctx, s3store.Config{Bucket: bucket, Endpoint: g.endpoint, PathStyle: true, Log: log})
+	if !errors.Is(note(err), fs.ErrPermission) {
+		t.Errorf("Open with a wrong secret: %v, want ErrPermission", err)
+	}
+	b, err := s.ReadKey(ctx, "1d.chunked.i2/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.stop()
+	start := time.Now()
+	_, err = s.ReadKey(ctx, "1d.chunked.i2/1")
+	if err == nil || errors.Is(note(err), fs.ErrNotExist) {
+		t.Errorf("server stopped: %v, want an error other than ErrNotExist", err)
+	}
+	t.Logf("server stopped: failed after %v: %v", time.Since(start), err)
+	if e, err := s.Stat(ctx, "1d.chunked.i2/0"); err != nil || e.Size != int64(len(b)) {
+		t.Errorf("Stat of a key read before the server stopped: %+v, %v", e, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	all := logs.String() + g.log.String()
+	for _, err := range errs {
+		if err != nil {
+			all += err.Error()
+		}
+	}
+	if strings.Contains(all, secretKey) || strings.Contains(all, accessKey) {
+		t.Errorf("a credential appears in logs or errors:\n%s", all)
+	}
+	if !strings.Contains(logs.String(), "op=GET") {
+		t.Errorf("debug log has no requests:\n%s", logs.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+func TestParseURL(t *testing.T) {
+	for _, tc := range []struct {
+		in             string
+		bucket, prefix string
+		ok             bool
+	}{
+		{"s3://b", "b", "", true},
+		{"s3://b/", "b", "", true},
+		{"s3://b/a/c.zarr/", "b", "a/c.zarr", true},
+		{"s3://user:pw@b/x", "", "", false},
+		{"http://b/x", "", "", false},
+		{"s3:///x", "", "", false},
+	} {
+		b, p, err := s3store.ParseURL(tc.in)
+		if (err == nil) != tc.ok || b != tc.bucket || p != tc.prefix {
+			t.Errorf("ParseURL(%q) = %q, %q, %v", tc.in, b, p, err)
+		}
+	}
+	_ = context.Background
+}
