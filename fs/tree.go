@@ -163,7 +163,7 @@ func (t *Tree) child(ctx context.Context, dir *node, name string) (*node, error)
 	}
 	if m := dir.m; m != nil {
 		if m.skip != nil || name == m.hide {
-			return nil, fmt.Errorf("%s: %w", key, iofs.ErrNotExist)
+			return nil, notExist(key)
 		}
 		if b, ok := m.files[name]; ok {
 			return metaNode(dir, name, b), nil
@@ -179,7 +179,7 @@ func (t *Tree) child(ctx context.Context, dir *node, name string) (*node, error)
 	e.Name = name
 	n, err := t.node(ctx, dir, e)
 	if err == nil && n.m != nil && n.m.skip != nil {
-		return nil, fmt.Errorf("%s: %w", key, iofs.ErrNotExist)
+		return nil, notExist(key)
 	}
 	return n, err
 }

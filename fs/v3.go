@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"golang.org/x/sync/singleflight"
 
@@ -239,7 +240,7 @@ func (t *Tree) v3Child(ctx context.Context, dir *node, name string) (*node, erro
 			return nil, err
 		}
 		if e.Dir {
-			return nil, fmt.Errorf("%s: %w", skey, iofs.ErrNotExist)
+			return nil, notExist(join(dir.key, name))
 		}
 		return t.v3Chunk(ctx, dir, name, c, skey, e.Size, inner, sharded)
 	}
@@ -252,7 +253,7 @@ func (t *Tree) v3Child(ctx context.Context, dir *node, name string) (*node, erro
 			return v3Dir(dir, name, p), nil
 		}
 	}
-	return nil, fmt.Errorf("%s: %w", join(dir.key, name), iofs.ErrNotExist)
+	return nil, notExist(join(dir.key, name))
 }
 
 // v3Children lists the chunk tree of a raw v3 array under dir, without
@@ -368,6 +369,13 @@ func (t *Tree) v3Flat(ctx context.Context, dir *node) ([]*node, error) {
 	return out, nil
 }
 
+// notExist is the error for a presented path that does not exist. It
+// satisfies errors.Is(err, fs.ErrNotExist) and reads like the operating
+// system's: "lookup KEY: no such file or directory".
+func notExist(key string) error {
+	return &iofs.PathError{Op: "lookup", Path: key, Err: syscall.ENOENT}
+}
+
 // v3Dir is the presented directory name in dir, fixing the coordinates p.
 func v3Dir(dir *node, name string, p []int) *node {
 	return &node{key: join(dir.key, name), kind: kindDir, arr: dir.arr, rel: join(dir.rel, name), coords: p}
@@ -394,7 +402,7 @@ func (t *Tree) v3Chunk(ctx context.Context, dir *node, name string, coords []int
 	}
 	_, l, err := ix.Entry(inner)
 	if errors.Is(err, iofs.ErrNotExist) {
-		return nil, fmt.Errorf("%s: %w", n.key, err)
+		return nil, notExist(n.key)
 	}
 	if err == nil {
 		n.stored = l

@@ -12,6 +12,7 @@ import (
 
 	"github.com/zfuse/zfuse/fs"
 	"github.com/zfuse/zfuse/store"
+	"github.com/zfuse/zfuse/zarr"
 )
 
 // cat writes exactly the bytes the mount serves at p.
@@ -27,31 +28,63 @@ func cat(ctx context.Context, stdout io.Writer, tree *fs.Tree, p string) error {
 	return err
 }
 
-// info prints one line per array: how it is stored and how it is presented.
+// info prints one line per array: how it is stored and how it is
+// presented. FORMAT is the stored format ("v3->v2" for a v3 array under
+// --as-v2); a sharded v3 array is presented unsharded, so CHUNKS is its inner
+// chunk shape and SHARDS the stored one; DECODER says what decodes its
+// chunks and how a sharded array's inner chunks are read.
 func info(ctx context.Context, stdout io.Writer, tree *fs.Tree) error {
 	arrays, err := tree.Arrays(ctx)
 	if err != nil {
 		return err
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "PATH\tSHAPE\tCHUNKS\tDTYPE\tCODECS\tSTORED\tRATIO\tPRESENTED")
+	fmt.Fprintln(w, "PATH\tFORMAT\tSHAPE\tCHUNKS\tSHARDS\tDTYPE\tCODECS\tDECODER\tSTORED\tRATIO\tPRESENTED")
 	for _, in := range arrays {
-		shape, chunks, dtype, codecs := "?", "?", "?", "?"
+		shape, chunks, shards, dtype, codecs := "?", "?", "-", "?", "?"
+		format := "v" + strconv.Itoa(in.Format)
 		if a := in.Array; a != nil {
 			shape, chunks, dtype, codecs = dims(a.Shape), dims(a.Chunks), a.DType, a.Codecs
+			if a.Format == 3 {
+				dtype = a.DataType
+			}
+			if in.Format == 3 && a.Format == 2 {
+				format = "v3->v2"
+			}
+		}
+		if in.Shards != nil {
+			shards = dims(in.Shards)
 		}
 		ratio := "-" // passed-through arrays are served as stored
 		if in.Stored > 0 && in.PassThrough == nil {
 			ratio = fmt.Sprintf("%.2f", float64(in.Presented)/float64(in.Stored))
 		}
-		how := "raw"
-		if in.PassThrough != nil {
-			how = "passed through: " + in.PassThrough.Error()
+		how, decoder := "raw", decoderOf(in.Array)
+		switch {
+		case in.Hidden != nil:
+			how, decoder = "not shown (--as-v2): "+in.Hidden.Error(), "-"
+		case in.PassThrough != nil:
+			how, decoder = "passed through: "+in.PassThrough.Error(), "-"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d chunks, %s\t%s\t%s\n",
-			in.Path, shape, chunks, dtype, codecs, in.Chunks, human(in.Stored), ratio, how)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d chunks, %s\t%s\t%s\n",
+			in.Path, format, shape, chunks, shards, dtype, codecs, decoder, in.Chunks, human(in.Stored), ratio, how)
 	}
 	return w.Flush()
+}
+
+// decoderOf says what decodes a's chunks: the CPU pool, and for a sharded
+// array whether an inner chunk is read by range (its shard's index cached)
+// or needs its whole shard (codecs over the whole shard).
+func decoderOf(a *zarr.Array) string {
+	switch {
+	case a == nil || a.Decoder() == nil:
+		return "-"
+	case a.WholeShard():
+		return "cpu,whole-shard"
+	case a.Shard() != nil:
+		return "cpu,inner-by-range"
+	}
+	return "cpu"
 }
 
 // human formats a byte count for people: "812 B", "1.2 MiB".
