@@ -61,8 +61,12 @@ func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*fuse.Ser
 			Name:         "zfuse",
 			MaxWrite:     requestSize,
 			MaxReadAhead: requestSize,
-			Debug:        cfg.Debug,
-			Logger:       goFuseLog,
+			// Replies carry bytes from memory, never a file descriptor:
+			// go-fuse's splice path would only fail (a 1 MiB reply and its
+			// header do not fit the largest pipe) before writing anyway.
+			DisableSplice: true,
+			Debug:         cfg.Debug,
+			Logger:        goFuseLog,
 			PanicHandler: func(v any) fuse.Status {
 				onPanic(v)
 				return fuse.EIO

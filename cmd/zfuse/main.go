@@ -4,6 +4,7 @@
 //	zfuse mount [flags] SOURCE MOUNTPOINT   serve SOURCE at MOUNTPOINT until SIGINT/SIGTERM
 //	zfuse cat [flags] SOURCE PATH           print one file exactly as the mount serves it
 //	zfuse info [flags] SOURCE               list the arrays and how each is presented
+//	zfuse bench [flags]                     measure the mount against baselines on this machine
 //	zfuse version                           print the version
 package main
 
@@ -16,12 +17,9 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime"
 	"syscall"
 
-	"github.com/zfuse/zfuse/cache"
 	"github.com/zfuse/zfuse/fs"
-	"github.com/zfuse/zfuse/store"
 )
 
 func main() {
@@ -39,6 +37,7 @@ const usage = `usage:
   zfuse mount [flags] SOURCE MOUNTPOINT
   zfuse cat [flags] SOURCE PATH
   zfuse info [flags] SOURCE
+  zfuse bench [flags]
   zfuse version
 Run "zfuse CMD -h" for a command's flags.`
 
@@ -52,12 +51,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		_, err := fmt.Fprintln(stdout, "zfuse", version())
 		return err
 	}
+	if cmd == "bench" {
+		return bench(ctx, args, stdout, stderr)
+	}
 	fl := flag.NewFlagSet("zfuse "+cmd, flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	level := fl.String("log-level", "info", "log level: debug, info, warn or error")
-	workers := fl.Int("workers", runtime.GOMAXPROCS(0), "chunks decoded at once")
-	budget := cache.Size(256 << 20)
-	fl.Var(&budget, "cache", "decoded-chunk cache budget (e.g. 256MiB, 1GiB)")
+	asV2 := fl.Bool("as-v2", false, "present Zarr v3 groups and arrays as Zarr v2 (.zgroup, .zarray, v2 chunk keys) for v2-only readers; v3 arrays with no v2 equivalent are not shown")
+	lf := addLoaderFlags(fl)
+	sf := addSourceFlags(fl) // source.go: http(s):// and s3:// SOURCE
+	statsFile := fl.String("stats-file", "", "mount: write the readahead and cache counters as JSON to this file on SIGUSR1 and at unmount")
 	nargs := map[string]int{"mount": 2, "cat": 2, "info": 1}[cmd]
 	if nargs == 0 {
 		return fmt.Errorf("unknown command %q\n%s", cmd, usage)
@@ -73,15 +76,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
-	src, err := store.Dir(fl.Arg(0))
+	src, err := openSource(ctx, fl.Arg(0), sf, log)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	tree := fs.New(fs.Config{Store: src, CacheBytes: int64(budget), Workers: *workers, Log: log})
+	loader, closeLoader := lf.loader(src, log)
+	defer closeLoader()
+	tree := fs.New(fs.Config{Store: src, Chunks: loader, Log: log, AsV2: *asV2})
 	switch cmd {
 	case "mount":
-		return mount(ctx, log, tree, fl.Arg(0), fl.Arg(1), lv <= slog.LevelDebug)
+		return mount(ctx, log, tree, fl.Arg(0), fl.Arg(1), mountOpts{
+			debug: lv <= slog.LevelDebug, statsFile: *statsFile, stats: loader.Stats,
+			memLimit: lf.memory(), kernelReadahead: int64(lf.kernelReadahead), cpuProfile: lf.cpuProfile})
 	case "cat":
 		return cat(ctx, stdout, tree, fl.Arg(1))
 	}
