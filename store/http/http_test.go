@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -346,8 +347,10 @@ func TestErrors(t *testing.T) {
 	// ENOENT, which the kernel would cache), after the bounded attempts.
 	srv.Close()
 	_, err = hs.ReadKey(ctx, "2d.chunked.i2/1.1")
-	if err == nil || errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("server gone: %v", err)
+	var errno syscall.Errno
+	if !errors.Is(err, remote.ErrUnavailable) || errors.Is(err, fs.ErrNotExist) || errors.As(err, &errno) {
+		// An Errno inside would reach the reader as is (ECONNREFUSED).
+		t.Errorf("server gone: %v, want ErrUnavailable and no syscall.Errno", err)
 	}
 	// What was seen before needs no server.
 	if e, err := hs.Stat(ctx, chunk); err != nil || e.Size == 0 {

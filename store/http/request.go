@@ -77,7 +77,7 @@ func (s *Store) getOnce(ctx context.Context, key string, off, n int64) ([]byte, 
 	fact := remote.Fact{Size: -1, Tag: tag(resp.Header)}
 	switch {
 	case resp.StatusCode == http.StatusOK:
-		b, err := readBody(resp)
+		b, err := readBody(ctx, resp)
 		if err != nil {
 			return nil, err
 		}
@@ -93,7 +93,7 @@ func (s *Store) getOnce(ctx context.Context, key string, off, n int64) ([]byte, 
 	case resp.StatusCode == http.StatusPartialContent:
 		fact.Size = total(resp.Header.Get("Content-Range"))
 		s.facts.Observe(ctx, key, fact)
-		b, err := readBody(resp)
+		b, err := readBody(ctx, resp)
 		if err != nil {
 			return nil, err
 		}
@@ -182,7 +182,7 @@ func (s *Store) send(ctx context.Context, method, key string, set func(http.Head
 			return nil, nil, ctx.Err()
 		}
 		s.log.DebugContext(ctx, "http request failed", "op", method, "key", key, "err", err)
-		return nil, nil, remote.Retryable(unwrapURL(err))
+		return nil, nil, remote.Retryable(remote.Unavailable(unwrapURL(err)))
 	}
 	s.log.DebugContext(ctx, "http", "op", method, "key", key, "status", resp.StatusCode, "took", time.Since(start))
 	return resp, cancel, nil
@@ -219,20 +219,23 @@ func isDirRedirect(resp *http.Response) bool {
 }
 
 // readBody reads a response body. A body shorter than its Content-Length
-// is retryable (the connection broke).
-func readBody(resp *http.Response) ([]byte, error) {
+// is retryable (the connection broke), unless ctx ended.
+func readBody(ctx context.Context, resp *http.Response) ([]byte, error) {
+	var b []byte
+	var err error
 	if resp.ContentLength >= 0 {
-		b := make([]byte, resp.ContentLength)
-		if _, err := io.ReadFull(resp.Body, b); err != nil {
-			return nil, remote.Retryable(err)
-		}
+		b = make([]byte, resp.ContentLength)
+		_, err = io.ReadFull(resp.Body, b)
+	} else {
+		b, err = io.ReadAll(resp.Body)
+	}
+	switch {
+	case err == nil:
 		return b, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
 	}
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, remote.Retryable(err)
-	}
-	return b, nil
+	return nil, remote.Retryable(remote.Unavailable(err))
 }
 
 // tag returns the validator of a response: its ETag, else Last-Modified.

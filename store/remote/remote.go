@@ -38,6 +38,16 @@ func (l Limit) Acquire(ctx context.Context) error {
 // Release frees the slot an Acquire took.
 func (l Limit) Release() { <-l }
 
+// ErrUnavailable means the server could not be reached, broke the
+// connection, or did not answer in time.
+var ErrUnavailable = errors.New("remote: server unavailable")
+
+// Unavailable wraps a transport error in ErrUnavailable. It keeps the
+// cause's message but not its type: a syscall.Errno inside (ECONNREFUSED)
+// would otherwise reach readers as the errno of their read, and without
+// the log line that an I/O error gets.
+func Unavailable(err error) error { return fmt.Errorf("%w: %v", ErrUnavailable, err) }
+
 // errRetry marks an error that another attempt may cure (a 5xx, a refused
 // or reset connection, a timeout).
 type errRetry struct{ err error }

@@ -308,10 +308,13 @@ func (s *Store) getOnce(ctx context.Context, key string, in *s3.GetObjectInput, 
 	} else {
 		b, err = io.ReadAll(out.Body)
 	}
-	if err != nil {
-		return nil, remote.Retryable(err)
+	switch {
+	case err == nil:
+		return b, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
 	}
-	return b, nil
+	return nil, remote.Retryable(remote.Unavailable(err))
 }
 
 // Stat describes name: HeadObject, and for a name that is no object, a
@@ -445,7 +448,9 @@ func (s *Store) mapErr(ctx context.Context, key string, err error) error {
 	case status == http.StatusForbidden || status == http.StatusUnauthorized:
 		return fmt.Errorf("%s: %w", cmp(code, strconv.Itoa(status)), fs.ErrPermission)
 	}
-	return err // the SDK retried what was worth it
+	// The SDK retried what was worth it. Its errors may wrap a
+	// syscall.Errno (ECONNREFUSED), which must not reach readers as such.
+	return remote.Unavailable(err)
 }
 
 func isInvalidRange(err error) bool {

@@ -15,10 +15,12 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/zfuse/zfuse/store"
+	"github.com/zfuse/zfuse/store/remote"
 	s3store "github.com/zfuse/zfuse/store/s3"
 )
 
@@ -273,8 +275,9 @@ func TestErrors(t *testing.T) {
 	g.stop()
 	start := time.Now()
 	_, err = s.ReadKey(ctx, "1d.chunked.i2/1")
-	if err == nil || errors.Is(note(err), fs.ErrNotExist) {
-		t.Errorf("server stopped: %v, want an error other than ErrNotExist", err)
+	var errno syscall.Errno
+	if !errors.Is(note(err), remote.ErrUnavailable) || errors.Is(err, fs.ErrNotExist) || errors.As(err, &errno) {
+		t.Errorf("server stopped: %v, want ErrUnavailable and no syscall.Errno", err)
 	}
 	t.Logf("server stopped: failed after %v: %v", time.Since(start), err)
 	if e, err := s.Stat(ctx, "1d.chunked.i2/0"); err != nil || e.Size != int64(len(b)) {

@@ -1,0 +1,330 @@
+package integration
+
+// Real servers for the remote-store tests, all on 127.0.0.1: nginx from
+// Debian (HTTP with byte ranges), versitygw's posix backend (S3), and a
+// small reverse proxy in this process that counts requests and can add
+// latency.
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// freeAddr returns a free 127.0.0.1 port.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// waitListening waits until something accepts connections on addr, or
+// the process behind exited.
+func waitListening(t testing.TB, addr string, exited <-chan struct{}, log fmt.Stringer) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			return
+		}
+		select {
+		case <-exited:
+			t.Fatalf("server for %s exited:\n%s", addr, log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing listens on %s: %v\n%s", addr, err, log)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a port
+	}
+}
+
+// A process is a server the test started; stop and start restart it with
+// the same arguments (and port).
+type process struct {
+	t      testing.TB
+	name   string
+	args   []string
+	env    []string
+	addr   string
+	log    *syncBuffer
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+func (p *process) start() {
+	p.t.Helper()
+	p.mu.Lock()
+	p.cmd = exec.Command(p.name, p.args...)
+	p.cmd.Env = append(os.Environ(), p.env...)
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	if err := p.cmd.Start(); err != nil {
+		p.mu.Unlock()
+		p.t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	p.exited = exited
+	cmd := p.cmd
+	go func() { cmd.Wait(); close(exited) }()
+	p.mu.Unlock()
+	waitListening(p.t, p.addr, exited, p.log)
+}
+
+// stop ends the server and waits until it has exited.
+func (p *process) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return
+	}
+	p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.exited
+	}
+	p.cmd = nil
+}
+
+// nginxBin finds Debian's nginx (in /usr/sbin, which may not be on PATH).
+func nginxBin(t testing.TB) string {
+	t.Helper()
+	if p, err := exec.LookPath("nginx"); err == nil {
+		return p
+	}
+	p := "/usr/sbin/nginx"
+	_, err := os.Stat(p)
+	intNeed(t, "nginx (make deps: apt-get install nginx-light)", err == nil)
+	return p
+}
+
+// startNginx serves root at http://127.0.0.1:<port>/ with nginx: byte
+// ranges, ETags, and "dir" redirected to "dir/", as nginx does by default.
+// Its access log lists every request.
+func startNginx(t *testing.T, root string) (*process, string) {
+	t.Helper()
+	bin := nginxBin(t)
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	user := ""
+	if os.Geteuid() == 0 {
+		user = "user root root;" // workers read the test's 0700 temp dirs
+	}
+	conf := fmt.Sprintf(`daemon off;
+master_process on;
+worker_processes 2;
+%s
+pid %[2]s/nginx.pid;
+error_log %[2]s/error.log warn;
+events { worker_connections 1024; }
+http {
+	access_log %[2]s/access.log;
+	client_body_temp_path %[2]s/body;
+	proxy_temp_path %[2]s/proxy;
+	fastcgi_temp_path %[2]s/fastcgi;
+	uwsgi_temp_path %[2]s/uwsgi;
+	scgi_temp_path %[2]s/scgi;
+	keepalive_requests 100000;
+	server {
+		listen %[3]s;
+		root %[4]s;
+	}
+}
+`, user, dir, addr, root)
+	cf := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := &process{t: t, name: bin, args: []string{"-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", cf}, addr: addr, log: &syncBuffer{}}
+	p.start()
+	t.Cleanup(p.stop)
+	return p, "http://" + addr
+}
+
+// S3 credentials of the test gateway. They must appear in no log or output.
+const (
+	s3Access = "AKIDZFUSEINTEGRATION"
+	s3Secret = "zfuse-integration-secret-7f3a"
+)
+
+// versitygwBin finds versitygw: $ZFUSE_VERSITYGW, $(go env GOPATH)/bin
+// (where make deps installs it), or PATH.
+func versitygwBin(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("ZFUSE_VERSITYGW"); p != "" {
+		return p
+	}
+	if out, err := exec.Command(goTool(), "env", "GOPATH").Output(); err == nil {
+		for _, d := range filepath.SplitList(strings.TrimSpace(string(out))) {
+			if p := filepath.Join(d, "bin", "versitygw"); isFile(p) {
+				return p
+			}
+		}
+	}
+	p, err := exec.LookPath("versitygw")
+	intNeed(t, "versitygw (make deps: go install github.com/versity/versitygw/cmd/versitygw@v1.8.0)", err == nil)
+	return p
+}
+
+func isFile(p string) bool { fi, err := os.Stat(p); return err == nil && fi.Mode().IsRegular() }
+
+// startVersitygw serves root/<bucket>/<key> as S3 (posix backend, no
+// metadata in xattrs) and returns the endpoint. The credentials are
+// s3Access and s3Secret.
+func startVersitygw(t *testing.T, root string) (*process, string) {
+	t.Helper()
+	bin := versitygwBin(t)
+	addr := freeAddr(t)
+	p := &process{t: t, name: bin, args: []string{"--port", addr, "posix", "--nometa", root}, addr: addr, log: &syncBuffer{},
+		env: []string{"ROOT_ACCESS_KEY_ID=" + s3Access, "ROOT_SECRET_ACCESS_KEY=" + s3Secret}}
+	p.start()
+	t.Cleanup(p.stop)
+	return p, "http://" + addr
+}
+
+// s3Setenv gives this test's processes (zfuse among them) the gateway's
+// credentials, and nothing from this machine's AWS setup.
+func s3Setenv(t *testing.T) {
+	dir := t.TempDir()
+	for k, v := range map[string]string{
+		"AWS_ACCESS_KEY_ID": s3Access, "AWS_SECRET_ACCESS_KEY": s3Secret,
+		"AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true", // never ask 169.254.169.254
+		"AWS_CONFIG_FILE": filepath.Join(dir, "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "none"),
+		"AWS_PROFILE": "", "AWS_SESSION_TOKEN": "", "AWS_ENDPOINT_URL": "",
+	} {
+		t.Setenv(k, v)
+	}
+}
+
+// A proxy forwards to a server, counting requests by "METHOD /path" and
+// delaying each by delay first (an emulated network round trip).
+type proxy struct {
+	URL   string
+	delay atomic.Int64 // nanoseconds
+	srv   *http.Server
+
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func startProxy(t *testing.T, target string) *proxy {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 1024
+	rp.Transport = tr
+	p := &proxy{counts: map[string]int{}}
+	p.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		p.counts[r.Method+" "+r.URL.Path]++
+		p.mu.Unlock()
+		if d := time.Duration(p.delay.Load()); d > 0 {
+			time.Sleep(d) // the emulated latency itself
+		}
+		rp.ServeHTTP(w, r)
+	})}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go p.srv.Serve(l)
+	t.Cleanup(func() { p.srv.Close() })
+	p.URL = "http://" + l.Addr().String()
+	return p
+}
+
+// count returns the requests of method whose path ends in suffix.
+func (p *proxy) count(method, suffix string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for k, c := range p.counts {
+		m, path, _ := strings.Cut(k, " ")
+		if m == method && strings.HasSuffix(path, suffix) {
+			n += c
+		}
+	}
+	return n
+}
+
+// reset forgets the counts.
+func (p *proxy) reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.counts = map[string]int{}
+}
+
+// writeBig writes a zarr-python store of n chunks of 1 MiB (512x512
+// float32, zstd level 1, consolidated) into dir and returns the chunk keys
+// in grid order.
+func writeBig(t *testing.T, dir string, n int) []string {
+	t.Helper()
+	needPython(t)
+	const script = `
+import sys, numpy as np, numcodecs, zarr
+out, n = sys.argv[1], int(sys.argv[2])
+z = zarr.open(out, mode="w", shape=(n, 512, 512), chunks=(1, 512, 512), dtype="f4",
+              compressor=numcodecs.Zstd(level=1), fill_value=0)
+rng = np.random.default_rng(7)
+for i in range(n):
+    z[i] = np.round(rng.standard_normal((512, 512)) * 100).astype("f4")
+zarr.consolidate_metadata(out)
+`
+	cmd := exec.Command(python, "-c", script, dir, fmt.Sprint(n))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("writing %s: %v\n%s", dir, err, out)
+	}
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%d.0.0", i)
+	}
+	return keys
+}
+
+// readAll reads the files keys of dir in order and returns their bytes.
+func readAll(t *testing.T, dir string, keys []string) [][]byte {
+	t.Helper()
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		b, err := os.ReadFile(filepath.Join(dir, k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = b
+	}
+	return out
+}
+
+// sameFiles fails unless the files keys of dirs a and b are identical.
+func sameFiles(t *testing.T, a, b string, keys []string) {
+	t.Helper()
+	for _, k := range keys {
+		x, errA := os.ReadFile(filepath.Join(a, k))
+		y, errB := os.ReadFile(filepath.Join(b, k))
+		if errA != nil || errB != nil || !bytes.Equal(x, y) {
+			t.Errorf("%s: %d bytes (%v) vs %d bytes (%v)", k, len(x), errA, len(y), errB)
+		}
+	}
+}
