@@ -212,11 +212,12 @@ func TestHTTPServerDown(t *testing.T) {
 func TestHTTPLatency(t *testing.T) {
 	needMount(t)
 	dir := t.TempDir()
-	keys := writeBig(t, filepath.Join(dir, "big.zarr"), 96) // 96 MiB decoded
+	keys := writeBig(t, filepath.Join(dir, "big.zarr"), 192) // 192 MiB decoded
 	readAll(t, filepath.Join(dir, "big.zarr"), keys)        // into the page cache for nginx
 	_, base := startNginx(t, dir)
 	px := startProxy(t, base)
 	scan := func(delay time.Duration) float64 {
+		px.reset()
 		px.delay.Store(int64(delay))
 		m := mount(t, px.URL+"/big.zarr")
 		defer m.stop(t, syscall.SIGTERM)
@@ -225,11 +226,17 @@ func TestHTTPLatency(t *testing.T) {
 		for _, b := range readAll(t, m.Dir, keys) {
 			n += len(b)
 		}
-		return float64(n) / time.Since(start).Seconds() / 1e6
+		mbs := float64(n) / time.Since(start).Seconds() / 1e6
+		t.Logf("delay %v: %.0f MB/s, %d HEAD and %d GET requests", delay, mbs, px.count("HEAD", ""), px.count("GET", ""))
+		return mbs
 	}
-	best := func(delay time.Duration) float64 { return max(scan(delay), scan(delay)) }
-	fast := best(0)
-	slow := best(20 * time.Millisecond)
+	// Alternate the two, and keep the best of three each: the machine is
+	// shared, and a busy moment should not decide.
+	var fast, slow float64
+	for range 3 {
+		fast = max(fast, scan(0))
+		slow = max(slow, scan(20*time.Millisecond))
+	}
 	msg := fmt.Sprintf("sequential scan of %d x 1 MiB chunks over HTTP: %.0f MB/s with no delay, %.0f MB/s with 20 ms per request (%.2fx)", len(keys), fast, slow, slow/fast)
 	t.Log(msg)
 	if slow < 0.8*fast {
