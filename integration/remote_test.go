@@ -213,7 +213,7 @@ func TestHTTPLatency(t *testing.T) {
 	needMount(t)
 	dir := t.TempDir()
 	keys := writeBig(t, filepath.Join(dir, "big.zarr"), 192) // 192 MiB decoded
-	readAll(t, filepath.Join(dir, "big.zarr"), keys)        // into the page cache for nginx
+	readAll(t, filepath.Join(dir, "big.zarr"), keys)         // into the page cache for nginx
 	_, base := startNginx(t, dir)
 	px := startProxy(t, base)
 	scan := func(delay time.Duration) float64 {
