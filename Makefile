@@ -12,11 +12,16 @@ build:
 # deps: the Debian packages the tests need (run as root on Debian 12):
 # fuse3 for fusermount3, zarr-python 2.13 / numcodecs 0.11 to write fixture
 # stores and read through mounts, xarray to open mounts as datasets.
+# The remote-store tests serve stores from 127.0.0.1: nginx-light for HTTP
+# (byte ranges), versitygw (an S3 gateway over a directory) for S3; go install
+# puts it in $(go env GOPATH)/bin, where the tests look (or $ZFUSE_VERSITYGW).
 deps:
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 		fuse3 python3-zarr python3-numcodecs python3-numpy python3-xarray
 	$(GO) mod download
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nginx-light
+	$(GO) install github.com/versity/versitygw/cmd/versitygw@v1.8.0
 
 # check: formatting, vet, and the import table (deps_test.go).
 check:
