@@ -13,6 +13,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -573,4 +574,95 @@ func TestV3Arrays(t *testing.T) {
 			t.Errorf("as-v2 %v: strings: %+v", asV2, str)
 		}
 	}
+}
+
+// values returns the whole array as an independent reader decodes it, in C
+// order: the encoder's values, and the fill value where a chunk is absent.
+func (a v3Array) values() (shape []int, data []float64) {
+	pc := a.presented()
+	for i := range prod(a.shape) {
+		idx := unravel(i, a.shape)
+		c := make([]int, len(idx))
+		for d := range idx {
+			c[d] = idx[d] / pc[d]
+		}
+		v := a.value(idx)
+		if a.absent != nil && a.absent(c) {
+			v = a.fill
+		}
+		data = append(data, float64(v))
+	}
+	return a.shape, data
+}
+
+// TestV3EncoderZarrita has zarrita (npm zarrita@0.7.5, an independent v3
+// reader) read the test encoder's arrays, so that the mount tests rest on
+// stores another implementation reads the same way. zarrita 0.7.5 reads
+// shard indexes only at the end (sharded/start is left out) and does not
+// verify the index crc32c (so sharded/corrupt reads as written).
+func TestV3EncoderZarrita(t *testing.T) {
+	_, err := exec.LookPath("node")
+	zarritaFSNeed(t, "node", err == nil)
+	dir := os.Getenv("ZFUSE_ZARRITA")
+	if dir == "" {
+		cache, _ := os.UserCacheDir()
+		dir = filepath.Join(cache, "zfuse", "zarrita-0.7.5")
+	}
+	_, err = os.Stat(filepath.Join(dir, "node_modules", "zarrita", "package.json"))
+	zarritaFSNeed(t, "zarrita@0.7.5 in "+dir+" (make deps)", err == nil)
+	// ES modules find packages from the script's directory.
+	run := t.TempDir()
+	if err := os.Symlink(filepath.Join(dir, "node_modules"), filepath.Join(run, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	script := must(os.ReadFile(filepath.Join("..", "integration", "testdata", "zarrita", "read.mjs")))
+	if err := os.WriteFile(filepath.Join(run, "read.mjs"), script, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := newV3Store(t)
+	want := map[string][]float64{}
+	var paths []string
+	for _, a := range s.arrays {
+		if a.start {
+			continue
+		}
+		_, want[a.path] = a.values()
+		paths = append(paths, a.path)
+	}
+	out, err := exec.Command("node", append([]string{filepath.Join(run, "read.mjs"), s.root}, paths...)...).Output()
+	if err != nil {
+		t.Fatalf("node: %v", err)
+	}
+	got := 0
+	for line := range bytes.Lines(out) {
+		var r struct {
+			Path, Error string
+			Shape       []int
+			Data        []float64
+		}
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatalf("read.mjs printed %q: %v", line, err)
+		}
+		switch {
+		case r.Error != "":
+			t.Errorf("zarrita reading %s: %s", r.Path, r.Error)
+		case !slices.Equal(r.Data, want[r.Path]):
+			t.Errorf("%s: zarrita reads %v\nthe encoder wrote %v", r.Path, r.Data, want[r.Path])
+		default:
+			got++
+		}
+	}
+	if got != len(paths) {
+		t.Errorf("zarrita agreed on %d of %d arrays", got, len(paths))
+	}
+}
+
+// zarritaFSNeed skips without node or zarrita, and fails instead in CI or
+// where ZFUSE_REQUIRE_ZARRITA is set.
+func zarritaFSNeed(t *testing.T, what string, ok bool) {
+	t.Helper()
+	if !ok && os.Getenv("ZFUSE_REQUIRE_ZARRITA") != "" {
+		t.Fatalf("%s required (ZFUSE_REQUIRE_ZARRITA is set)", what)
+	}
+	fsNeed(t, what, ok)
 }

@@ -12,7 +12,10 @@ const store = new FileSystemStore(root);
 for (const path of paths) {
   try {
     const arr = await zarr.open.v3(zarr.root(store).resolve(path), { kind: "array" });
-    const c = await zarr.get(arr);
+    let c = await zarr.get(arr);
+    if (c === null || typeof c !== "object" || !("shape" in c)) {
+      c = { shape: [], stride: [], data: [c] }; // a 0-d array reads as its value
+    }
     // zarrita may return a strided (F-order) view: walk it in C order.
     const n = c.shape.reduce((a, b) => a * b, 1);
     const out = [];
