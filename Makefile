@@ -9,12 +9,19 @@ all: build
 build:
 	$(GO) build -o bin/zfuse ./cmd/zfuse
 
+# ZARRITA: where deps installs zarrita (npm), the independent Zarr v3
+# implementation the v3 tests write and read fixtures with; the tests look
+# in $ZFUSE_ZARRITA, else in the user cache directory, as here.
+ZARRITA ?= $(or $(ZFUSE_ZARRITA),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/zfuse/zarrita-0.7.5)
+
 # deps: the Debian packages the tests need (run as root on Debian 12):
 # fuse3 for fusermount3, zarr-python 2.13 / numcodecs 0.11 to write fixture
 # stores and read through mounts, xarray to open mounts as datasets.
 # The remote-store tests serve stores from 127.0.0.1: nginx-light for HTTP
 # (byte ranges), versitygw (an S3 gateway over a directory) for S3; go install
 # puts it in $(go env GOPATH)/bin, where the tests look (or $ZFUSE_VERSITYGW).
+# Node.js 20 with npm (the machine's; Debian 12's nodejs where there is none)
+# and zarrita@0.7.5 from npm into $(ZARRITA), unless it is there already.
 deps:
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
@@ -22,6 +29,10 @@ deps:
 	$(GO) mod download
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nginx-light
 	$(GO) install github.com/versity/versitygw/cmd/versitygw@v1.8.0
+	command -v node >/dev/null && command -v npm >/dev/null || \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm
+	test "$$(node -p 'require("$(ZARRITA)/node_modules/zarrita/package.json").version' 2>/dev/null)" = 0.7.5 || \
+		npm install --prefix "$(ZARRITA)" --no-audit --no-fund zarrita@0.7.5
 
 # check: formatting, vet, and the import table (deps_test.go).
 check:
