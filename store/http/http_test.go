@@ -403,10 +403,15 @@ func TestStatAfterRead(t *testing.T) {
 	}
 }
 
-// TestMaxInFlight: no more requests in flight than the limit.
+// TestMaxInFlight: requests held by the server pile up to the limit and
+// no further.
 func TestMaxInFlight(t *testing.T) {
 	srv := serve(t, conformance(t, "zarrita.js/fixtures/v2/data.zarr"))
 	hs := open(t, httpstore.Config{URL: srv.URL, MaxInFlight: 3})
+	hold := make(chan struct{})
+	srv.mu.Lock()
+	srv.hold = hold
+	srv.mu.Unlock()
 	var wg sync.WaitGroup
 	for i := range 40 {
 		wg.Go(func() {
@@ -415,9 +420,18 @@ func TestMaxInFlight(t *testing.T) {
 			}
 		})
 	}
+	// Polling the server's counter: the limit is reached, and while the
+	// 37 other readers wait for 50ms, none gets past it.
+	for deadline := time.Now().Add(10 * time.Second); srv.inflight.Load() < 3 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
+	}
+	close(hold)
 	wg.Wait()
-	if m := srv.most.Load(); m > 3 || m < 2 {
-		t.Errorf("%d requests in flight at most, want 2..3", m)
+	if m := srv.most.Load(); m != 3 {
+		t.Errorf("%d requests in flight at most, want 3", m)
 	}
 }
 
