@@ -54,12 +54,14 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fl.BoolVar(&b.keep, "keep", false, "keep the stores written, for --store")
 	fl.Var(&b.size, "size", "decoded size of the array written (a multiple of 4 MiB)")
 	fl.StringVar(&b.python, "python", "/usr/bin/python3", "Python with zarr 2.13 and numcodecs 0.11")
+	fl.IntVar(&b.runs, "runs", 3, "runs of each measurement; the table shows the best")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
 	if fl.NArg() != 0 {
 		return fmt.Errorf("bench takes no arguments, got %q", fl.Args())
 	}
+	b.runs = max(b.runs, 1)
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("bench: finding zfuse itself: %w", err)
@@ -87,11 +89,13 @@ type bencher struct {
 	keep        bool
 	size        cache.Size
 	python      string
+	runs        int
 	lf          *loaderFlags
 
 	out, progress io.Writer
 	exe           string // this binary
 	cores         int    // CPUs, for the zstd target
+	load          string // the load average when the measurements began
 	work          string // scratch: mountpoints, stats files, bench.py
 	mounts        int    // mountpoints made
 
@@ -102,17 +106,22 @@ type bencher struct {
 	raw           int64            // decoded bytes of all chunks
 }
 
-// run does the measurements in order and prints the table.
+// run does the measurements and prints the table. Every rate is the best
+// of --runs runs, and the runs are interleaved (all of run 1, then all of
+// run 2, ...), so that a burst of load elsewhere on the machine does not
+// spoil every run of one measurement.
 func (b *bencher) run(ctx context.Context) error {
 	if err := b.prepare(ctx); err != nil {
 		return err
 	}
+	b.load = loadAvg()
 	r := &benchResults{
 		mount:    map[string]*[2]float64{storeRaw: {}, storeBlosc: {}, storeZstd: {}},
 		oneCore:  map[string]float64{},
 		pyMount:  map[string]float64{},
 		pyDirect: map[string]float64{},
 		rss:      map[string]int64{},
+		cpu:      map[string]time.Duration{},
 	}
 	// One core's decode speed, in this process, on the stored chunks.
 	for _, name := range []string{storeBlosc, storeZstd} {
@@ -123,72 +132,17 @@ func (b *bencher) run(ctx context.Context) error {
 		r.oneCore[name] = gbs
 		b.say("one-core decode, %s: %.2f GB/s", name, gbs)
 	}
-	// Cold scans: a fresh mount each (nothing decoded, no page cache of
-	// the mount), with the store's own files in the page cache or not.
-	for _, cached := range []bool{true, false} {
-		col := 0
-		if !cached {
-			col = 1
-		}
-		if err := b.source(storeRaw, cached, r); err != nil {
+	for run := range b.runs {
+		b.say("run %d of %d", run+1, b.runs)
+		if err := b.coldScans(ctx, r, run == 0); err != nil {
 			return err
 		}
-		n, d, err := scan(ctx, filepath.Join(b.stores, storeRaw), b.keys)
-		if err != nil {
+		if err := b.pythonReads(ctx, r); err != nil {
 			return err
-		}
-		r.direct[col] = b.rate("uncompressed files, direct", cached, n, d)
-		for _, name := range []string{storeRaw, storeBlosc, storeZstd} {
-			if err := b.source(name, cached, r); err != nil {
-				return err
-			}
-			var gbs float64
-			err := b.mounted(ctx, name, coldLabel(name, cached), r, func(mnt string) error {
-				n, d, err := scan(ctx, mnt, b.keys)
-				if err != nil {
-					return err
-				}
-				gbs = b.rate("cold scan via mount, "+name, cached, n, d)
-				if name != storeBlosc || !cached {
-					return nil
-				}
-				// The same mount again: the page cache serves it.
-				n, d, err = scan(ctx, mnt, b.keys)
-				if err != nil {
-					return err
-				}
-				r.warm = b.rate("warm re-read via mount (page cache)", cached, n, d)
-				return b.verify(mnt)
-			})
-			if err != nil {
-				return err
-			}
-			r.mount[name][col] = gbs
 		}
 	}
 	if err := b.tmpfs(ctx, r); err != nil {
 		return err
-	}
-	// zarr-python: through the mount, and decoding the stores itself.
-	for _, name := range []string{storeBlosc, storeZstd} {
-		if err := b.source(name, true, r); err != nil {
-			return err
-		}
-		err := b.mounted(ctx, name, "zarr-python "+name, r, func(mnt string) error {
-			gbs, err := b.zarrPython(ctx, mnt)
-			r.pyMount[name] = gbs
-			b.say("zarr-python via mount, %s: %.2f GB/s", name, gbs)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		gbs, err := b.zarrPython(ctx, filepath.Join(b.stores, name))
-		if err != nil {
-			return err
-		}
-		r.pyDirect[name] = gbs
-		b.say("zarr-python decoding %s itself: %.2f GB/s", name, gbs)
 	}
 	// Strided and random reads, with readahead's counters.
 	for _, p := range []struct {
@@ -213,18 +167,93 @@ func (b *bencher) run(ctx context.Context) error {
 	return nil
 }
 
+// coldScans measures (a), (b), (c) and the zstd scan once: each a fresh
+// mount (nothing decoded, no page cache of the mount), with the store's
+// own files in the page cache, then dropped from it. On the first run it
+// also re-reads the Blosc mount warm and checks what it read.
+func (b *bencher) coldScans(ctx context.Context, r *benchResults, first bool) error {
+	for col, cached := range []bool{true, false} {
+		if err := b.source(storeRaw, cached, r); err != nil {
+			return err
+		}
+		n, d, err := scan(ctx, filepath.Join(b.stores, storeRaw), b.keys)
+		if err != nil {
+			return err
+		}
+		r.direct[col] = max(r.direct[col], b.rate("uncompressed files, direct", cached, n, d))
+		for _, name := range []string{storeRaw, storeBlosc, storeZstd} {
+			if err := b.source(name, cached, r); err != nil {
+				return err
+			}
+			err := b.mounted(ctx, name, coldLabel(name, cached), r, func(mnt string) error {
+				n, d, err := scan(ctx, mnt, b.keys)
+				if err != nil {
+					return err
+				}
+				r.mount[name][col] = max(r.mount[name][col], b.rate("cold scan via mount, "+name, cached, n, d))
+				if name != storeBlosc || !cached {
+					return nil
+				}
+				// The same mount again: the page cache serves it.
+				for range b.runs {
+					n, d, err = scan(ctx, mnt, b.keys)
+					if err != nil {
+						return err
+					}
+					r.warm = max(r.warm, b.rate("warm re-read via mount (page cache)", cached, n, d))
+				}
+				if first {
+					return b.verify(mnt)
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// pythonReads measures (d) once: zarr-python reading each compressed
+// store through a fresh mount, and decoding it itself.
+func (b *bencher) pythonReads(ctx context.Context, r *benchResults) error {
+	for _, name := range []string{storeBlosc, storeZstd} {
+		if err := b.source(name, true, r); err != nil {
+			return err
+		}
+		err := b.mounted(ctx, name, "zarr-python "+name, r, func(mnt string) error {
+			gbs, err := b.zarrPython(ctx, mnt)
+			r.pyMount[name] = max(r.pyMount[name], gbs)
+			b.say("zarr-python via mount, %s: %.2f GB/s", name, gbs)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		gbs, err := b.zarrPython(ctx, filepath.Join(b.stores, name))
+		if err != nil {
+			return err
+		}
+		r.pyDirect[name] = max(r.pyDirect[name], gbs)
+		b.say("zarr-python decoding %s itself: %.2f GB/s", name, gbs)
+	}
+	return nil
+}
+
 // benchResults are the measurements. Rates are GB/s (1e9 bytes per
 // second); [2] arrays are {source in the page cache, dropped from it}.
 type benchResults struct {
-	direct          [2]float64             // (c) uncompressed files read directly
-	mount           map[string]*[2]float64 // (a), (b), zstd: cold scans via mount, by store
-	warm, shm       float64                // warm re-read via mount; the same bytes from tmpfs
-	oneCore         map[string]float64     // one core's decode speed, by store
-	pyMount         map[string]float64     // (d) zarr-python via mount
-	pyDirect        map[string]float64     // (d) zarr-python decoding the store itself
-	strided, random patternResult          // (e)
-	rss             map[string]int64       // (f) peak RSS (VmHWM) of each mount
-	resident        float64                // the most of a store's pages left in memory after dropping
+	direct          [2]float64               // (c) uncompressed files read directly
+	mount           map[string]*[2]float64   // (a), (b), zstd: cold scans via mount, by store
+	warm, shm       float64                  // warm re-read via mount; the same bytes from tmpfs
+	oneCore         map[string]float64       // one core's decode speed, by store
+	pyMount         map[string]float64       // (d) zarr-python via mount
+	pyDirect        map[string]float64       // (d) zarr-python decoding the store itself
+	strided, random patternResult            // (e)
+	rss             map[string]int64         // (f) peak RSS (VmHWM) of each mount
+	cpu             map[string]time.Duration // CPU time of each mount, the least over runs
+	resident        float64                  // the most of a store's pages left in memory after dropping
 }
 
 // coldLabel names the mount of a cold scan in benchResults.rss.
@@ -520,7 +549,14 @@ func (b *bencher) mounted(ctx context.Context, name, label string, r *benchResul
 	if err != nil {
 		return err
 	}
-	r.rss[label] = hwm
+	r.rss[label] = max(r.rss[label], hwm)
+	cpu, err := cpuTime(m.cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	if old, ok := r.cpu[label]; !ok || cpu < old {
+		r.cpu[label] = cpu
+	}
 	if err := stop(); err != nil {
 		return err
 	}
@@ -536,6 +572,35 @@ func (b *bencher) mounted(ctx context.Context, name, label string, r *benchResul
 		*st[0] = s.Stats
 	}
 	return nil
+}
+
+// cpuTime returns the CPU time (user and system) process pid has used.
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseCPUTime(string(b))
+}
+
+// parseCPUTime reads utime and stime (fields 14 and 15, in clock ticks of
+// 1/100 s, Linux's USER_HZ) from a /proc/PID/stat line. The command name
+// (field 2) may hold spaces, so fields are counted after its ")".
+func parseCPUTime(stat string) (time.Duration, error) {
+	i := strings.LastIndexByte(stat, ')')
+	f := strings.Fields(stat[i+1:])
+	if i < 0 || len(f) < 13 {
+		return 0, fmt.Errorf("bench: /proc/PID/stat: %q", stat)
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("bench: /proc/PID/stat: %w", err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
 }
 
 // vmHWM returns the peak resident set size of process pid.
@@ -601,12 +666,14 @@ func (b *bencher) tmpfs(ctx context.Context, r *benchResults) error {
 			return err
 		}
 	}
-	n, d, err := scan(ctx, dir, b.keys)
-	if err != nil {
-		return err
+	for range b.runs {
+		n, d, err := scan(ctx, dir, b.keys)
+		if err != nil {
+			return err
+		}
+		r.shm = max(r.shm, float64(n)/d.Seconds()/1e9)
+		b.say("the same bytes from tmpfs (/dev/shm): %.2f GB/s", float64(n)/d.Seconds()/1e9)
 	}
-	r.shm = float64(n) / d.Seconds() / 1e9
-	b.say("the same bytes from tmpfs (/dev/shm): %.2f GB/s", r.shm)
 	return nil
 }
 
@@ -682,7 +749,8 @@ func (b *bencher) report(r *benchResults) {
 	}
 	fmt.Fprintf(b.out, "mount: --workers %d, budgets decoded %s, compressed %s, readahead %s; kernel readahead %s\n",
 		lf.workers, lf.decoded, lf.compressed, lf.readahead, kra)
-	fmt.Fprintf(b.out, "cold runs: a fresh mount each; \"store dropped\": the store's files dropped from the page cache (fadvise DONTNEED, %.1f%% left)\n\n", 100*r.resident)
+	fmt.Fprintf(b.out, "load average (1, 5, 15 min) at the start %s, at the end %s\n", b.load, loadAvg())
+	fmt.Fprintf(b.out, "best of %d runs; cold runs: a fresh mount each; \"store dropped\": the store's files dropped from the page cache (fadvise DONTNEED, %.1f%% left)\n\n", b.runs, 100*r.resident)
 
 	rate := func(v float64) string {
 		if v == 0 {
@@ -691,13 +759,18 @@ func (b *bencher) report(r *benchResults) {
 		return fmt.Sprintf("%.2f GB/s", v)
 	}
 	rss := func(label string) string {
-		if v, ok := r.rss[label]; ok {
-			return human(v)
+		v, ok := r.rss[label]
+		if !ok {
+			return ""
 		}
-		return ""
+		c, ok := r.cpu[label]
+		if !ok {
+			return human(v) + "\t"
+		}
+		return fmt.Sprintf("%s\t%.2f s", human(v), c.Seconds())
 	}
 	w := tabwriter.NewWriter(b.out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "\tstore cached\tstore dropped\tmount peak RSS\t")
+	fmt.Fprintln(w, "\tstore cached\tstore dropped\tmount peak RSS\tmount CPU\t")
 	fmt.Fprintf(w, "(a) cold scan via mount, blosc-lz4\t%s\t%s\t%s\t\n", rate(r.mount[storeBlosc][0]), rate(r.mount[storeBlosc][1]), rss(coldLabel(storeBlosc, true)))
 	fmt.Fprintf(w, "(b) cold scan via mount, uncompressed (FUSE ceiling)\t%s\t%s\t%s\t\n", rate(r.mount[storeRaw][0]), rate(r.mount[storeRaw][1]), rss(coldLabel(storeRaw, true)))
 	fmt.Fprintf(w, "(c) uncompressed files read directly\t%s\t%s\t\t\n", rate(r.direct[0]), rate(r.direct[1]))
@@ -763,6 +836,16 @@ func (b *bencher) targets(r *benchResults) []benchTarget {
 		{"(f) peak RSS (" + peakAt + ")", human(peak), "<= " + human(limit) + " (decoded + compressed + 64 MiB)", peak <= limit},
 		{"warm re-read via mount / tmpfs", x(warm), ">= 0.90x", warm >= 0.9},
 	}
+}
+
+// loadAvg returns the 1, 5 and 15 minute load averages: other work on the
+// machine takes cores from the mount and the readers.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
 }
 
 // cpuModel returns the CPU's model name from /proc/cpuinfo.

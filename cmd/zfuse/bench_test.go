@@ -37,6 +37,19 @@ func TestParseVmHWM(t *testing.T) {
 	}
 }
 
+func TestParseCPUTime(t *testing.T) {
+	stat := "4242 (zfuse (x) y) S 1 4242 4242 0 -1 4194560 900 0 0 0 123 45 0 0 20 0 9 0 100 1000000 2000 18446744073709551615"
+	if d, err := parseCPUTime(stat); err != nil || d != 1680*time.Millisecond {
+		t.Errorf("parseCPUTime = %v, %v; want 1.68s", d, err)
+	}
+	if _, err := parseCPUTime("4242 (zfuse) S 1"); err == nil {
+		t.Errorf("short stat line: no error")
+	}
+	if d, err := cpuTime(os.Getpid()); err != nil || d < 0 {
+		t.Errorf("cpuTime(self) = %v, %v", d, err)
+	}
+}
+
 // A 3×2×2 chunk grid: C order is 0.0.0 0.0.1 0.1.0 ...; the strided walk
 // goes along axis 0 for each (j, k), a step of 4 chunks.
 func TestBenchKeys(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 
 	"github.com/zfuse/zfuse/cache"
 	"github.com/zfuse/zfuse/codec"
@@ -75,13 +76,33 @@ func (f *loaderFlags) loader(s store.Store, log *slog.Logger) (*readahead.Loader
 	pool := codec.NewPool(f.workers)
 	l := readahead.New(readahead.Config{
 		Store:            s,
-		Decoder:          func(a *zarr.Array) codec.BatchDecoder { return pool.Batch(a.Decoder()) },
+		Decoder:          func(a *zarr.Array) codec.BatchDecoder { return pool.Batch(prefault{a.Decoder()}) },
 		DecodedBudget:    int64(f.decoded),
 		CompressedBudget: int64(f.compressed),
 		ReadaheadBudget:  int64(f.readahead),
 		Log:              log,
 	})
 	return l, func() { l.Close(); pool.Close() }
+}
+
+// gcPercent is the mount's GOGC unless the environment sets one.
+const gcPercent = 25
+
+// prefault is a Decoder that maps the whole of dst into memory with one
+// madvise(MADV_POPULATE_WRITE) before decoding into it. A decoded chunk is
+// usually fresh memory (the decoded tier keeps it), and touching it page
+// by page costs a page fault per 4 KiB: on the 2-core VM of the README
+// those faults cost about as much as the decoding; populating the range in
+// one call roughly halves them. Where the kernel lacks it (before Linux
+// 5.14) the call fails and nothing changes. It runs on the pool's workers,
+// so the faults are taken in parallel too.
+type prefault struct{ d codec.Decoder }
+
+func (p prefault) Decode(dst, src []byte) ([]byte, error) {
+	if c := cap(dst); c >= 64<<10 {
+		_ = unix.Madvise(dst[:c], unix.MADV_POPULATE_WRITE)
+	}
+	return p.d.Decode(dst, src)
 }
 
 // mountOpts are what mount needs besides the tree.
@@ -105,6 +126,14 @@ func mount(ctx context.Context, log *slog.Logger, tree *fs.Tree, source, dir str
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set && o.memLimit > 0 {
 		debug.SetMemoryLimit(o.memLimit)
 		log.Debug("soft memory limit", "bytes", o.memLimit)
+	}
+	if _, set := os.LookupEnv("GOGC"); !set {
+		// The heap is mostly chunks, pointer-free, so a collection is
+		// cheap, and garbage (stored values once decoded, evicted chunks)
+		// is what the process holds beyond its budgets. Collecting at 25%
+		// growth instead of 100% took the peak RSS of a 1 GiB scan from
+		// 1.29 GB to 1.14 GB at the same speed.
+		debug.SetGCPercent(gcPercent)
 	}
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
