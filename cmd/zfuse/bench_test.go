@@ -160,6 +160,27 @@ func TestLoaderFlags(t *testing.T) {
 	if lf.memory() != 3<<20+3<<19+64<<20 {
 		t.Errorf("memory limit %d", lf.memory())
 	}
+	for _, r := range []struct {
+		args   []string
+		source string
+		want   int64
+	}{
+		{nil, "/data/x.zarr", 0},
+		{nil, "https://example.com/x.zarr", remoteCompressed},
+		{nil, "s3://bucket/x.zarr", remoteCompressed},
+		{[]string{"--cache-compressed", "0"}, "s3://bucket/x.zarr", 0},
+		{[]string{"--cache-compressed", "1GiB"}, "/data/x.zarr", 1 << 30},
+	} {
+		fl := flag.NewFlagSet("", flag.ContinueOnError)
+		lf := addLoaderFlags(fl)
+		if err := fl.Parse(r.args); err != nil {
+			t.Fatal(err)
+		}
+		lf.forSource(fl, r.source)
+		if int64(lf.compressed) != r.want {
+			t.Errorf("%q %s: compressed tier %d, want %d", r.args, r.source, lf.compressed, r.want)
+		}
+	}
 	// What bench passes to its mounts parses back to the same.
 	fl2 := flag.NewFlagSet("", flag.ContinueOnError)
 	lf2 := addLoaderFlags(fl2)

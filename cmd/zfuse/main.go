@@ -71,6 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if fl.NArg() != nargs {
 		return fmt.Errorf("%s takes %d arguments, got %d\n%s", cmd, nargs, fl.NArg(), usage)
 	}
+	lf.forSource(fl, fl.Arg(0))
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
