@@ -179,7 +179,7 @@ func (t *Tree) loadV3(ctx context.Context, dir string) (*dirMeta, error) {
 	switch {
 	case x.why != nil && t.asV2:
 		m.skip, m.files = x.why, nil
-		t.log.WarnContext(ctx, "v3 array not shown: it has no Zarr v2 equivalent (--as-v2)", "key", dir, "err", x.why)
+		t.log.WarnContext(ctx, "v3 array not shown under --as-v2", "key", dir, "err", x.why)
 		return m, nil
 	case x.why != nil:
 		t.log.WarnContext(ctx, "array passed through unchanged", "key", dir, "err", x.why)
