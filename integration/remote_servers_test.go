@@ -214,11 +214,13 @@ func s3Setenv(t *testing.T) {
 	}
 }
 
-// A proxy forwards to a server, counting requests by "METHOD /path" and
-// delaying each by delay first (an emulated network round trip).
+// A proxy forwards to a server, counting requests by "METHOD /path",
+// delaying each by delay first (an emulated network round trip), and
+// refusing those that deny names.
 type proxy struct {
 	URL   string
 	delay atomic.Int64 // nanoseconds
+	deny  atomic.Value // string: requests for paths ending in it get 403
 	srv   *http.Server
 
 	mu     sync.Mutex
@@ -240,6 +242,10 @@ func startProxy(t *testing.T, target string) *proxy {
 		p.mu.Lock()
 		p.counts[r.Method+" "+r.URL.Path]++
 		p.mu.Unlock()
+		if deny, _ := p.deny.Load().(string); deny != "" && strings.HasSuffix(r.URL.Path, deny) {
+			http.Error(w, "forbidden", http.StatusForbidden)
+			return
+		}
 		if d := time.Duration(p.delay.Load()); d > 0 {
 			time.Sleep(d) // the emulated latency itself
 		}

@@ -205,6 +205,39 @@ func TestHTTPServerDown(t *testing.T) {
 	sameFiles(t, local.Dir, m.Dir, keys)
 }
 
+// TestHTTPForbidden: a chunk the server refuses (403) is EIO with a log
+// line naming it, a chunk that does not exist (404) is ENOENT, and the
+// other chunks read.
+func TestHTTPForbidden(t *testing.T) {
+	needMount(t)
+	dir := t.TempDir()
+	keys := writeBig(t, filepath.Join(dir, "big.zarr"), 4)
+	os.Remove(filepath.Join(dir, "big.zarr", keys[2])) // a missing chunk: fill value
+	_, base := startNginx(t, dir)
+	px := startProxy(t, base)
+	px.deny.Store("/" + keys[1])
+	m := mount(t, px.URL+"/big.zarr", "--readahead", "0")
+	if _, err := os.ReadFile(filepath.Join(m.Dir, keys[1])); !errors.Is(err, syscall.EIO) {
+		t.Errorf("403: %v, want EIO", err)
+	}
+	if _, err := os.ReadFile(filepath.Join(m.Dir, keys[2])); !errors.Is(err, syscall.ENOENT) {
+		t.Errorf("404: %v, want ENOENT", err)
+	}
+	for _, k := range []string{keys[0], keys[3]} {
+		if b, err := os.ReadFile(filepath.Join(m.Dir, k)); err != nil || len(b) != 1<<20 {
+			t.Errorf("%s: %d bytes, %v", k, len(b), err)
+		}
+	}
+	m.stop(t, syscall.SIGTERM)
+	var logged bool
+	for line := range strings.Lines(m.Stderr.String()) {
+		logged = logged || strings.Contains(line, "level=ERROR") && strings.Contains(line, keys[1]) && strings.Contains(line, "403")
+	}
+	if !logged {
+		t.Errorf("no error line naming %s and the 403:\n%s", keys[1], m.Stderr)
+	}
+}
+
 // TestHTTPLatency: a sequential scan (every chunk file in grid order, one
 // reader) through a mount whose server answers 20 ms late reaches at least
 // 0.8x the throughput of the same scan with no delay: readahead keeps many

@@ -358,6 +358,35 @@ func TestErrors(t *testing.T) {
 	}
 }
 
+// TestTimeout: a server that does not answer in time is tried again, a
+// bounded number of times, and then the read fails as unavailable.
+func TestTimeout(t *testing.T) {
+	srv := serve(t, conformance(t, "zarrita.js/fixtures/v2/data.zarr"))
+	hs := open(t, httpstore.Config{URL: srv.URL, Timeout: 100 * time.Millisecond, Backoff: remote.Backoff{Attempts: 2, Base: time.Millisecond}})
+	srv.mu.Lock()
+	srv.fail = func(r *http.Request) int {
+		if strings.HasSuffix(r.URL.Path, "/2d.chunked.i2/1.1") {
+			<-r.Context().Done() // never answers; ends when the client gives up
+		}
+		return 0
+	}
+	srv.mu.Unlock()
+	start := time.Now()
+	_, err := hs.ReadKey(t.Context(), "2d.chunked.i2/1.1")
+	if !errors.Is(err, remote.ErrUnavailable) || errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("no answer: %v, want ErrUnavailable", err)
+	}
+	if n := srv.count("GET", "/2d.chunked.i2/1.1"); n != 2 {
+		t.Errorf("%d tries, want 2", n)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("gave up after %v", d)
+	}
+	if _, err := hs.ReadKey(t.Context(), "2d.chunked.i2/0.0"); err != nil {
+		t.Errorf("another key after a timeout: %v", err)
+	}
+}
+
 // TestStatAfterRead: a read tells Stat the size; a read in flight makes
 // Stat wait for it instead of sending a HEAD.
 func TestStatAfterRead(t *testing.T) {
