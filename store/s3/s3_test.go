@@ -268,6 +268,18 @@ func TestErrors(t *testing.T) {
 	if !errors.Is(note(err), fs.ErrPermission) {
 		t.Errorf("Open with a wrong secret: %v, want ErrPermission", err)
 	}
+	// No credentials at all: unsigned requests, which this gateway refuses.
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+	_, err = s3store.Open(ctx, s3store.Config{Bucket: bucket, Endpoint: g.endpoint, PathStyle: true, Log: log})
+	if !errors.Is(note(err), fs.ErrPermission) {
+		t.Errorf("Open without credentials: %v, want ErrPermission", err)
+	}
+	mu.Lock()
+	if !strings.Contains(logs.String(), "unsigned") {
+		t.Errorf("no line saying requests go unsigned:\n%s", logs.String())
+	}
+	mu.Unlock()
 	b, err := s.ReadKey(ctx, "1d.chunked.i2/0")
 	if err != nil {
 		t.Fatal(err)
