@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
@@ -99,21 +99,15 @@ func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*fuse.Ser
 
 // setKernelReadahead sets the readahead of the file system mounted at dir to
 // n bytes, in /sys/class/bdi/MAJOR:MINOR/read_ahead_kb, where MAJOR:MINOR is
-// the mount's device number (st_dev of its root). It needs root. It returns
-// the bdi name and the previous value in KiB.
+// the mount's device number. It needs root. It returns the bdi name and the
+// previous value in KiB.
 func setKernelReadahead(dir string, n int64) (bdi string, fromKB int64, err error) {
 	if os.Geteuid() != 0 {
 		return "", 0, fmt.Errorf("not root")
 	}
-	var st syscall.Stat_t
-	if err := syscall.Stat(dir, &st); err != nil {
-		return "", 0, fmt.Errorf("stat %s: %w", dir, err)
+	if bdi, err = mountDevice(dir); err != nil {
+		return "", 0, err
 	}
-	dev := uint64(st.Dev)
-	// Linux's dev_t: 12 bits of major and 20 of minor, split over 64 bits.
-	major := (dev>>8)&0xfff | (dev>>32)&^0xfff
-	minor := dev&0xff | (dev>>12)&^0xff
-	bdi = fmt.Sprintf("%d:%d", major, minor)
 	p := "/sys/class/bdi/" + bdi + "/read_ahead_kb"
 	old, err := os.ReadFile(p)
 	if err != nil {
@@ -124,4 +118,50 @@ func setKernelReadahead(dir string, n int64) (bdi string, fromKB int64, err erro
 		return bdi, fromKB, err
 	}
 	return bdi, fromKB, nil
+}
+
+// mountDevice returns the device number ("0:52") of the file system mounted
+// at dir, from /proc/self/mountinfo. It does not stat dir: that would fill
+// the kernel's attribute cache for the mount's root for an hour, and a
+// stale mount (its server killed) would then look alive to stat.
+func mountDevice(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if parent, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		abs = filepath.Join(parent, filepath.Base(abs))
+	}
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "", err
+	}
+	dev := ""
+	for line := range strings.Lines(string(b)) {
+		// Field 3 is MAJOR:MINOR, field 5 the mount point (octal escapes
+		// for spaces and the like). The last match is the top mount.
+		if f := strings.Fields(line); len(f) > 4 && unescapeMountinfo(f[4]) == abs {
+			dev = f[2]
+		}
+	}
+	if dev == "" {
+		return "", fmt.Errorf("%s is not in /proc/self/mountinfo", abs)
+	}
+	return dev, nil
+}
+
+// unescapeMountinfo undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMountinfo(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if c, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(c))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }

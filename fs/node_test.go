@@ -3,6 +3,7 @@ package fs
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -149,5 +150,31 @@ func TestChunkReads(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestMountDevice(t *testing.T) {
+	for in, want := range map[string]string{`/a\040b`: "/a b", `/x\134y`: `/x\y`, `/plain`: "/plain", `/odd\04`: `/odd\04`} {
+		if got := unescapeMountinfo(in); got != want {
+			t.Errorf("unescapeMountinfo(%q) = %q, want %q", in, got, want)
+		}
+	}
+	s := newTestStore(t)
+	tr, _ := newTestTree(t, s)
+	mnt := mountTree(t, tr, false)
+	dev, err := mountDevice(mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(mnt, "README.txt"), &st); err != nil {
+		t.Fatal(err)
+	}
+	d := uint64(st.Dev)
+	if want := fmt.Sprintf("%d:%d", (d>>8)&0xfff|(d>>32)&^0xfff, d&0xff|(d>>12)&^0xff); dev != want {
+		t.Errorf("mountDevice = %s, files in the mount have st_dev %s", dev, want)
+	}
+	if _, err := mountDevice(t.TempDir()); err == nil {
+		t.Errorf("mountDevice of a plain directory: no error")
 	}
 }
