@@ -1,7 +1,7 @@
 # zfuse build and test targets. Every target is a plain go command.
 GO ?= go
 
-.PHONY: all build deps check test unit integration fuzz bench bench-c kernels gpu
+.PHONY: all build deps check test unit integration fuzz bench bench-mount bench-c kernels gpu
 
 all: build
 
@@ -61,9 +61,18 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime=10000x ./codec || exit 1; \
 	done
 
-# bench: decoder benchmarks, 6 runs each for benchstat.
+# bench: decoder and chunk-loader benchmarks, 6 runs each for benchstat.
 bench:
-	$(GO) test -run '^$$' -bench . -count 6 ./codec
+	$(GO) test -run '^$$' -bench . -count 6 ./codec ./readahead
+
+# bench-mount: the README's Performance table. zfuse bench writes a 1 GiB
+# float32 array with zarr-python (Blosc-lz4, Zstd, uncompressed; needs
+# make deps), mounts each store with zfuse, and compares the mount with
+# reading the files directly and with zarr-python. As root it also raises
+# the mounts' kernel readahead. --keep --dir DIR keeps the stores, and
+# --store DIR reads them again without writing.
+bench-mount: build
+	bin/zfuse bench
 
 # bench-c: Go vs C (numcodecs) decode speed on the same numcodecs-written bytes.
 bench-c:

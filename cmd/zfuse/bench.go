@@ -554,6 +554,7 @@ func (b *bencher) mounted(ctx context.Context, name, label string, r *benchResul
 	if err != nil {
 		return err
 	}
+	b.say("mount for %s: peak RSS %s, CPU %.2f s", label, mib(hwm), cpu.Seconds())
 	if old, ok := r.cpu[label]; !ok || cpu < old {
 		r.cpu[label] = cpu
 	}
@@ -765,9 +766,9 @@ func (b *bencher) report(r *benchResults) {
 		}
 		c, ok := r.cpu[label]
 		if !ok {
-			return human(v) + "\t"
+			return mib(v) + "\t"
 		}
-		return fmt.Sprintf("%s\t%.2f s", human(v), c.Seconds())
+		return fmt.Sprintf("%s\t%.2f s", mib(v), c.Seconds())
 	}
 	w := tabwriter.NewWriter(b.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "\tstore cached\tstore dropped\tmount peak RSS\tmount CPU\t")
@@ -833,10 +834,13 @@ func (b *bencher) targets(r *benchResults) []benchTarget {
 		{"(d) zarr-python via mount / decoding itself (blosc-lz4)", x(py), ">= 2x", py >= 2},
 		{fmt.Sprintf("(e) strided: reads served by prefetch (%d of %d)", r.strided.stats.PrefetchUsed, r.strided.stats.Reads), pct(hits), ">= 90%", hits >= 0.9},
 		{fmt.Sprintf("(e) random: prefetched, never read (%s of %s read)", human(st.PrefetchedBytes-st.PrefetchUsedBytes), human(r.random.bytes)), pct(waste), "<= 10%", waste <= 0.1},
-		{"(f) peak RSS (" + peakAt + ")", human(peak), "<= " + human(limit) + " (decoded + compressed + 64 MiB)", peak <= limit},
+		{"(f) peak RSS (" + peakAt + ")", mib(peak), "<= " + mib(limit) + " (decoded + compressed + 64 MiB)", peak <= limit},
 		{"warm re-read via mount / tmpfs", x(warm), ">= 0.90x", warm >= 0.9},
 	}
 }
+
+// mib formats a byte count in whole MiB, rounded up: RSS against a budget.
+func mib(n int64) string { return fmt.Sprintf("%d MiB", (n+1<<20-1)>>20) }
 
 // loadAvg returns the 1, 5 and 15 minute load averages: other work on the
 // machine takes cores from the mount and the readers.
