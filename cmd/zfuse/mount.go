@@ -162,12 +162,12 @@ func mount(ctx context.Context, log *slog.Logger, tree *fs.Tree, source, dir str
 		}
 		defer pprof.StopCPUProfile()
 	}
-	abs, _ := filepath.Abs(source)
-	srv, err := fs.Mount(ctx, dir, tree, fs.MountConfig{FsName: abs, Debug: o.debug, KernelReadahead: o.kernelReadahead})
+	name := displaySource(source)
+	srv, err := fs.Mount(ctx, dir, tree, fs.MountConfig{FsName: name, Debug: o.debug, KernelReadahead: o.kernelReadahead})
 	if err != nil {
 		return err
 	}
-	log.Info("mounted", "source", abs, "mountpoint", dir)
+	log.Info("mounted", "source", name, "mountpoint", dir)
 	usr1 := make(chan os.Signal, 1)
 	if o.statsFile != "" {
 		signal.Notify(usr1, syscall.SIGUSR1)

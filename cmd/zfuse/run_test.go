@@ -60,3 +60,15 @@ func TestRun(t *testing.T) {
 		}
 	}
 }
+
+func TestDisplaySource(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://user:secret@example.org/data/x.zarr?token=abc": "https://REDACTED@example.org/data/x.zarr",
+		"s3://bucket/prefix": "s3://bucket/prefix",
+		"/data/x.zarr":       "/data/x.zarr",
+	} {
+		if got := displaySource(in); got != want {
+			t.Errorf("displaySource(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

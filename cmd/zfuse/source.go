@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 
 	"github.com/zfuse/zfuse/store"
@@ -87,4 +88,17 @@ func redactSource(arg string) string {
 		path = "/" + path
 	}
 	return scheme + "://" + host + strings.SplitN(path, "?", 2)[0]
+}
+
+// displaySource is SOURCE as the mount table and the logs show it: an
+// absolute path for a directory, a URL without credentials or query for a
+// remote store.
+func displaySource(arg string) string {
+	if strings.Contains(arg, "://") {
+		return redactSource(arg)
+	}
+	if abs, err := filepath.Abs(arg); err == nil {
+		return abs
+	}
+	return arg
 }
