@@ -247,19 +247,32 @@ func (l *Loader) batchDecoder(a *zarr.Array) codec.BatchDecoder {
 // is set if its chunk did not decode to exactly ChunkLen bytes.
 func (l *Loader) decode(ctx context.Context, a *zarr.Array, refs []chunkRef, srcs [][]byte) []codec.Job {
 	jobs := make([]codec.Job, len(refs))
+	_, raw := a.Decoder().(codec.Raw)
+	raw = raw && !a.WholeShard()
 	for i := range jobs {
-		jobs[i] = codec.Job{Src: srcs[i], Dst: make([]byte, 0, a.ChunkLen())}
+		jobs[i].Src = srcs[i]
+		if raw {
+			// Stored uncompressed: the stored value is the chunk. Values
+			// are immutable, so it is served as is, without a copy.
+			jobs[i].Dst = srcs[i]
+			continue
+		}
+		jobs[i].Dst = make([]byte, 0, a.ChunkLen())
 	}
 	start := time.Now()
-	if a.WholeShard() {
+	switch {
+	case raw:
+	case a.WholeShard():
 		// Codecs over the whole shard: each chunk is cut from its shard.
 		for i := range jobs {
 			jobs[i].Dst, jobs[i].Err = a.DecodeFromShard(jobs[i].Dst, jobs[i].Src, refs[i].coords)
 		}
-	} else if err := l.batchDecoder(a).DecodeBatch(ctx, jobs); err != nil {
-		for i := range jobs {
-			if jobs[i].Err == nil && len(jobs[i].Dst) == 0 {
-				jobs[i].Err = err // not reached
+	default:
+		if err := l.batchDecoder(a).DecodeBatch(ctx, jobs); err != nil {
+			for i := range jobs {
+				if jobs[i].Err == nil && len(jobs[i].Dst) == 0 {
+					jobs[i].Err = err // not reached
+				}
 			}
 		}
 	}

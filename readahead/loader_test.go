@@ -505,3 +505,31 @@ func TestStatsSummary(t *testing.T) {
 		t.Errorf("String() = %q does not name the codec", s)
 	}
 }
+
+// TestLoaderUncompressed reads an array stored without compressor or
+// filters: its stored values are served as they are (sequentially, so
+// through prefetch batches too), and a value of the wrong length is an
+// error for that chunk only.
+func TestLoaderUncompressed(t *testing.T) {
+	a, err := zarr.ParseV2([]byte(`{"zarr_format": 2, "shape": [40, 10], "chunks": [5, 5], "dtype": "<f8",
+		"compressor": null, "filters": null, "fill_value": 0, "order": "C"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := fstest.MapFS{}
+	for i := range a.NumChunks() {
+		m[join("raw", a.ChunkKey(a.Coords(i)))] = &fstest.MapFile{Data: chunkData(a, i)}
+	}
+	short := a.ChunkKey(a.Coords(9))
+	m[join("raw", short)].Data = chunkData(a, 9)[1:]
+	l := newLoader(t, store.FS(m), nil)
+	for i := range a.NumChunks() {
+		err := readChunk(t, l, a, "raw", i, 1)
+		if (i == 9) != (err != nil) {
+			t.Errorf("chunk %d (%s): err = %v", i, a.ChunkKey(a.Coords(i)), err)
+		}
+		if i == 9 && !errors.Is(err, codec.ErrCorrupt) {
+			t.Errorf("short chunk: %v, want ErrCorrupt", err)
+		}
+	}
+}
