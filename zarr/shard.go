@@ -46,6 +46,7 @@ type Shard struct {
 	fill       []byte        // one element for empty inner chunks; nil: zeros
 	innerLen   int           // decoded bytes of one inner chunk
 	dec        codec.Decoder // one inner chunk → C order of inner, stored byte order
+	first      codec.Config  // the inner codec that decodes first (Array.Compressor); nil when none
 	indexLen   int64         // encoded index bytes
 	indexStart bool          // index_location "start"
 	indexBig   bool          // the index's bytes codec is big-endian
@@ -100,7 +101,7 @@ func newShard(conf json.RawMessage, shape []int, itemSize int, fill []byte, endi
 	if err != nil {
 		return nil, err
 	}
-	s.dec = in.dec
+	s.dec, s.first = in.dec, in.first
 	if err := s.buildIndex(c.IndexCodecs); err != nil {
 		return nil, err
 	}

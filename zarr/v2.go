@@ -78,7 +78,10 @@ func ParseV2(zarray []byte) (*Array, error) {
 		a.decoder, err = codec.V2(m.Compressor, m.Filters)
 		if err != nil {
 			a.PassThrough = err
+			break
 		}
+		// V2 parsed it: an object, or null (a nil map).
+		json.Unmarshal(m.Compressor, &a.compressor)
 	}
 	return a, nil
 }

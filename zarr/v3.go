@@ -257,6 +257,7 @@ func parseArray(m map[string]json.RawMessage) (*Array, error) {
 	a.Codecs = p.desc
 	if p.shard == nil || !p.unperm {
 		a.decoder = p.dec // a shard after other array→array codecs is decoded whole
+		a.compressor = p.first
 		return a, nil
 	}
 	return a, a.presentUnsharded(p, shape)
@@ -285,7 +286,7 @@ func (a *Array) presentUnsharded(p *pipe, shape []int64) error {
 	if err := a.setShape(shape, presented); err != nil {
 		return err
 	}
-	a.decoder = s.dec
+	a.decoder, a.compressor = s.dec, s.first
 	if a.perm != nil {
 		t, err := codec.NewTranspose(a.Chunks, a.perm, a.ItemSize)
 		if err != nil {

@@ -50,6 +50,7 @@ type pipe struct {
 	dec    codec.Decoder // stored chunk → the chunk in C order, stored byte order
 	shard  *Shard        // the array→bytes codec, when it is sharding_indexed
 	outer  codec.Decoder // the bytes→bytes codecs after it, decode order; nil when none
+	first  codec.Config  // the bytes→bytes codec that decodes first (Array.Compressor); nil when none
 	perm   []int         // with shard: codec axis i is chunk axis perm[i] (nil: identity)
 	unperm bool          // with shard: every array→array codec is a transpose
 	desc   string        // decode order in words
@@ -236,6 +237,9 @@ func buildPipe(list []json.RawMessage, shape []int, itemSize int, fill []byte, e
 		d, err := codec.NewConfig(cfg)
 		if err != nil {
 			return nil, err
+		}
+		if p.first == nil {
+			p.first = cfg
 		}
 		outer = append(outer, stage{d: d})
 		bbDesc = append(bbDesc, describeConfig(cfg)) // decode order already

@@ -47,10 +47,11 @@ type Array struct {
 	PassThrough error
 
 	decoder        codec.Decoder
-	separatorGiven bool  // the metadata names the separator
-	grid           []int // chunks per dimension
-	chunkLen       int64 // decoded bytes per chunk
-	numChunks      int64 // product of grid
+	compressor     codec.Config // see Compressor; nil when none
+	separatorGiven bool         // the metadata names the separator
+	grid           []int        // chunks per dimension
+	chunkLen       int64        // decoded bytes per chunk
+	numChunks      int64        // product of grid
 
 	// v3: chunk keys and sharding (v3.go, shard.go). Immutable after parsing.
 	keyPrefix    string        // presented keys start with keyPrefix+Separator ("c" for the default encoding)
@@ -69,3 +70,13 @@ type Array struct {
 // Decoder returns the pipeline that turns a stored chunk into presented
 // chunk bytes. It is nil when PassThrough is set.
 func (a *Array) Decoder() codec.Decoder { return a.decoder }
+
+// Compressor returns the configuration, in numcodecs form, of the codec
+// that Decoder applies first to a stored chunk, so that a caller can tell
+// what a codec.Blosc decoder will meet (cname, shuffle) without a chunk: a
+// v2 array's "compressor"; for v3, the last bytes→bytes codec of the chunk's
+// codec list (of the inner chunks' list for a sharded array presented
+// unsharded), as codec.V3Config translates it. It is nil when there is no
+// such codec or the array is passed through. The map is shared: the caller
+// must not modify it.
+func (a *Array) Compressor() codec.Config { return a.compressor }
