@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/http"
 	"net/url"
@@ -77,7 +76,7 @@ func (s *Store) getOnce(ctx context.Context, key string, off, n int64) ([]byte, 
 	fact := remote.Fact{Size: -1, Tag: tag(resp.Header)}
 	switch {
 	case resp.StatusCode == http.StatusOK:
-		b, err := readBody(ctx, resp)
+		b, err := remote.ReadBody(ctx, resp.Body, resp.ContentLength)
 		if err != nil {
 			return nil, err
 		}
@@ -93,7 +92,7 @@ func (s *Store) getOnce(ctx context.Context, key string, off, n int64) ([]byte, 
 	case resp.StatusCode == http.StatusPartialContent:
 		fact.Size = total(resp.Header.Get("Content-Range"))
 		s.facts.Observe(ctx, key, fact)
-		b, err := readBody(ctx, resp)
+		b, err := remote.ReadBody(ctx, resp.Body, resp.ContentLength)
 		if err != nil {
 			return nil, err
 		}
@@ -216,26 +215,6 @@ func isDirRedirect(resp *http.Response) bool {
 	}
 	loc, err := resp.Location()
 	return err == nil && loc.Path == resp.Request.URL.Path+"/"
-}
-
-// readBody reads a response body. A body shorter than its Content-Length
-// is retryable (the connection broke), unless ctx ended.
-func readBody(ctx context.Context, resp *http.Response) ([]byte, error) {
-	var b []byte
-	var err error
-	if resp.ContentLength >= 0 {
-		b = make([]byte, resp.ContentLength)
-		_, err = io.ReadFull(resp.Body, b)
-	} else {
-		b, err = io.ReadAll(resp.Body)
-	}
-	switch {
-	case err == nil:
-		return b, nil
-	case ctx.Err() != nil:
-		return nil, ctx.Err()
-	}
-	return nil, remote.Retryable(remote.Unavailable(err))
 }
 
 // tag returns the validator of a response: its ETag, else Last-Modified.

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"time"
 )
@@ -113,4 +114,25 @@ func (b Backoff) Do(ctx context.Context, op func(ctx context.Context) error) err
 		}
 		wait = min(2*wait, most)
 	}
+}
+
+// ReadBody reads a response body of n bytes (n < 0: length unknown). A body
+// that ends early is retryable and unavailable (the connection broke),
+// unless ctx ended.
+func ReadBody(ctx context.Context, r io.Reader, n int64) ([]byte, error) {
+	var b []byte
+	var err error
+	if n >= 0 {
+		b = make([]byte, n)
+		_, err = io.ReadFull(r, b)
+	} else {
+		b, err = io.ReadAll(r)
+	}
+	switch {
+	case err == nil:
+		return b, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	}
+	return nil, Retryable(Unavailable(err))
 }

@@ -18,7 +18,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"math/rand/v2"
@@ -298,23 +297,14 @@ func (s *Store) getOnce(ctx context.Context, key string, in *s3.GetObjectInput, 
 		size = total(aws.ToString(out.ContentRange))
 	}
 	s.facts.Observe(ctx, key, remote.Fact{Size: size, Tag: aws.ToString(out.ETag)})
-	var b []byte
-	if l := aws.ToInt64(out.ContentLength); l >= 0 && out.ContentLength != nil {
-		if n >= 0 && l > n {
-			return nil, fmt.Errorf("asked for %d bytes, got %d", n, l)
-		}
-		b = make([]byte, l)
-		_, err = io.ReadFull(out.Body, b)
-	} else {
-		b, err = io.ReadAll(out.Body)
+	l := int64(-1) // length unknown
+	if out.ContentLength != nil {
+		l = *out.ContentLength
 	}
-	switch {
-	case err == nil:
-		return b, nil
-	case ctx.Err() != nil:
-		return nil, ctx.Err()
+	if n >= 0 && l > n {
+		return nil, fmt.Errorf("asked for %d bytes, got %d", n, l)
 	}
-	return nil, remote.Retryable(remote.Unavailable(err))
+	return remote.ReadBody(ctx, out.Body, l)
 }
 
 // Stat describes name: HeadObject, and for a name that is no object, a
