@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/zfuse/zfuse/cache"
+	"github.com/zfuse/zfuse/gpu"
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/zarr"
 )
@@ -60,6 +61,14 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if fl.NArg() != 0 {
 		return fmt.Errorf("bench takes no arguments, got %q", fl.Args())
+	}
+	if b.lf.decoder == gpu.GPU {
+		// Fail now, not after writing the stores, where every mount would.
+		dec, err := b.lf.decoders(nil, true)
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		dec.Close()
 	}
 	b.runs = max(b.runs, 1)
 	exe, err := os.Executable()
@@ -748,8 +757,8 @@ func (b *bencher) report(r *benchResults) {
 	if os.Geteuid() == 0 && lf.kernelReadahead > 0 {
 		kra = lf.kernelReadahead.String()
 	}
-	fmt.Fprintf(b.out, "mount: --workers %d, budgets decoded %s, compressed %s, readahead %s; kernel readahead %s\n",
-		lf.workers, lf.decoded, lf.compressed, lf.readahead, kra)
+	fmt.Fprintf(b.out, "mount: --decoder %s, --workers %d, budgets decoded %s, compressed %s, readahead %s; kernel readahead %s\n",
+		lf.decoder, lf.workers, lf.decoded, lf.compressed, lf.readahead, kra)
 	fmt.Fprintf(b.out, "load average (1, 5, 15 min) at the start %s, at the end %s\n", b.load, loadAvg())
 	fmt.Fprintf(b.out, "best of %d runs; cold runs: a fresh mount each; \"store dropped\": the store's files dropped from the page cache (fadvise DONTNEED, %.1f%% left)\n\n", b.runs, 100*r.resident)
 

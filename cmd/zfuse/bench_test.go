@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zfuse/zfuse/gpu"
 	"github.com/zfuse/zfuse/readahead"
 )
 
@@ -151,10 +152,13 @@ func TestLoaderFlags(t *testing.T) {
 	fl := flag.NewFlagSet("", flag.ContinueOnError)
 	fl.SetOutput(io.Discard)
 	lf := addLoaderFlags(fl)
-	if err := fl.Parse([]string{"--cache", "3MiB", "--readahead", "1.5MiB", "--workers", "5"}); err != nil {
+	if lf.decoder != gpu.Auto {
+		t.Errorf("--decoder defaults to %q", lf.decoder)
+	}
+	if err := fl.Parse([]string{"--cache", "3MiB", "--readahead", "1.5MiB", "--workers", "5", "--decoder", "cpu"}); err != nil {
 		t.Fatal(err)
 	}
-	if lf.decoded != 3<<20 || lf.readahead != 3<<19 || lf.compressed != 0 || lf.workers != 5 {
+	if lf.decoded != 3<<20 || lf.readahead != 3<<19 || lf.compressed != 0 || lf.workers != 5 || lf.decoder != gpu.CPU {
 		t.Errorf("flags %+v", lf)
 	}
 	if lf.memory() != 3<<20+3<<19+64<<20 {

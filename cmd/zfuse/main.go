@@ -77,21 +77,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
+	dec, err := lf.decoders(log, cmd != "mount")
+	if err != nil {
+		return err
+	}
+	defer dec.Close()
 	src, err := openSource(ctx, fl.Arg(0), sf, log)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	loader, closeLoader := lf.loader(src, log)
+	loader, closeLoader := lf.loader(src, dec, log)
 	defer closeLoader()
 	tree := fs.New(fs.Config{Store: src, Chunks: loader, Log: log, AsV2: *asV2})
 	switch cmd {
 	case "mount":
 		return mount(ctx, log, tree, fl.Arg(0), fl.Arg(1), mountOpts{
 			debug: lv <= slog.LevelDebug, statsFile: *statsFile, stats: loader.Stats,
-			memLimit: lf.memory(), kernelReadahead: int64(lf.kernelReadahead), cpuProfile: lf.cpuProfile})
+			memLimit: lf.memory(), kernelReadahead: int64(lf.kernelReadahead), cpuProfile: lf.cpuProfile,
+			gpu: dec.router.GPU()})
 	case "cat":
 		return cat(ctx, stdout, tree, fl.Arg(1))
 	}
-	return info(ctx, stdout, tree)
+	return info(ctx, stdout, tree, dec.router)
 }

@@ -25,15 +25,18 @@ import (
 	"github.com/zfuse/zfuse/cache"
 	"github.com/zfuse/zfuse/codec"
 	"github.com/zfuse/zfuse/fs"
+	"github.com/zfuse/zfuse/gpu"
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/zarr"
 )
 
-// loaderFlags are the flags that size the chunk loader (readahead.Loader)
-// and the mount's kernel readahead. zfuse bench passes them on to its mounts.
+// loaderFlags are the flags that size the chunk loader (readahead.Loader),
+// choose its decoders and set the mount's kernel readahead. zfuse bench
+// passes them on to its mounts.
 type loaderFlags struct {
 	workers                        int
+	decoder                        gpu.Mode
 	decoded, compressed, readahead cache.Size
 	kernelReadahead                cache.Size
 	cpuProfile                     string // mount: write a CPU profile (go tool pprof) here
@@ -45,8 +48,9 @@ func addLoaderFlags(fl *flag.FlagSet) *loaderFlags {
 	// costs memory and page faults (a cold scan of a Blosc store ran at
 	// 0.44 GB/s with 512 MiB of it, 0.70 without). forSource turns it on
 	// for remote stores.
-	f := &loaderFlags{decoded: 1 << 30, compressed: 0, readahead: 256 << 20, kernelReadahead: 16 << 20}
+	f := &loaderFlags{decoder: gpu.Auto, decoded: 1 << 30, compressed: 0, readahead: 256 << 20, kernelReadahead: 16 << 20}
 	fl.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "decode workers (CPU pool): chunks decoded at once")
+	fl.Var((*modeFlag)(&f.decoder), "decoder", "which decoder runs LZ4 and Blosc-LZ4 chunks, `auto|cpu|gpu`: auto (an NVIDIA GPU for batches big enough to pay, where there is one; else the CPU pool), cpu, or gpu (refuse to start without a GPU); other codecs always decode on the CPU pool")
 	fl.Var(&f.decoded, "cache-decoded", "budget for decoded chunks that have been read (e.g. 512MiB, 2GiB)")
 	fl.Var(&f.decoded, "cache", "the same as --cache-decoded")
 	fl.Var(&f.compressed, "cache-compressed", "budget for chunks as stored (compressed); saves store reads (0: off, as suits local stores, which the page cache holds)")
@@ -73,7 +77,7 @@ func (f *loaderFlags) forSource(fl *flag.FlagSet, source string) {
 
 // args returns the flags as zfuse mount takes them.
 func (f *loaderFlags) args() []string {
-	return []string{"--workers", strconv.Itoa(f.workers), "--cache-decoded", f.decoded.String(),
+	return []string{"--decoder", string(f.decoder), "--workers", strconv.Itoa(f.workers), "--cache-decoded", f.decoded.String(),
 		"--cache-compressed", f.compressed.String(), "--readahead", f.readahead.String(),
 		"--kernel-readahead", f.kernelReadahead.String()}
 }
@@ -86,20 +90,82 @@ func (f *loaderFlags) memory() int64 {
 	return int64(f.decoded) + int64(f.compressed) + int64(f.readahead) + 64<<20
 }
 
-// loader returns the chunk loader over s, decoding on a CPU pool of
-// f.workers, and a function that stops both.
-func (f *loaderFlags) loader(s store.Store, log *slog.Logger) (*readahead.Loader, func()) {
+// A modeFlag is the --decoder flag: a gpu.Mode that only takes valid values.
+type modeFlag gpu.Mode
+
+func (m *modeFlag) String() string { return string(*m) }
+
+func (m *modeFlag) Set(s string) error {
+	v, err := gpu.ParseMode(s)
+	if err != nil {
+		return err
+	}
+	*m = modeFlag(v)
+	return nil
+}
+
+// decoders are what decode chunks: a CPU pool of --workers and the router
+// that sends batches to it or to the GPU (--decoder).
+type decoders struct {
+	pool   *codec.Pool
+	router *gpu.Router
+}
+
+// decoders starts the CPU pool and, unless --decoder cpu, opens the GPU.
+// With --decoder gpu and no usable GPU it returns an error saying why;
+// with auto it decodes on the CPU, and says why at Warn on log when
+// quiet is false (zfuse mount; zfuse info shows the reason in its DECODER
+// column instead, and zfuse cat need not say). Close stops both, after the
+// loader using them.
+func (f *loaderFlags) decoders(log *slog.Logger, quiet bool) (*decoders, error) {
+	glog := log
+	if quiet {
+		glog = nil // discard
+	}
 	pool := codec.NewPool(f.workers)
+	r, err := gpu.NewRouter(f.decoder, gpu.Config{Log: glog}, prefaultPool{pool}, 0)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("%w (--decoder auto or cpu decodes on the CPU)", err)
+	}
+	if g := r.GPU(); g != nil && !quiet {
+		log.Info("decoding LZ4 and Blosc-LZ4 on the GPU", "device", g.Device().String(), "decoder", string(f.decoder))
+	}
+	return &decoders{pool: pool, router: r}, nil
+}
+
+// Close closes the GPU, if open, and stops the CPU pool.
+func (d *decoders) Close() {
+	d.router.Close()
+	d.pool.Close()
+}
+
+// batch returns the batch decoder of a's chunks: the GPU or the CPU pool,
+// as the router decides from a's codec and compressor configuration.
+func (d *decoders) batch(a *zarr.Array) codec.BatchDecoder {
+	return d.router.Batch(a.Decoder(), a.Compressor())
+}
+
+// loader returns the chunk loader over s, decoding with dec, and a
+// function that stops it (dec stays open).
+func (f *loaderFlags) loader(s store.Store, dec *decoders, log *slog.Logger) (*readahead.Loader, func()) {
 	l := readahead.New(readahead.Config{
 		Store:            s,
-		Decoder:          func(a *zarr.Array) codec.BatchDecoder { return pool.Batch(prefault{a.Decoder()}) },
+		Decoder:          dec.batch,
 		DecodedBudget:    int64(f.decoded),
 		CompressedBudget: int64(f.compressed),
 		ReadaheadBudget:  int64(f.readahead),
 		Log:              log,
 	})
-	return l, func() { l.Close(); pool.Close() }
+	return l, func() { l.Close() }
 }
+
+// prefaultPool is the CPU pool the router falls back to: the pool, with
+// every decoder wrapped in prefault. The router sees the bare decoder, so
+// it still recognises the codecs that have a GPU path.
+type prefaultPool struct{ p *codec.Pool }
+
+func (p prefaultPool) Batch(d codec.Decoder) codec.BatchDecoder { return p.p.Batch(prefault{d}) }
 
 // gcPercent is the mount's GOGC unless the environment sets one.
 const gcPercent = 10
@@ -129,6 +195,7 @@ type mountOpts struct {
 	memLimit        int64                  // soft memory limit unless GOMEMLIMIT is set; 0: none
 	kernelReadahead int64                  // bytes; 0 leaves the kernel's default
 	cpuProfile      string                 // "": no CPU profile
+	gpu             *gpu.Decoder           // nil: no GPU; else its counters are logged at unmount
 }
 
 // mount serves tree at dir until ctx ends (SIGINT/SIGTERM) or someone
@@ -191,6 +258,9 @@ wait:
 	}
 	st := o.stats()
 	log.Info("unmounted", "mountpoint", dir, "stats", st)
+	if o.gpu != nil {
+		log.Info("GPU decoder", "stats", o.gpu.Stats())
+	}
 	if o.statsFile != "" {
 		if err := writeStats(o.statsFile, st); err != nil {
 			return err

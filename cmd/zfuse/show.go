@@ -10,7 +10,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/zfuse/zfuse/codec"
 	"github.com/zfuse/zfuse/fs"
+	"github.com/zfuse/zfuse/gpu"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/zarr"
 )
@@ -32,8 +34,9 @@ func cat(ctx context.Context, stdout io.Writer, tree *fs.Tree, p string) error {
 // presented. FORMAT is the stored format ("v3->v2" for a v3 array under
 // --as-v2); a sharded v3 array is presented unsharded, so CHUNKS is its inner
 // chunk shape and SHARDS the stored one; DECODER says what decodes its
-// chunks and how a sharded array's inner chunks are read.
-func info(ctx context.Context, stdout io.Writer, tree *fs.Tree) error {
+// chunks (r's choice, and why) and how a sharded array's inner chunks are
+// read.
+func info(ctx context.Context, stdout io.Writer, tree *fs.Tree, r *gpu.Router) error {
 	arrays, err := tree.Arrays(ctx)
 	if err != nil {
 		return err
@@ -59,7 +62,7 @@ func info(ctx context.Context, stdout io.Writer, tree *fs.Tree) error {
 		if in.Stored > 0 && in.PassThrough == nil {
 			ratio = fmt.Sprintf("%.2f", float64(in.Presented)/float64(in.Stored))
 		}
-		how, decoder := "raw", decoderOf(in.Array)
+		how, decoder := "raw", decoderOf(in.Array, r)
 		switch {
 		case in.Hidden != nil:
 			how, decoder = "not shown (--as-v2): "+in.Hidden.Error(), "-"
@@ -72,19 +75,29 @@ func info(ctx context.Context, stdout io.Writer, tree *fs.Tree) error {
 	return w.Flush()
 }
 
-// decoderOf says what decodes a's chunks: the CPU pool, and for a sharded
-// array whether an inner chunk is read by range (its shard's index cached)
-// or needs its whole shard (codecs over the whole shard).
-func decoderOf(a *zarr.Array) string {
+// decoderOf says what decodes a's chunks and why: r.Why ("gpu: blosc lz4
+// shuffle", "cpu: zstd has no GPU kernel", "cpu: no GPU: <reason>"), or
+// "none" for chunks stored uncompressed, which are served as stored. For a
+// sharded array it adds whether an inner chunk is read by range (its
+// shard's index cached: "cpu,inner-by-range: ...") or needs its whole
+// shard (codecs over the whole shard, which the CPU undoes chunk by chunk:
+// "cpu,whole-shard").
+func decoderOf(a *zarr.Array, r *gpu.Router) string {
 	switch {
 	case a == nil || a.Decoder() == nil:
 		return "-"
 	case a.WholeShard():
 		return "cpu,whole-shard"
-	case a.Shard() != nil:
-		return "cpu,inner-by-range"
 	}
-	return "cpu"
+	why := "none: stored uncompressed"
+	if _, raw := a.Decoder().(codec.Raw); !raw {
+		why = r.Why(a.Decoder(), a.Compressor())
+	}
+	if a.Shard() != nil {
+		which, reason, _ := strings.Cut(why, ":")
+		why = which + ",inner-by-range:" + reason
+	}
+	return why
 }
 
 // human formats a byte count for people: "812 B", "1.2 MiB".

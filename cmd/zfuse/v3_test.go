@@ -64,9 +64,9 @@ func TestRunV3(t *testing.T) {
 		{[]string{"cat", "--as-v2", src, ".zattrs"}, `"answer": 42`, ""},
 		{[]string{"cat", "--as-v2", src, "zarr.json"}, "", "no such file"},
 		{[]string{"cat", "--as-v2", src, "strings/zarr.json"}, "", "no such file"},
-		{[]string{"info", src}, "sharded v3 6 2 4 int16 sharding_indexed(chunk_shape=[2] index=end) [bytes(little)] cpu,inner-by-range 1 chunks, 4 B 1.00 raw", ""},
+		{[]string{"info", src}, "sharded v3 6 2 4 int16 sharding_indexed(chunk_shape=[2] index=end) [bytes(little)] none,inner-by-range: stored uncompressed 1 chunks, 4 B 1.00 raw", ""},
 		{[]string{"info", src}, "strings v3 1 1 - string vlen-utf8 - 0 chunks, 0 B - passed through", ""},
-		{[]string{"info", "--as-v2", src}, "plain v3->v2 6 4 - <i2 bytes(little) cpu 1 chunks, 8 B 1.00 raw", ""},
+		{[]string{"info", "--as-v2", src}, "plain v3->v2 6 4 - <i2 bytes(little) none: stored uncompressed 1 chunks, 8 B 1.00 raw", ""},
 		{[]string{"info", "--as-v2", src}, "strings v3 1 1 - string vlen-utf8 - 0 chunks, 0 B - not shown (--as-v2)", ""},
 	} {
 		var stdout, stderr bytes.Buffer
