@@ -34,7 +34,7 @@ type Config struct {
 
 	Policy   Policy        // the zero Policy uses its defaults
 	TTL      time.Duration // how long a prefetched chunk waits unread; 0 means 30s
-	Fetchers int           // store reads in flight for prefetch, over all arrays; 0 means 16
+	Fetchers int           // store reads in flight for prefetch, over all arrays; 0 means 64
 	Streams  int           // readers (array, pid) remembered; 0 means 4096
 
 	Log *slog.Logger // nil means discard
@@ -113,7 +113,7 @@ func New(cfg Config) *Loader {
 	}
 	fetchers := cfg.Fetchers
 	if fetchers <= 0 {
-		fetchers = 16
+		fetchers = 64
 	}
 	l.fetch = make(chan struct{}, fetchers)
 	l.decoded = newCache(cfg.DecodedBudget, 1<<20)
@@ -370,28 +370,53 @@ type prefetched struct {
 	ref chunkRef
 }
 
-// prefetch fetches the stored values of batch concurrently, decodes them as
-// one batch, and fills the staged entries. Every entry is filled, whatever
+// prefetch fetches the stored values of batch concurrently and decodes
+// them in a few parts, each as one batch as soon as its values are in, so
+// decoding overlaps the fetches still in flight (on a remote store a fetch
+// is a round trip of milliseconds). Every staged entry is filled, whatever
 // happens, so no reader waits for ever.
 func (l *Loader) prefetch(a *zarr.Array, batch []prefetched) {
 	ctx := l.ctx
 	srcs := make([][]byte, len(batch))
 	errs := make([]error, len(batch))
+	ready := make([]chan struct{}, len(batch)) // closed when srcs[k], errs[k] are set
+	for k := range ready {
+		ready[k] = make(chan struct{})
+	}
 	var fetches sync.WaitGroup
-	for k, p := range batch {
-		select {
-		case l.fetch <- struct{}{}:
-		case <-ctx.Done():
-			errs[k] = ctx.Err()
-			continue
+	fetches.Go(func() {
+		for k, p := range batch {
+			select {
+			case l.fetch <- struct{}{}:
+			case <-ctx.Done():
+				errs[k] = ctx.Err()
+				close(ready[k])
+				continue
+			}
+			fetches.Go(func() {
+				defer close(ready[k])
+				defer func() { <-l.fetch }()
+				srcs[k], errs[k] = l.encoded(ctx, a, p.ref)
+			})
 		}
-		fetches.Go(func() {
-			defer func() { <-l.fetch }()
-			srcs[k], errs[k] = l.encoded(ctx, a, p.ref)
-		})
+	})
+	size := (len(batch) + decodeParts - 1) / decodeParts
+	for lo := 0; lo < len(batch); lo += size {
+		hi := min(lo+size, len(batch))
+		for k := lo; k < hi; k++ {
+			<-ready[k]
+		}
+		l.decodePart(ctx, a, batch[lo:hi], srcs[lo:hi], errs[lo:hi])
 	}
 	fetches.Wait()
+}
 
+// decodeParts is how many parts a prefetch batch is decoded in.
+const decodeParts = 4
+
+// decodePart decodes one part of a prefetch batch whose values have been
+// fetched (or failed to be) and fills the staging entries.
+func (l *Loader) decodePart(ctx context.Context, a *zarr.Array, batch []prefetched, srcs [][]byte, errs []error) {
 	var ok []prefetched
 	var okSrcs [][]byte
 	for k, p := range batch {
