@@ -250,7 +250,7 @@ func TestHTTPLatency(t *testing.T) {
 	// has seen a pattern, each wait for a round trip): at 192 chunks the
 	// same mount measured 0.70-0.77x, at 768 0.94x.
 	keys := writeBig(t, filepath.Join(dir, "big.zarr"), 768)
-	readAll(t, filepath.Join(dir, "big.zarr"), keys)         // into the page cache for nginx
+	readAll(t, filepath.Join(dir, "big.zarr"), keys) // into the page cache for nginx
 	_, base := startNginx(t, dir)
 	px := startProxy(t, base)
 	// Speed is measured on zfuse as users run it: the race detector slows
