@@ -96,9 +96,10 @@ func decodeExact(t testing.TB, d Decoder, src []byte, n int) ([]byte, error) {
 func TestBloscCompat(t *testing.T) {
 	files := compatFiles(t)
 	// MANIFEST.md says 30, but c-blosc's compat folder holds 29: five
-	// versions with 5, 5, 6, 6 and 7 files (1.18.0 has no snappy).
-	if len(files) != 29 {
-		t.Fatalf("found %d compat files, want 29", len(files))
+	// versions with 5, 5, 6, 6 and 7 files (1.18.0 has no snappy). Every
+	// file there must decode, however many there are.
+	if len(files) < 29 {
+		t.Fatalf("found %d compat files, want at least 29", len(files))
 	}
 	want := compatWant()
 	for _, f := range files {
