@@ -120,11 +120,28 @@ func setKernelReadahead(dir string, n int64) (bdi string, fromKB int64, err erro
 	return bdi, fromKB, nil
 }
 
+// Mounted reports whether dir is a mount point, from /proc/self/mountinfo
+// (see mountDevice: it does not stat dir, so a stale mount counts).
+func Mounted(dir string) (bool, error) {
+	dev, err := mountinfo(dir)
+	return dev != "", err
+}
+
 // mountDevice returns the device number ("0:52") of the file system mounted
-// at dir, from /proc/self/mountinfo. It does not stat dir: that would fill
-// the kernel's attribute cache for the mount's root for an hour, and a
-// stale mount (its server killed) would then look alive to stat.
+// at dir.
 func mountDevice(dir string) (string, error) {
+	dev, err := mountinfo(dir)
+	if err == nil && dev == "" {
+		err = fmt.Errorf("%s is not in /proc/self/mountinfo", dir)
+	}
+	return dev, err
+}
+
+// mountinfo returns the device number of the top file system mounted at
+// dir, from /proc/self/mountinfo, or "" if none is. It does not stat dir:
+// that would fill the kernel's attribute cache for the mount's root for an
+// hour, and a stale mount (its server killed) would then look alive to stat.
+func mountinfo(dir string) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err
@@ -143,9 +160,6 @@ func mountDevice(dir string) (string, error) {
 		if f := strings.Fields(line); len(f) > 4 && unescapeMountinfo(f[4]) == abs {
 			dev = f[2]
 		}
-	}
-	if dev == "" {
-		return "", fmt.Errorf("%s is not in /proc/self/mountinfo", abs)
 	}
 	return dev, nil
 }

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/zfuse/zfuse/cache"
+	"github.com/zfuse/zfuse/fs"
 	"github.com/zfuse/zfuse/gpu"
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/zarr"
@@ -537,7 +538,7 @@ func (b *bencher) mounted(ctx context.Context, name, label string, r *benchResul
 	}
 	defer stop()
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		if on, _ := mounted(m.dir); on {
+		if on, _ := fs.Mounted(m.dir); on {
 			break
 		}
 		select {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -325,48 +323,8 @@ func checkMountpoint(dir string) error {
 	case !fi.IsDir():
 		return fmt.Errorf("mountpoint %s is not a directory", dir)
 	}
-	if on, err := mounted(dir); err == nil && on {
+	if on, err := fs.Mounted(dir); err == nil && on {
 		return fmt.Errorf("mountpoint %s is busy: something is already mounted there (unmount it with: fusermount3 -u %s)", dir, dir)
 	}
 	return nil
-}
-
-// mounted reports whether dir is a mount point, from /proc/self/mountinfo.
-func mounted(dir string) (bool, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return false, err
-	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = real
-	}
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// Field 5 is the mount point, with spaces etc. escaped as \040.
-		if fields := strings.Fields(sc.Text()); len(fields) > 4 && unescape(fields[4]) == abs {
-			return true, nil
-		}
-	}
-	return false, sc.Err()
-}
-
-// unescape undoes mountinfo's octal escapes (\040 for a space).
-func unescape(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if c, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(c))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
