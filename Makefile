@@ -57,8 +57,10 @@ integration:
 
 # fuzz: each fuzz target for a fixed number of executions.
 fuzz:
-	for t in $$($(GO) test -list '^Fuzz' ./codec | grep ^Fuzz); do \
-		$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime=10000x ./codec || exit 1; \
+	for p in ./codec ./zarr ./gpu; do \
+		for t in $$($(GO) test -list '^Fuzz' $$p | grep ^Fuzz); do \
+			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime=10000x $$p || exit 1; \
+		done; \
 	done
 
 # bench: decoder and chunk-loader benchmarks, 6 runs each for benchstat.
