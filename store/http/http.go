@@ -197,7 +197,7 @@ func (s *Store) probe(ctx context.Context, dir string) (bool, error) {
 	errs := make([]error, len(metaNames))
 	var wg sync.WaitGroup
 	for i, name := range metaNames {
-		wg.Go(func() { docs[i], errs[i] = s.doc(ctx, join(dir, name)) })
+		wg.Go(func() { docs[i], errs[i] = s.doc(ctx, remote.Join(dir, name)) })
 	}
 	wg.Wait()
 	found := false
@@ -209,7 +209,7 @@ func (s *Store) probe(ctx context.Context, dir string) (bool, error) {
 			return false, err
 		}
 		found = true
-		key := join(dir, metaNames[i])
+		key := remote.Join(dir, metaNames[i])
 		switch metaNames[i] {
 		case ".zmetadata":
 			if err := s.cat.consolidatedV2(key, docs[i]); err != nil {
@@ -257,7 +257,7 @@ func (s *Store) doc(ctx context.Context, key string) ([]byte, error) {
 
 // ReadKey returns key's value. The caller owns the slice.
 func (s *Store) ReadKey(ctx context.Context, key string) ([]byte, error) {
-	if err := check(ctx, "read", key); err != nil {
+	if err := remote.CheckKey(ctx, "read", key); err != nil {
 		return nil, err
 	}
 	if isMeta(key) {
@@ -270,7 +270,7 @@ func (s *Store) ReadKey(ctx context.Context, key string) ([]byte, error) {
 // ReadKeyRange returns the bytes of key's value in [off, off+n), fewer only
 // where the value ends, with one range request. The caller owns the slice.
 func (s *Store) ReadKeyRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
-	if err := check(ctx, "read", key); err != nil {
+	if err := remote.CheckKey(ctx, "read", key); err != nil {
 		return nil, err
 	}
 	if off < 0 || n < 0 {
@@ -294,7 +294,7 @@ func (s *Store) ReadKeyRange(ctx context.Context, key string, off, n int64) ([]b
 // chunk keys need no request; keys seen in an earlier response need none;
 // anything else is a HEAD request.
 func (s *Store) Stat(ctx context.Context, name string) (store.Entry, error) {
-	if err := check(ctx, "stat", name); err != nil {
+	if err := remote.CheckKey(ctx, "stat", name); err != nil {
 		return store.Entry{}, err
 	}
 	base := path.Base(name)
@@ -322,7 +322,7 @@ func (s *Store) Stat(ctx context.Context, name string) (store.Entry, error) {
 // documentation). A directory the catalog does not know, but the server
 // says exists, lists empty.
 func (s *Store) List(ctx context.Context, dir string) ([]store.Entry, error) {
-	if err := check(ctx, "list", dir); err != nil {
+	if err := remote.CheckKey(ctx, "list", dir); err != nil {
 		return nil, err
 	}
 	names, ok := s.cat.entries(dir)
@@ -338,7 +338,7 @@ func (s *Store) List(ctx context.Context, dir string) ([]store.Entry, error) {
 	// A v2 array without dimension_separator may keep its chunks nested
 	// ("0/0", NestedDirectoryStore): ask whether "0" is a directory.
 	if l, rel, ok := s.cat.array(dir); ok && rel == "" && l.legacy && l.ndim > 1 {
-		if e, err := s.Stat(ctx, join(dir, "0")); err == nil && e.Dir {
+		if e, err := s.Stat(ctx, remote.Join(dir, "0")); err == nil && e.Dir {
 			if names == nil {
 				names = map[string]bool{}
 			}
@@ -357,7 +357,7 @@ func (s *Store) List(ctx context.Context, dir string) ([]store.Entry, error) {
 			continue
 		}
 		wg.Go(func() {
-			e, err := s.Stat(ctx, join(dir, name))
+			e, err := s.Stat(ctx, remote.Join(dir, name))
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -375,20 +375,4 @@ func (s *Store) List(ctx context.Context, dir string) ([]store.Entry, error) {
 	}
 	slices.SortFunc(out, func(a, b store.Entry) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
-}
-
-// check refuses invalid keys and ended contexts before any request.
-func check(ctx context.Context, op, key string) error {
-	if !fs.ValidPath(key) {
-		return &fs.PathError{Op: op, Path: key, Err: store.ErrOutside}
-	}
-	return ctx.Err()
-}
-
-// join joins a directory key and a name; the root is ".".
-func join(dir, name string) string {
-	if dir == "." {
-		return name
-	}
-	return dir + "/" + name
 }

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -90,7 +89,7 @@ func (s *Store) getOnce(ctx context.Context, key string, off, n int64) ([]byte, 
 		}
 		return b, nil
 	case resp.StatusCode == http.StatusPartialContent:
-		fact.Size = total(resp.Header.Get("Content-Range"))
+		fact.Size = remote.ContentRangeTotal(resp.Header.Get("Content-Range"))
 		s.facts.Observe(ctx, key, fact)
 		b, err := remote.ReadBody(ctx, resp.Body, resp.ContentLength)
 		if err != nil {
@@ -102,7 +101,7 @@ func (s *Store) getOnce(ctx context.Context, key string, off, n int64) ([]byte, 
 		return b, nil
 	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable:
 		// The range starts at or past the end of the value.
-		fact.Size = total(resp.Header.Get("Content-Range"))
+		fact.Size = remote.ContentRangeTotal(resp.Header.Get("Content-Range"))
 		s.facts.Observe(ctx, key, fact)
 		return []byte{}, nil
 	}
@@ -223,20 +222,6 @@ func tag(h http.Header) string {
 		return t
 	}
 	return h.Get("Last-Modified")
-}
-
-// total returns the complete length from a Content-Range header
-// ("bytes 0-99/1234" or "bytes */1234"), -1 if it does not say.
-func total(cr string) int64 {
-	i := strings.LastIndexByte(cr, '/')
-	if i < 0 {
-		return -1
-	}
-	n, err := strconv.ParseInt(cr[i+1:], 10, 64)
-	if err != nil {
-		return -1
-	}
-	return n
 }
 
 // unwrapURL drops *url.Error's wrapping, which repeats the whole URL

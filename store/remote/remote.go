@@ -8,7 +8,7 @@
 // mounted. The table keeps what a response said for the life of the mount,
 // and a change seen later is logged, not followed.
 //
-// remote imports nothing of zfuse.
+// remote imports only package store of zfuse.
 package remote
 
 import (
@@ -16,8 +16,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/zfuse/zfuse/store"
 )
 
 // A Limit bounds the requests in flight. It is safe for concurrent use.
@@ -135,4 +140,34 @@ func ReadBody(ctx context.Context, r io.Reader, n int64) ([]byte, error) {
 		return nil, ctx.Err()
 	}
 	return nil, Retryable(Unavailable(err))
+}
+
+// CheckKey refuses invalid keys and ended contexts before any request.
+func CheckKey(ctx context.Context, op, key string) error {
+	if !fs.ValidPath(key) {
+		return &fs.PathError{Op: op, Path: key, Err: store.ErrOutside}
+	}
+	return ctx.Err()
+}
+
+// Join joins a directory key and a name; the root is ".".
+func Join(dir, name string) string {
+	if dir == "." {
+		return name
+	}
+	return dir + "/" + name
+}
+
+// ContentRangeTotal returns the complete length from a Content-Range
+// header ("bytes 0-99/1234" or "bytes */1234"), -1 if it does not say.
+func ContentRangeTotal(cr string) int64 {
+	i := strings.LastIndexByte(cr, '/')
+	if i < 0 {
+		return -1
+	}
+	n, err := strconv.ParseInt(cr[i+1:], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
 }

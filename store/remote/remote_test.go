@@ -113,3 +113,11 @@ func TestFactsWait(t *testing.T) {
 		}
 	})
 }
+
+func TestContentRangeTotal(t *testing.T) {
+	for cr, want := range map[string]int64{"bytes 0-99/1234": 1234, "bytes */1234": 1234, "bytes 0-99/*": -1, "": -1} {
+		if got := remote.ContentRangeTotal(cr); got != want {
+			t.Errorf("ContentRangeTotal(%q) = %d, want %d", cr, got, want)
+		}
+	}
+}

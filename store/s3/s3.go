@@ -240,7 +240,7 @@ func (s *Store) ReadKeyRange(ctx context.Context, key string, off, n int64) ([]b
 		return nil, fmt.Errorf("read %s [%d,+%d): negative range", key, off, n)
 	}
 	if n == 0 {
-		if err := check(ctx, "read", key); err != nil {
+		if err := remote.CheckKey(ctx, "read", key); err != nil {
 			return nil, err
 		}
 		_, err := s.Stat(ctx, key)
@@ -250,7 +250,7 @@ func (s *Store) ReadKeyRange(ctx context.Context, key string, off, n int64) ([]b
 }
 
 func (s *Store) read(ctx context.Context, key string, off, n int64) ([]byte, error) {
-	if err := check(ctx, "read", key); err != nil {
+	if err := remote.CheckKey(ctx, "read", key); err != nil {
 		return nil, err
 	}
 	if x, ok := s.facts.Get(key); ok && x.Missing {
@@ -294,7 +294,7 @@ func (s *Store) getOnce(ctx context.Context, key string, in *s3.GetObjectInput, 
 	defer out.Body.Close()
 	size := aws.ToInt64(out.ContentLength)
 	if in.Range != nil {
-		size = total(aws.ToString(out.ContentRange))
+		size = remote.ContentRangeTotal(aws.ToString(out.ContentRange))
 	}
 	s.facts.Observe(ctx, key, remote.Fact{Size: size, Tag: aws.ToString(out.ETag)})
 	l := int64(-1) // length unknown
@@ -311,7 +311,7 @@ func (s *Store) getOnce(ctx context.Context, key string, in *s3.GetObjectInput, 
 // one-key listing of name + "/" to see whether it is a directory. A key
 // seen in an earlier response (or in one in flight) needs no request.
 func (s *Store) Stat(ctx context.Context, name string) (store.Entry, error) {
-	if err := check(ctx, "stat", name); err != nil {
+	if err := remote.CheckKey(ctx, "stat", name); err != nil {
 		return store.Entry{}, err
 	}
 	base := path.Base(name)
@@ -357,7 +357,7 @@ func (s *Store) head(ctx context.Context, name string) (store.Entry, error) {
 // by name. A dir with nothing under it does not exist (S3 has no empty
 // directories), except the root.
 func (s *Store) List(ctx context.Context, dir string) ([]store.Entry, error) {
-	if err := check(ctx, "list", dir); err != nil {
+	if err := remote.CheckKey(ctx, "list", dir); err != nil {
 		return nil, err
 	}
 	es, err := s.list(ctx, dir, 0)
@@ -403,7 +403,7 @@ func (s *Store) list(ctx context.Context, dir string, most int32) ([]store.Entry
 				continue
 			}
 			out = append(out, store.Entry{Name: name, Size: aws.ToInt64(o.Size)})
-			s.facts.Observe(ctx, join(dir, name), remote.Fact{Size: aws.ToInt64(o.Size), Tag: aws.ToString(o.ETag)})
+			s.facts.Observe(ctx, remote.Join(dir, name), remote.Fact{Size: aws.ToInt64(o.Size), Tag: aws.ToString(o.ETag)})
 		}
 		if most > 0 && len(out) >= int(most) {
 			break
@@ -453,33 +453,4 @@ func cmp(s, def string) string {
 		return def
 	}
 	return s
-}
-
-// total returns the complete length from a Content-Range header
-// ("bytes 0-99/1234"), -1 if it does not say.
-func total(cr string) int64 {
-	i := strings.LastIndexByte(cr, '/')
-	if i < 0 {
-		return -1
-	}
-	n, err := strconv.ParseInt(cr[i+1:], 10, 64)
-	if err != nil {
-		return -1
-	}
-	return n
-}
-
-// check refuses invalid keys and ended contexts before any request.
-func check(ctx context.Context, op, key string) error {
-	if !fs.ValidPath(key) {
-		return &fs.PathError{Op: op, Path: key, Err: store.ErrOutside}
-	}
-	return ctx.Err()
-}
-
-func join(dir, name string) string {
-	if dir == "." {
-		return name
-	}
-	return dir + "/" + name
 }
