@@ -188,14 +188,49 @@ func readManifest(t testing.TB, dir string) manifest {
 
 // syncBuffer collects a process's stderr; safe for concurrent use.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	written chan struct{} // closed (and replaced) by every Write
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.written != nil {
+		close(s.written)
+		s.written = nil
+	}
 	return s.b.Write(p)
+}
+
+// waitFor reports whether the buffer's contents satisfy ok within d. A line
+// the mount logs before it answers a request can reach the buffer after the
+// reader has its answer: os/exec copies the pipe on its own goroutine. It
+// waits for writes, not for time.
+func (s *syncBuffer) waitFor(d time.Duration, ok func(log string) bool) bool {
+	deadline := time.After(d)
+	for {
+		s.mu.Lock()
+		if ok(s.b.String()) {
+			s.mu.Unlock()
+			return true
+		}
+		if s.written == nil {
+			s.written = make(chan struct{})
+		}
+		written := s.written
+		s.mu.Unlock()
+		select {
+		case <-written:
+		case <-deadline:
+			return false
+		}
+	}
+}
+
+// holding returns a waitFor condition: the log contains substr.
+func holding(substr string) func(string) bool {
+	return func(log string) bool { return strings.Contains(log, substr) }
 }
 
 func (s *syncBuffer) String() string {

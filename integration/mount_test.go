@@ -13,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestZarrPython: zarr-python reading each array through the mount equals
@@ -134,7 +135,7 @@ func TestCorruptChunk(t *testing.T) {
 		if !errors.Is(err, syscall.EIO) {
 			t.Errorf("%s: %v, want EIO", key, err)
 		}
-		if !strings.Contains(m.Stderr.String(), "key="+key) {
+		if !m.Stderr.waitFor(10*time.Second, holding("key="+key)) {
 			t.Errorf("no log line names %s:\n%s", key, m.Stderr)
 		}
 	}

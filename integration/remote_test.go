@@ -195,7 +195,7 @@ func TestHTTPServerDown(t *testing.T) {
 	if eio == 0 {
 		t.Fatal("every read succeeded with the server stopped")
 	}
-	if !strings.Contains(m.Stderr.String(), "level=ERROR") {
+	if !m.Stderr.waitFor(10*time.Second, holding("level=ERROR")) {
 		t.Errorf("no error logged for the failed reads:\n%s", m.Stderr)
 	}
 	if _, err := os.Stat(filepath.Join(m.Dir, ".zarray")); err != nil {

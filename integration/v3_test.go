@@ -275,7 +275,7 @@ func TestV3Conformance(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(m.Dir, p)); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("%s: %v; want it not shown under --as-v2", p, err)
 			}
-			if !eventually(func() bool { return strings.Contains(m.Stderr.String(), "key="+p+" ") }) {
+			if !m.Stderr.waitFor(10*time.Second, holding("key="+p+" ")) {
 				t.Errorf("no log line says %s is not shown:\n%s", p, m.Stderr)
 			}
 		}
@@ -383,11 +383,10 @@ func TestV3CorruptShard(t *testing.T) {
 			t.Errorf("%s: %x, %v; want %d", key, got, err, i)
 		}
 	}
-	logged := func() bool {
-		l := m.Stderr.String()
+	logged := func(l string) bool {
 		return strings.Contains(l, "c/0/1/0") && strings.Contains(l, "checksum")
 	}
-	if !eventually(logged) {
+	if !m.Stderr.waitFor(10*time.Second, logged) {
 		t.Errorf("no log line names the corrupt shard and why:\n%s", m.Stderr)
 	}
 	if !isMounted(t, m.Dir) {
@@ -450,20 +449,5 @@ func TestV3CatInfo(t *testing.T) {
 				t.Errorf("zfuse info %v: %s: %q does not say %s", flags, p, l, how)
 			}
 		}
-	}
-}
-
-// eventually reports whether cond holds within 10 seconds: a mount's log
-// lines reach its Stderr buffer through a pipe, a little after the request
-// that caused them has returned.
-func eventually(cond func() bool) bool {
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond) // polling a pipe's reader
 	}
 }
