@@ -254,14 +254,31 @@ type mounted struct {
 func mount(t testing.TB, src string, flags ...string) *mounted {
 	t.Helper()
 	needMount(t)
+	return startMount(t, zfuse, src, flags...)
+}
+
+// startMount starts bin mount [flags] src DIR, waits until DIR is mounted,
+// and has the test's end stop it with SIGTERM.
+func startMount(t testing.TB, bin, src string, flags ...string) *mounted {
+	t.Helper()
 	m := &mounted{Dir: t.TempDir(), Stderr: &syncBuffer{}, exited: make(chan struct{})}
-	m.cmd = exec.Command(zfuse, append(append([]string{"mount"}, flags...), src, m.Dir)...)
+	m.cmd = exec.Command(bin, append(append([]string{"mount"}, flags...), src, m.Dir)...)
 	m.cmd.Stderr = m.Stderr
 	if err := m.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	go func() { m.err = m.cmd.Wait(); close(m.exited) }()
 	t.Cleanup(func() { m.stop(t, syscall.SIGTERM) })
+	m.waitMounted(t)
+	return m
+}
+
+// waitMounted waits until the kernel lists m.Dir as mounted and zfuse has
+// logged "mounted". The log line matters: go-fuse opens a file on the new
+// mount once it is listed (its poll hack), and a zfuse killed while that
+// file is open hangs for ever in its own FLUSH; after "mounted" it is closed.
+func (m *mounted) waitMounted(t testing.TB) {
+	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for !isMounted(t, m.Dir) {
 		select {
@@ -274,7 +291,9 @@ func mount(t testing.TB, src string, flags ...string) *mounted {
 		}
 		time.Sleep(20 * time.Millisecond) // polling the kernel's mount table
 	}
-	return m
+	if !m.Stderr.waitFor(time.Until(deadline), holding("msg=mounted")) {
+		t.Fatalf("zfuse mounted %s but did not log it:\n%s", m.Dir, m.Stderr)
+	}
 }
 
 // stop sends sig and checks the clean exit. It runs once per mount.

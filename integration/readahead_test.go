@@ -13,7 +13,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // plainZfuse is zfuse built without -race, for measuring memory: the race
@@ -75,7 +74,7 @@ func TestReadaheadProcesses(t *testing.T) {
 	}
 	const decoded, compressed, ahead = 8 << 20, 4 << 20, 8 << 20
 	stats := filepath.Join(dir, "stats.json")
-	m := raMount(t, bin, filepath.Join(dir, "comp.zarr"), "--cache-decoded", "8MiB", "--cache-compressed", "4MiB",
+	m := startMount(t, bin, filepath.Join(dir, "comp.zarr"), "--cache-decoded", "8MiB", "--cache-compressed", "4MiB",
 		"--readahead", "8MiB", "--workers", "2", "--stats-file", stats)
 	idle, err := procStatus(m.cmd.Process.Pid, "VmRSS")
 	if err != nil {
@@ -138,31 +137,6 @@ func TestReadaheadProcesses(t *testing.T) {
 	if limit := int64(decoded+compressed+ahead) + margin; hwm > limit {
 		t.Errorf("peak RSS %d MiB > budgets %d MiB + idle %d MiB + 64 MiB", hwm>>20, (decoded+compressed+ahead)>>20, idle>>20)
 	}
-}
-
-// raMount starts bin mount [flags] src DIR (not the race-built zfuse) and
-// waits until DIR is mounted; the test's end stops it as mount does.
-func raMount(t *testing.T, bin, src string, flags ...string) *mounted {
-	t.Helper()
-	m := &mounted{Dir: t.TempDir(), Stderr: &syncBuffer{}, exited: make(chan struct{})}
-	m.cmd = exec.Command(bin, append(append([]string{"mount"}, flags...), src, m.Dir)...)
-	m.cmd.Stderr = m.Stderr
-	if err := m.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { m.err = m.cmd.Wait(); close(m.exited) }()
-	t.Cleanup(func() { m.stop(t, syscall.SIGTERM) })
-	for deadline := time.Now().Add(time.Minute); !isMounted(t, m.Dir); time.Sleep(20 * time.Millisecond) {
-		select {
-		case <-m.exited:
-			t.Fatalf("zfuse mount exited before mounting: %v\n%s", m.err, m.Stderr)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("zfuse did not mount %s within a minute:\n%s", m.Dir, m.Stderr)
-		}
-	}
-	return m
 }
 
 // procStatus returns a "kB" field of /proc/PID/status in bytes.

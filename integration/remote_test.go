@@ -262,7 +262,7 @@ func TestHTTPLatency(t *testing.T) {
 	scan := func(delay time.Duration) float64 {
 		px.reset()
 		px.delay.Store(int64(delay))
-		m := raMount(t, bin, px.URL+"/big.zarr")
+		m := startMount(t, bin, px.URL+"/big.zarr")
 		defer m.stop(t, syscall.SIGTERM)
 		start := time.Now()
 		n := 0
