@@ -19,7 +19,6 @@ import (
 	"sync/atomic"
 
 	"github.com/dgraph-io/ristretto/v2"
-	"golang.org/x/sync/singleflight"
 )
 
 // A Config sizes a Cache.
@@ -39,9 +38,9 @@ type Config struct {
 // budget accounting drifts (ristretto updates a cost in place, without
 // evicting). It is safe for concurrent use. Close it to stop its goroutines.
 type Cache struct {
-	max   int64                            // immutable after New
-	rc    *ristretto.Cache[string, []byte] // nil when max <= 0; owns the budget
-	group singleflight.Group               // one load per key at a time
+	max    int64                            // immutable after New
+	rc     *ristretto.Cache[string, []byte] // nil when max <= 0; owns the budget
+	flight Flight[[]byte]                   // one load per key at a time
 
 	// Counters, updated atomically.
 	hits, misses, loads, loadErrors, rejected atomic.Int64
@@ -134,13 +133,13 @@ func (c *Cache) Load(ctx context.Context, key string, load func(context.Context)
 	if v, ok := c.Get(key); ok {
 		return v, nil
 	}
-	ch := c.group.DoChan(key, func() (any, error) {
-		// A load for key may have finished between our Get and DoChan.
+	return c.flight.Do(ctx, key, func(ctx context.Context) ([]byte, error) {
+		// A load for key may have finished between our Get and Do.
 		if v, ok := c.get(key); ok {
 			return v, nil
 		}
 		c.loads.Add(1)
-		v, err := load(context.WithoutCancel(ctx))
+		v, err := load(ctx)
 		if err != nil {
 			c.loadErrors.Add(1)
 			return nil, err
@@ -152,15 +151,6 @@ func (c *Cache) Load(ctx context.Context, key string, load func(context.Context)
 		}
 		return v, nil
 	})
-	select {
-	case r := <-ch:
-		if r.Err != nil {
-			return nil, r.Err
-		}
-		return r.Val.([]byte), nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
 }
 
 // Used returns the bytes kept: the sum of cap(value) over kept values, as
@@ -199,6 +189,7 @@ type Stats struct {
 	Rejected   int64 // values offered but not kept: dropped or refused by admission
 	Evicted    int64 // values removed to make room
 	Used, Max  int64 // bytes kept, and the budget
+	Items      int64 // values kept (LRU only)
 }
 
 // Stats returns the counters. It is safe to call at any time.

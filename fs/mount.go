@@ -28,6 +28,11 @@ type MountConfig struct {
 	// the kernel ask for more of a large chunk file at once (gcsfuse does
 	// the same). Failure is logged at Debug and otherwise ignored.
 	KernelReadahead int64
+	// Serving is the serving path to use (see Serving); Auto chooses.
+	// Where the one asked for is refused (passthrough without
+	// CAP_SYS_ADMIN, say), the mount falls back to the next that works,
+	// and logs why once.
+	Serving Serving
 	// writable leaves out the "ro" mount option, so tests can check that
 	// the nodes themselves refuse writes.
 	writable bool
@@ -40,10 +45,35 @@ const (
 	requestSize     = 1 << 20 // largest FUSE read; also the kernel's readahead window, unless KernelReadahead raises it
 )
 
+// A Server is a mounted Tree: the go-fuse server (Unmount, Wait), and how
+// it serves.
+type Server struct {
+	*fuse.Server
+	m *mount
+}
+
+// Serving returns the serving path in use.
+func (s *Server) Serving() Serving { return s.m.serving }
+
+// Stats returns the counts of requests that reached the daemon.
+func (s *Server) Stats() ServeStats {
+	n := &s.m.n
+	return ServeStats{
+		Serving: s.m.serving.String(), PassthroughRefused: s.m.refused,
+		Lookups: n.lookups.Load(), Opens: n.opens.Load(), PassthroughOpens: n.passthroughOpens.Load(),
+		Reads: n.reads.Load(), ReadBytes: n.readBytes.Load(), ChunkReads: n.chunkReads.Load(),
+		Releases: n.releases.Load(), Interrupted: n.interrupted.Load(), DecodeErrors: n.errors.Load(),
+	}
+}
+
 // Mount mounts t read-only at dir and serves it until the returned server
 // is unmounted (srv.Unmount, or fusermount3 -u); srv.Wait waits for that.
 // ctx is for reading the root metadata only.
-func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*fuse.Server, error) {
+//
+// Auto serves through Passthrough where the kernel and the process allow
+// it, else NoOpen, else Open. The path chosen is logged at Info, with the
+// reason when it is not the one asked for.
+func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*Server, error) {
 	onPanic := cfg.OnPanic
 	if onPanic == nil {
 		onPanic = func(v any) {
@@ -77,7 +107,7 @@ func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*fuse.Ser
 	if !cfg.writable {
 		opts.MountOptions.Options = []string{"ro"}
 	}
-	m := &mount{born: time.Now()}
+	m := &mount{born: time.Now(), ready: make(chan struct{})}
 	root, err := t.root(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
@@ -85,6 +115,20 @@ func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*fuse.Ser
 	srv, err := fusefs.Mount(dir, &dirNode{t: t, n: root, m: m}, opts)
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
+	}
+	// Opens wait for this: under NoOpen the first OPEN's ENOSYS decides
+	// for the whole connection.
+	m.serving, m.refused = choose(srv, cfg.Serving)
+	t.chunks.SetFiles(m.serving == Passthrough)
+	close(m.ready)
+	attrs := []any{"serving", m.serving.String(), "mountpoint", dir}
+	if m.refused != "" {
+		attrs = append(attrs, "why", m.refused)
+	}
+	if cfg.Serving != Auto && cfg.Serving != m.serving {
+		t.log.Warn("serving path falls back", append(attrs, "wanted", cfg.Serving.String())...)
+	} else {
+		t.log.Info("serving path", attrs...)
 	}
 	if cfg.KernelReadahead > 0 {
 		bdi, from, err := setKernelReadahead(dir, cfg.KernelReadahead)
@@ -94,7 +138,7 @@ func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*fuse.Ser
 			t.log.Info("kernel readahead raised", "mountpoint", dir, "bdi", bdi, "from_kb", from, "to_kb", cfg.KernelReadahead>>10)
 		}
 	}
-	return srv, nil
+	return &Server{Server: srv, m: m}, nil
 }
 
 // setKernelReadahead sets the readahead of the file system mounted at dir to

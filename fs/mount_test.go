@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/zfuse/zfuse/readahead"
 )
 
 func TestMount(t *testing.T) {
@@ -143,8 +145,8 @@ func TestStatNeverDecodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if used := tr.chunks.(*DecodedCache).Used(); used != 0 {
-		t.Errorf("after stat the cache holds %d bytes: something decoded", used)
+	if st := tr.chunks.(*readahead.Loader).Stats(); st.Reads != 0 || len(st.Decode) != 0 {
+		t.Errorf("after stat: %v: something was read or decoded", st)
 	}
 }
 

@@ -3,16 +3,19 @@ package fs
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/zfuse/zfuse/readahead"
 )
 
 // dirNode is a directory of the mount. Its node never changes.
@@ -35,17 +38,42 @@ type fileNode struct {
 type mount struct {
 	born  time.Time // reported as every file's times
 	procs tgids     // the process of each reading thread
+
+	ready   chan struct{} // closed once serving is set
+	serving Serving       // the serving path; set once, before ready is closed
+	refused string        // why not passthrough, where it was wanted; set with serving
+
+	n serveCounters
 }
 
-// A chunkHandle is one open of a chunk file. It keeps the decoded chunk
-// after the first read, so that the kernel's further reads of the same open
-// file (O_DIRECT reads, chunks larger than one FUSE request, mmap faults)
-// neither decode again nor count as new reads for readahead, whatever the
-// decoded tier's admission policy did with the chunk. It is safe for
-// concurrent use (reads of one open file may run in parallel); the chunk is
-// dropped when the file is closed.
+// A chunkHandle is one open of a chunk file under Passthrough: the open
+// decoded chunk, which the kernel reads itself (PassthroughFd). Reads that
+// reach the daemon anyway (O_DIRECT opens, which are not passed through)
+// are served from it, so the kernel's many reads of one open neither decode
+// again nor count as new reads for readahead. Release closes it. It is
+// safe for concurrent use.
 type chunkHandle struct {
-	data atomic.Pointer[[]byte] // the decoded chunk once read; shared, never modified
+	f           *readahead.File
+	passthrough bool           // offer the file to the kernel
+	n           *serveCounters // the mount's
+}
+
+var (
+	_ fusefs.FilePassthroughFder = (*chunkHandle)(nil)
+	_ fusefs.FileReleaser        = (*chunkHandle)(nil)
+)
+
+// PassthroughFd gives go-fuse the file to register with the kernel.
+func (h *chunkHandle) PassthroughFd() (int, bool) {
+	fd := h.f.Fd()
+	return fd, h.passthrough && fd >= 0
+}
+
+// Release closes the chunk when the kernel closes the file.
+func (h *chunkHandle) Release(context.Context) syscall.Errno {
+	h.n.releases.Add(1)
+	h.f.Close()
+	return 0
 }
 
 var (
@@ -99,6 +127,7 @@ func (m *mount) inode(ctx context.Context, parent *fusefs.Inode, t *Tree, n *nod
 }
 
 func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+	d.m.n.lookups.Add(1)
 	n, err := d.t.child(ctx, d.n, name)
 	if err != nil {
 		return nil, errno(ctx, d.t.log, "lookup", join(d.n.key, name), err)
@@ -132,42 +161,68 @@ func (f *fileNode) Getattr(ctx context.Context, _ fusefs.FileHandle, out *fuse.A
 	return 0
 }
 
-// Open refuses writing. Every file is immutable for the life of the mount,
-// so the kernel may keep its page cache across opens (FOPEN_KEEP_CACHE);
-// an O_DIRECT open asks to bypass that cache, and gets direct I/O
-// (FOPEN_DIRECT_IO) for that open only. Chunk files get a chunkHandle.
+// Open refuses writing, then opens the file as the mount's serving path
+// says (see Serving): under NoOpen it answers ENOSYS, after which the
+// kernel sends no more OPENs; under Passthrough a chunk file's open
+// decodes the chunk (readahead sees the read here, since no READ will
+// follow) and hands the kernel the file holding it; otherwise the open
+// keeps the page cache (FOPEN_KEEP_CACHE), which is valid for the life of
+// the mount. An O_DIRECT open asks to bypass the page cache, and gets
+// direct I/O (FOPEN_DIRECT_IO) for that open only.
 func (f *fileNode) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, uint32, syscall.Errno) {
+	f.m.n.opens.Add(1)
 	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
 		return nil, 0, syscall.EROFS
 	}
-	var fh fusefs.FileHandle
-	if f.n.kind == kindChunk {
-		fh = &chunkHandle{}
+	serving, err := f.m.servingPath(ctx)
+	if err != nil {
+		return nil, 0, f.errno(ctx, "open", err)
 	}
-	if flags&syscall.O_DIRECT != 0 {
-		return fh, fuse.FOPEN_DIRECT_IO, 0
+	direct := flags&syscall.O_DIRECT != 0
+	switch {
+	case serving == NoOpen:
+		return nil, 0, syscall.ENOSYS
+	case serving == Passthrough && f.n.kind == kindChunk:
+		cf, err := f.t.chunks.Open(ctx, f.n.arr.a, f.n.arr.path, f.n.coords, f.pid(ctx))
+		if err != nil {
+			return nil, 0, f.errno(ctx, "open", err)
+		}
+		// O_DIRECT is not passed through: a memfd cannot do direct I/O.
+		h := &chunkHandle{f: cf, passthrough: !direct, n: &f.m.n}
+		if direct {
+			return h, fuse.FOPEN_DIRECT_IO, 0
+		}
+		f.m.n.passthroughOpens.Add(1)
+		return h, 0, 0
+	case direct:
+		return nil, fuse.FOPEN_DIRECT_IO, 0
 	}
-	return fh, fuse.FOPEN_KEEP_CACHE, 0
+	return nil, fuse.FOPEN_KEEP_CACHE, 0
 }
 
 // Read serves [off, off+len(dest)) of the file. The reader that readahead
 // tracks is the calling thread's process (see tgids).
 func (f *fileNode) Read(ctx context.Context, fh fusefs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	var pid uint32
-	if c, ok := fuse.FromContext(ctx); ok {
-		pid = f.m.procs.of(c.Pid)
-	}
+	f.m.n.reads.Add(1)
 	var b []byte
 	var err error
 	if h, ok := fh.(*chunkHandle); ok {
-		b, err = h.read(ctx, f.t, f.n, pid)
-		b = clip(b, off, int64(len(dest)))
+		var n int
+		n, err = h.f.ReadAt(dest[:max(min(int64(len(dest)), h.f.Size()-off), 0)], off)
+		b = dest[:n]
+		if errors.Is(err, io.EOF) {
+			err = nil
+		}
 	} else {
-		b, err = f.t.readAt(ctx, f.n, off, int64(len(dest)), pid)
+		b, err = f.t.readAt(ctx, f.n, off, int64(len(dest)), f.pid(ctx))
 	}
 	if err != nil {
-		return nil, errno(ctx, f.t.log, "read", f.n.key, err)
+		return nil, f.errno(ctx, "read", err)
 	}
+	if f.n.kind == kindChunk {
+		f.m.n.chunkReads.Add(1)
+	}
+	f.m.n.readBytes.Add(int64(len(b)))
 	return fuse.ReadResultData(b), 0
 }
 
@@ -178,16 +233,24 @@ func (f *fileNode) Flush(context.Context, fusefs.FileHandle) syscall.Errno {
 	return syscall.ENOSYS
 }
 
-// read returns the whole chunk of n, decoding it on the handle's first read.
-func (h *chunkHandle) read(ctx context.Context, t *Tree, n *node, pid uint32) ([]byte, error) {
-	if p := h.data.Load(); p != nil {
-		return *p, nil
+// pid returns the process that made the request (see tgids).
+func (f *fileNode) pid(ctx context.Context) uint32 {
+	if c, ok := fuse.FromContext(ctx); ok {
+		return f.m.procs.of(c.Pid)
 	}
-	b, err := t.chunk(ctx, n, pid)
-	if err == nil {
-		h.data.Store(&b)
+	return 0
+}
+
+// errno maps err for a request on f, counting failures.
+func (f *fileNode) errno(ctx context.Context, op string, err error) syscall.Errno {
+	e := errno(ctx, f.t.log, op, f.n.key, err)
+	switch e {
+	case syscall.EINTR:
+		f.m.n.interrupted.Add(1)
+	case syscall.EIO:
+		f.m.n.errors.Add(1)
 	}
-	return b, err
+	return e
 }
 
 // tgids maps the thread ids FUSE requests carry to their thread group

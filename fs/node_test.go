@@ -8,42 +8,61 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
+	"log/slog"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 
+	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/zarr"
 )
 
 // recorder is a Chunks that remembers every call and serves from c.
 type recorder struct {
-	c Chunks
+	Chunks
 
 	mu    sync.Mutex
 	calls []chunkCall
 }
 
 type chunkCall struct {
+	op     string // "read" or "open"
 	path   string
 	coords string
 	pid    uint32
 }
 
-func (r *recorder) Chunk(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32) ([]byte, error) {
+func (r *recorder) record(op string, a *zarr.Array, path string, coords []int, pid uint32) {
 	r.mu.Lock()
-	r.calls = append(r.calls, chunkCall{path, a.ChunkKey(coords), pid})
+	r.calls = append(r.calls, chunkCall{op, path, a.ChunkKey(coords), pid})
 	r.mu.Unlock()
-	return r.c.Chunk(ctx, a, path, coords, pid)
 }
 
-func (r *recorder) take() []chunkCall {
+func (r *recorder) Read(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32, off, n int64) ([]byte, error) {
+	r.record("read", a, path, coords, pid)
+	return r.Chunks.Read(ctx, a, path, coords, pid, off, n)
+}
+
+func (r *recorder) Open(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32) (*readahead.File, error) {
+	r.record("open", a, path, coords, pid)
+	return r.Chunks.Open(ctx, a, path, coords, pid)
+}
+
+// take returns the calls since the last take, and how many of each op.
+func (r *recorder) take() (calls []chunkCall, reads, opens int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c := r.calls
-	r.calls = nil
-	return c
+	calls, r.calls = r.calls, nil
+	for _, c := range calls {
+		if c.op == "read" {
+			reads++
+		} else {
+			opens++
+		}
+	}
+	return calls, reads, opens
 }
 
 func TestTgids(t *testing.T) {
@@ -73,10 +92,14 @@ func TestTgids(t *testing.T) {
 	}
 }
 
-// TestChunkReads checks what the mount asks of Chunks: the array's store
-// directory ("" for a root array), the chunk, the reading process; one call
-// per open however many FUSE reads the open makes (O_DIRECT reads of a few
-// bytes each), and none when the page cache still holds the file.
+// TestChunkReads checks what the mount asks of Chunks on each serving
+// path: the array's store directory ("" for a root array), the chunk, the
+// reading process; a chunk decoded once however many FUSE reads one open
+// makes (O_DIRECT reads of a few bytes each); and what reaches the daemon
+// for buffered opens: under passthrough an open and no READ (the kernel
+// reads the backing file, named in the OPEN reply), under no-open one READ
+// and then nothing at all (no OPEN after the first, the page cache serves),
+// under open an OPEN each time and a READ only the first time.
 func TestChunkReads(t *testing.T) {
 	s := newTestStore(t)
 	// A second store whose root is an array.
@@ -89,67 +112,105 @@ func TestChunkReads(t *testing.T) {
 		rs.write(t, string(rune('0'+i))+".0", zlibBytes(t, raw))
 		rs.raw[string(rune('0'+i))+".0"] = raw
 	}
-	for _, c := range []struct {
-		s    *testStore
-		key  string
-		path string // as Chunks must get it
-	}{
-		{s, "temp/1.2", "temp"},
-		{s, "group/nested/1/0", "group/nested"},
-		{s, "legacy/1/1", "legacy"},
-		{rs, "1.0", ""},
-	} {
-		t.Run(c.key, func(t *testing.T) {
-			ds, err := store.Dir(c.s.root)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { ds.Close() })
-			dc := NewDecodedCache(ds, 1<<20, 2)
-			t.Cleanup(func() { dc.Close() })
-			rec := &recorder{c: dc}
-			mnt := mountTree(t, New(Config{Store: ds, Chunks: rec}), false)
-			want := c.s.raw[c.key]
-			p := filepath.Join(mnt, filepath.FromSlash(c.key))
+	servings(t, func(t *testing.T, serving Serving) {
+		for _, c := range []struct {
+			s    *testStore
+			key  string
+			path string // as Chunks must get it
+		}{
+			{s, "temp/1.2", "temp"},
+			{s, "group/nested/1/0", "group/nested"},
+			{s, "legacy/1/1", "legacy"},
+			{rs, "1.0", ""},
+		} {
+			t.Run(c.key, func(t *testing.T) { checkChunkReads(t, serving, c.s, c.key, c.path) })
+		}
+	})
+}
 
-			f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_DIRECT, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []byte
-			buf := make([]byte, 5)
-			for {
-				n, err := f.Read(buf)
-				got = append(got, buf[:n]...)
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
-			f.Close()
-			if !bytes.Equal(got, want) {
-				t.Fatalf("O_DIRECT reads: %x, want %x", got, want)
-			}
-			calls := rec.take()
-			wantCall := chunkCall{c.path, c.key[len(c.path):], uint32(os.Getpid())}
-			if c.path != "" {
-				wantCall.coords = c.key[len(c.path)+1:]
-			}
-			if len(got) > len(buf) && !slices.Equal(calls, []chunkCall{wantCall}) {
-				t.Errorf("%d FUSE reads of one open made calls %v, want one: %v", len(got)/len(buf), calls, wantCall)
-			}
+func checkChunkReads(t *testing.T, serving Serving, s *testStore, key, path string) {
+	ds, err := store.Dir(s.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ds.Close() })
+	var logs logBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	loader := testLoader(t, ds, nil)
+	rec := &recorder{Chunks: loader}
+	mnt, srv := mountServing(t, New(Config{Store: ds, Chunks: rec, Log: log}), false, serving, true)
+	want := s.raw[key]
+	p := filepath.Join(mnt, filepath.FromSlash(key))
+	wantCall := chunkCall{path: path, coords: key[len(path):], pid: uint32(os.Getpid())}
+	if path != "" {
+		wantCall.coords = key[len(path)+1:]
+	}
+	decodes := func() int64 {
+		var n int64
+		for _, d := range loader.Stats().Decode {
+			n += d.Chunks
+		}
+		return n
+	}
 
-			for i := range 2 { // buffered: the second open is served by the page cache
-				if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, want) {
-					t.Fatalf("read %d: %x, %v", i, got, err)
-				}
-				if calls := rec.take(); len(calls) != 1-i {
-					t.Errorf("buffered open %d made calls %v, want %d", i, calls, 1-i)
-				}
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_DIRECT, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	buf := make([]byte, 5)
+	for {
+		n, err := f.Read(buf)
+		got = append(got, buf[:n]...)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.Close()
+	if !bytes.Equal(got, want) {
+		t.Fatalf("O_DIRECT reads: %x, want %x", got, want)
+	}
+	calls, reads, opens := rec.take()
+	for _, c := range calls {
+		if c.path != wantCall.path || c.coords != wantCall.coords || c.pid != wantCall.pid {
+			t.Errorf("call %+v, want path %q, chunk %q, pid %d", c, wantCall.path, wantCall.coords, wantCall.pid)
+		}
+	}
+	if d := decodes(); d != 1 {
+		t.Errorf("%d FUSE reads of one O_DIRECT open decoded the chunk %d times, want once", len(got)/len(buf)+1, d)
+	}
+	if serving == Passthrough && (opens != 1 || reads != 0) {
+		t.Errorf("O_DIRECT open under passthrough: %d opens and %d reads of Chunks, want 1 open (reads served by the handle)", opens, reads)
+	}
+
+	before := srv.Stats()
+	for i := range 2 {
+		if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("buffered read %d: %x, %v", i, got, err)
+		}
+		_, reads, opens := rec.take()
+		st := srv.Stats()
+		daemonReads, daemonOpens := st.ChunkReads-before.ChunkReads, st.Opens-before.Opens
+		before = st
+		switch serving {
+		case Passthrough:
+			if opens != 1 || reads != 0 || daemonReads != 0 {
+				t.Errorf("buffered open %d: %d opens and %d reads of Chunks, %d READs reached the daemon; want 1 open and no read", i, opens, reads, daemonReads)
 			}
-		})
+		case NoOpen, Open:
+			if want := 1 - i; reads != want || daemonReads != int64(want) || opens != 0 {
+				t.Errorf("buffered open %d: %d reads of Chunks, %d READs reached the daemon, %d opens; want %d reads, no opens", i, reads, daemonReads, opens, want)
+			}
+			if wantOpens := int64(0); serving == Open && daemonOpens != 1 || serving == NoOpen && daemonOpens != wantOpens {
+				t.Errorf("buffered open %d under %v: %d OPENs reached the daemon", i, serving, daemonOpens)
+			}
+		}
+	}
+	if serving == Passthrough && !strings.Contains(logs.String(), "backing=") {
+		t.Errorf("no OPEN reply names a backing file:\n%s", logs.String())
 	}
 }
 

@@ -23,21 +23,14 @@ func (t *Tree) readAt(ctx context.Context, n *node, off, size int64, pid uint32)
 	case kindMeta:
 		return clip(n.data, off, size), nil
 	case kindChunk:
-		b, err := t.chunk(ctx, n, pid)
-		if err != nil {
-			return nil, err
+		if off >= n.size { // direct I/O reads past the end: nothing to decode
+			return nil, nil
 		}
-		return clip(b, off, size), nil
+		// The array's key prefix in the store, not n.key: the chunk
+		// source finds the stored key (or shard) itself.
+		return t.chunks.Read(ctx, n.arr.a, n.arr.path, n.coords, pid, off, size)
 	}
 	return store.ReadRange(ctx, t.store, n.key, off, size)
-}
-
-// chunk returns the whole decoded chunk n (a kindChunk node) serves, for a
-// read by process pid. The slice is shared: callers must not modify it.
-func (t *Tree) chunk(ctx context.Context, n *node, pid uint32) ([]byte, error) {
-	// The array's key prefix in the store, not n.key: the chunk source
-	// finds the stored key (or shard) itself.
-	return t.chunks.Chunk(ctx, n.arr.a, n.arr.path, n.coords, pid)
 }
 
 // clip returns b[off:off+n] limited to b's length.

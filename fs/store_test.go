@@ -17,6 +17,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store"
 )
 
@@ -263,11 +264,43 @@ func newTestTree(t testing.TB, s *testStore) (*Tree, *logBuffer) {
 	t.Cleanup(func() { ds.Close() })
 	logs := &logBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	return New(Config{Store: ds, Log: log, CacheBytes: 1 << 20, Workers: 2}), logs
+	return New(Config{Store: ds, Log: log, Chunks: testLoader(t, ds, log)}), logs
 }
 
-// mountTree mounts tr for real and unmounts it when the test ends.
+// testLoader returns the chunk loader the tests' trees use: the real one,
+// with small budgets, closed when the test ends.
+func testLoader(t testing.TB, s store.Store, log *slog.Logger) *readahead.Loader {
+	l := readahead.New(readahead.Config{Store: s, Log: log, DecodedBudget: 1 << 20, ReadaheadBudget: 1 << 20})
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// mountTree mounts tr for real on the serving path $ZFUSE_SERVING (Auto
+// if unset) and unmounts it when the test ends.
 func mountTree(t *testing.T, tr *Tree, writable bool) string {
+	t.Helper()
+	serving, _ := ParseServing(os.Getenv("ZFUSE_SERVING"))
+	dir, _ := mountServing(t, tr, writable, serving, false)
+	return dir
+}
+
+// servings are the serving paths a test runs on: each one this process
+// can use (Passthrough needs root, and is skipped locally without it).
+func servings(t *testing.T, f func(t *testing.T, s Serving)) {
+	for _, s := range []Serving{Passthrough, NoOpen, Open} {
+		t.Run(s.String(), func(t *testing.T) {
+			if s == Passthrough {
+				fsNeed(t, "root, for FUSE passthrough", os.Geteuid() == 0)
+			}
+			f(t, s)
+		})
+	}
+}
+
+// mountServing mounts tr on the serving path s, checks that the mount uses
+// it, and unmounts it when the test ends.
+// With debug, every FUSE request is logged to tr's log.
+func mountServing(t *testing.T, tr *Tree, writable bool, s Serving, debug bool) (string, *Server) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("mounts are not short")
@@ -279,6 +312,8 @@ func mountTree(t *testing.T, tr *Tree, writable bool) string {
 	srv, err := Mount(context.Background(), dir, tr, MountConfig{
 		FsName:   "zfuse-test",
 		OnPanic:  func(v any) { t.Errorf("FUSE request panicked: %v", v) },
+		Serving:  s,
+		Debug:    debug,
 		writable: writable,
 	})
 	if err != nil {
@@ -289,5 +324,8 @@ func mountTree(t *testing.T, tr *Tree, writable bool) string {
 			t.Errorf("unmount: %v", err)
 		}
 	})
-	return dir
+	if s != Auto && srv.Serving() != s {
+		t.Fatalf("mounted on %v, asked for %v: %s", srv.Serving(), s, srv.Stats().PassthroughRefused)
+	}
+	return dir, srv
 }

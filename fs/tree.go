@@ -23,7 +23,6 @@ import (
 	iofs "io/fs"
 	"log/slog"
 	"path"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,11 +39,9 @@ type Config struct {
 	// Store is the compressed store. It should be a store.Lister (to list
 	// directories) and a store.Stater or RangeReader (for speed).
 	Store store.Store
-	// Chunks serves decoded chunks. Nil means a DecodedCache over Store with
-	// CacheBytes and Workers.
-	Chunks     Chunks
-	CacheBytes int64 // decoded-chunk budget; 0 means 256 MiB
-	Workers    int   // concurrent decodes; 0 means GOMAXPROCS
+	// Chunks serves decoded chunks, a *readahead.Loader over Store. It is
+	// required.
+	Chunks Chunks
 	// AsV2 presents Zarr v3 groups and arrays as Zarr v2 ones (.zgroup,
 	// .zattrs, .zmetadata, .zarray, v2 chunk keys) and hides zarr.json, for
 	// readers that only know v2. v3 arrays with no v2 equivalent are not
@@ -64,10 +61,9 @@ type Tree struct {
 	log    *slog.Logger // immutable
 	asV2   bool         // immutable
 
-	loads   singleflight.Group // one metadata load per directory at a time
-	dirs    sync.Map           // directory key -> *dirMeta
-	metas   sync.Map           // .zmetadata key -> []byte, presented
-	indexes shardIndexes       // parsed shard indexes of v3 arrays (v3.go)
+	loads singleflight.Group // one metadata load per directory at a time
+	dirs  sync.Map           // directory key -> *dirMeta
+	metas sync.Map           // .zmetadata key -> []byte, presented
 }
 
 // New returns a Tree over cfg.Store.
@@ -76,18 +72,10 @@ func New(cfg Config) *Tree {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	chunks := cfg.Chunks
-	if chunks == nil {
-		budget, workers := cfg.CacheBytes, cfg.Workers
-		if budget <= 0 {
-			budget = 256 << 20
-		}
-		if workers <= 0 {
-			workers = runtime.GOMAXPROCS(0)
-		}
-		chunks = NewDecodedCache(cfg.Store, budget, workers)
+	if cfg.Chunks == nil {
+		panic("fs: Config.Chunks is nil")
 	}
-	return &Tree{store: cfg.Store, chunks: chunks, log: log, asV2: cfg.AsV2}
+	return &Tree{store: cfg.Store, chunks: cfg.Chunks, log: log, asV2: cfg.AsV2}
 }
 
 // kind says how a path's bytes are produced.

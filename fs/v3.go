@@ -9,10 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 
-	"golang.org/x/sync/singleflight"
 
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/zarr"
@@ -393,7 +391,7 @@ func (t *Tree) v3Chunk(ctx context.Context, dir *node, name string, coords []int
 		return n, nil
 	}
 	n.stored = 0
-	ix, err := t.shardIndex(ctx, x, skey, size)
+	ix, err := t.chunks.ShardIndex(ctx, x.a, skey, size)
 	switch {
 	case errors.Is(err, iofs.ErrNotExist), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return nil, err
@@ -410,110 +408,3 @@ func (t *Tree) v3Chunk(ctx context.Context, dir *node, name string, coords []int
 	return n, nil
 }
 
-// shardIndexes keeps parsed shard indexes (and the errors of those that do
-// not parse), so that listing and looking up the inner chunks of a shard
-// reads its index once.
-type shardIndexes struct {
-	group singleflight.Group // one load per shard at a time
-
-	mu sync.Mutex             // guards m
-	m  map[string]indexResult // by shard key; at most maxShardIndexes entries
-}
-
-// indexResult is a parsed index, or why the shard's index does not parse.
-type indexResult struct {
-	ix  *zarr.Index
-	err error
-}
-
-// maxShardIndexes bounds the indexes kept (16 bytes per inner chunk each).
-const maxShardIndexes = 4096
-
-func (c *shardIndexes) get(key string) (indexResult, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r, ok := c.m[key]
-	return r, ok
-}
-
-func (c *shardIndexes) put(key string, r indexResult) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[string]indexResult{}
-	}
-	for k := range c.m { // make room: drop any
-		if len(c.m) < maxShardIndexes {
-			break
-		}
-		delete(c.m, k)
-	}
-	c.m[key] = r
-}
-
-// shardIndex returns the parsed index of the shard of array x stored under
-// key, of size bytes. A shard whose index does not parse gives an error
-// wrapping the reason (codec.ErrChecksum, codec.ErrCorrupt), logged once; a
-// missing shard one wrapping fs.ErrNotExist. If ctx ends first it returns
-// ctx.Err() and the load goes on.
-func (t *Tree) shardIndex(ctx context.Context, x *array, key string, size int64) (*zarr.Index, error) {
-	c := &t.indexes
-	if r, ok := c.get(key); ok {
-		return r.ix, r.err
-	}
-	ch := c.group.DoChan(key, func() (any, error) {
-		if r, ok := c.get(key); ok {
-			return r, nil
-		}
-		r, err := t.loadIndex(context.WithoutCancel(ctx), x, key, size)
-		if err != nil { // a store error: not kept
-			return nil, err
-		}
-		c.put(key, r)
-		return r, nil
-	})
-	select {
-	case res := <-ch:
-		if res.Err != nil {
-			return nil, res.Err
-		}
-		r := res.Val.(indexResult)
-		return r.ix, r.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// loadIndex reads and parses a shard's index: a range read, or the whole
-// shard when codecs over the whole shard must be undone first. Store errors
-// are returned; parse errors are the result.
-func (t *Tree) loadIndex(ctx context.Context, x *array, key string, size int64) (indexResult, error) {
-	a, sh := x.a, x.a.Shard()
-	var b []byte
-	var err error
-	if a.WholeShard() {
-		var src []byte
-		if src, err = t.store.ReadKey(ctx, key); err != nil {
-			return indexResult{}, err
-		}
-		if src, err = a.UnwrapShard(src); err == nil {
-			size = int64(len(src))
-			off, n := sh.IndexRange(size)
-			b = src[off : off+n]
-		}
-	} else {
-		off, n := sh.IndexRange(size)
-		if b, err = store.ReadRange(ctx, t.store, key, off, n); err != nil {
-			return indexResult{}, err
-		}
-	}
-	var ix *zarr.Index
-	if err == nil {
-		ix, err = sh.ParseIndex(b, size)
-	}
-	if err != nil {
-		err = fmt.Errorf("shard %s: %w", key, err)
-		t.log.WarnContext(ctx, "shard index unreadable: its chunks fail with EIO", "key", key, "err", err)
-	}
-	return indexResult{ix: ix, err: err}, nil
-}

@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/zarr"
 )
@@ -450,10 +451,8 @@ func newV3Tree(t testing.TB, s *v3Store, asV2 bool) (*Tree, *logBuffer) {
 	}
 	t.Cleanup(func() { ds.Close() })
 	logs := &logBuffer{}
-	tr := New(Config{Store: ds, Log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), CacheBytes: 1 << 20, Workers: 2, AsV2: asV2})
-	if c, ok := tr.chunks.(*DecodedCache); ok {
-		t.Cleanup(func() { c.Close() })
-	}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	tr := New(Config{Store: ds, Log: log, Chunks: testLoader(t, ds, log), AsV2: asV2})
 	return tr, logs
 }
 
@@ -544,8 +543,8 @@ func TestV3StatNeverDecodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if used := tr.chunks.(*DecodedCache).Used(); used != 0 {
-		t.Errorf("after stat the cache holds %d bytes: something decoded", used)
+	if st := tr.chunks.(*readahead.Loader).Stats(); st.Reads != 0 || len(st.Decode) != 0 {
+		t.Errorf("after stat: %v: something was read or decoded", st)
 	}
 }
 

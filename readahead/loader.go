@@ -28,9 +28,18 @@ type Config struct {
 	// once per array.
 	Decoder func(*zarr.Array) codec.BatchDecoder
 
+	// Files keeps decoded chunks in memfds, decoded straight into them,
+	// instead of on the heap: files that the kernel reads itself through
+	// FUSE passthrough (Open). Chunks stored uncompressed in a local store
+	// (a store.FileOpener) are then opened as stored, not copied.
+	Files bool
+
 	DecodedBudget    int64 // chunks that have been read, decoded
 	CompressedBudget int64 // stored values, as read from the store
 	ReadaheadBudget  int64 // chunks prefetched and not yet read, decoded or decoding
+	// MaxFiles bounds the memfds the decoded tier keeps (each is a file
+	// descriptor) when Files is set; 0 means no bound beyond the budget.
+	MaxFiles int
 
 	Policy   Policy        // the zero Policy uses its defaults
 	TTL      time.Duration // how long a prefetched chunk waits unread; 0 means 30s
@@ -40,34 +49,49 @@ type Config struct {
 	Log *slog.Logger // nil means discard
 }
 
-// A Loader returns decoded chunks and decodes ahead of its readers. It is
-// safe for concurrent use; Close stops its goroutines.
+// A Loader returns decoded chunks and decodes ahead of its readers. It
+// holds three tiers: the decoded tier (chunks that have been read), the
+// compressed tier (values as stored), and staging (chunks prefetched and
+// not yet read). It is safe for concurrent use; Close stops its goroutines.
+//
+// Where decoded bytes live depends on who serves them. Read hands out
+// bytes from the heap for the kernel's page cache to keep, and drops its
+// own copy once the kernel has every byte of a chunk, so the bytes are
+// held once (in the page cache). Open hands out a file (with Config.Files
+// a memfd the chunk was decoded into) for the kernel to read itself; the
+// decoded tier keeps those files within its budget for the next open, and
+// a file evicted while open stays alive until it is closed.
 type Loader struct {
 	// Immutable after New.
 	store      store.Store
 	decoder    func(*zarr.Array) codec.BatchDecoder
+	decodedOff bool // no decoded tier: every read loads
 	policy     Policy
 	ttl        time.Duration
 	maxStreams int
 	log        *slog.Logger
-	decoded    *cache.Cache  // chunks that have been read
-	compressed *cache.Cache  // stored values
-	staging    *staging      // prefetched chunks not yet read
-	shards     shardIndexes  // parsed shard indexes
-	fetch      chan struct{} // a semaphore: one token per prefetch store read
+	decoded    *cache.LRU[*chunk] // chunks that have been read
+	compressed *cache.Cache       // stored values
+	staging    *staging           // prefetched chunks not yet read
+	shards     shardIndexes       // parsed shard indexes
+	memfds     fileStats          // memfds alive, over every holder
+	fetch      chan struct{}      // a semaphore: one token per prefetch store read
 
 	ctx    context.Context // the lifetime of background work; ends at Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // every goroutine the Loader starts
 
+	files atomic.Bool // decode into memfds (Config.Files, SetFiles)
+
 	mu          sync.Mutex // guards the fields below
 	closed      bool       // no goroutine starts once set
 	streams     map[streamID]*stream
 	batch       map[*zarr.Array]codec.BatchDecoder
+	orders      map[*zarr.Array]*orderOnce
 	decodeStats map[string]*DecodeStats // by zarr.Array.Codecs
 
 	// Counters, updated atomically.
-	reads, storeReads, waits, prefetchErrors atomic.Int64
+	reads, storeReads, waits, prefetchErrors, dropped, storedOpens atomic.Int64
 }
 
 // A streamID names one reader of one array.
@@ -76,10 +100,20 @@ type streamID struct {
 	pid  uint32
 }
 
-// A stream is what the policy remembers about one reader.
+// A stream is what the policy remembers about one reader: its state in
+// chunk-grid order, and in name order for readers that follow no pattern
+// in grid order (see nameOrder).
 type stream struct {
-	state State
-	last  time.Time // last read, to forget idle readers
+	state  State
+	named  State
+	misses int       // reads since the last one on a grid pattern
+	last   time.Time // last read, to forget idle readers
+}
+
+// orderOnce computes an array's name order once, on first need.
+type orderOnce struct {
+	once  sync.Once
+	order *nameOrder
 }
 
 // New returns a Loader. It starts a goroutine that expires unread
@@ -89,6 +123,7 @@ func New(cfg Config) *Loader {
 	l := &Loader{
 		store:       cfg.Store,
 		decoder:     cfg.Decoder,
+		decodedOff:  cfg.DecodedBudget <= 0,
 		policy:      cfg.Policy,
 		ttl:         cfg.TTL,
 		maxStreams:  cfg.Streams,
@@ -97,6 +132,7 @@ func New(cfg Config) *Loader {
 		cancel:      cancel,
 		streams:     map[streamID]*stream{},
 		batch:       map[*zarr.Array]codec.BatchDecoder{},
+		orders:      map[*zarr.Array]*orderOnce{},
 		decodeStats: map[string]*DecodeStats{},
 	}
 	if l.decoder == nil {
@@ -116,24 +152,27 @@ func New(cfg Config) *Loader {
 		fetchers = 64
 	}
 	l.fetch = make(chan struct{}, fetchers)
-	l.decoded = newCache(cfg.DecodedBudget, 1<<20)
-	l.compressed = newCache(cfg.CompressedBudget, 256<<10)
+	l.files.Store(cfg.Files)
+	l.decoded = cache.NewLRU(cache.LRUConfig[*chunk]{
+		MaxBytes: cfg.DecodedBudget,
+		MaxItems: cfg.MaxFiles,
+		Size:     func(c *chunk) int64 { return c.size },
+		Drop:     (*chunk).release,
+	})
+	compressed, err := cache.New(cache.Config{MaxBytes: cfg.CompressedBudget, ItemBytes: 256 << 10})
+	if err != nil {
+		panic("readahead: " + err.Error()) // the configuration cannot be invalid
+	}
+	l.compressed = compressed
+	l.shards = shardIndexes{store: cfg.Store, log: l.log, reads: func() { l.storeReads.Add(1) }}
 	l.staging = newStaging(max(cfg.ReadaheadBudget, 0), l.ttl)
 	l.wg.Go(func() { l.staging.run(ctx) })
 	return l
 }
 
-// newCache returns a cache; the configuration cannot be invalid.
-func newCache(budget, item int64) *cache.Cache {
-	c, err := cache.New(cache.Config{MaxBytes: budget, ItemBytes: item})
-	if err != nil {
-		panic("readahead: " + err.Error())
-	}
-	return c
-}
-
 // Close stops prefetching, waits for the Loader's goroutines, and drops
-// every cached chunk. Chunk returns ErrClosed afterwards.
+// every cached chunk. Chunk returns ErrClosed afterwards. Files handed out
+// by Open stay valid until they are closed.
 func (l *Loader) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -144,16 +183,17 @@ func (l *Loader) Close() error {
 	l.mu.Unlock()
 	l.cancel()
 	l.wg.Wait()
+	l.staging.clear()
 	l.decoded.Close()
 	l.compressed.Close()
 	return nil
 }
 
-// Chunk returns the decoded chunk at coords of array a, whose key prefix
-// in the store is path ("" for an array at the root). The chunk is
+// Chunk returns the whole decoded chunk at coords of array a, whose key
+// prefix in the store is path ("" for an array at the root). The chunk is
 // a.ChunkLen() bytes, shared and immutable: the caller must not modify it.
 // pid names the reader (the process behind the FUSE request); each reader of
-// each array gets its own readahead.
+// each array gets its own readahead. The decoded tier keeps the chunk.
 //
 // The stored value is path + "/" + a.StoredKey(coords): for v2 arrays that
 // is the chunk key ("0.3", or the legacy nested "0/3" where the metadata
@@ -165,8 +205,87 @@ func (l *Loader) Close() error {
 // are not affected. If ctx ends first, Chunk returns ctx.Err() and the load
 // goes on for other readers.
 func (l *Loader) Chunk(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32) ([]byte, error) {
+	c, _, err := l.get(ctx, a, path, coords, pid)
+	if err != nil {
+		return nil, err
+	}
+	defer c.release()
+	return c.bytes()
+}
+
+// Read returns the bytes [off, off+n) of the decoded chunk at coords, fewer
+// at its end, for a FUSE read by pid whose reply the kernel keeps in its
+// page cache. Once Read has handed out every byte of a chunk, the decoded
+// tier lets it go: the page cache holds it, and a second copy would only
+// double the memory (if the kernel drops its copy and reads again, the
+// chunk is decoded again). Otherwise Read is Chunk.
+func (l *Loader) Read(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32, off, n int64) ([]byte, error) {
+	c, id, err := l.get(ctx, a, path, coords, pid)
+	if err != nil {
+		return nil, err
+	}
+	defer c.release()
+	var b []byte
+	if c.f == nil {
+		b = clip(c.data, off, n)
+	} else {
+		b = make([]byte, max(min(n, c.size-off), 0))
+		if _, err := c.f.ReadAt(b, off); err != nil {
+			return nil, fmt.Errorf("chunk %s: %w", id, err)
+		}
+	}
+	if c.served.Add(int64(len(b))) >= c.size && l.decoded.Remove(id, c) {
+		l.dropped.Add(1)
+	}
+	return b, nil
+}
+
+// Open returns the decoded chunk at coords as an open File, for an open by
+// pid of a file the kernel reads itself (FUSE passthrough). The caller must
+// Close it. With Config.Files the chunk is a memfd, or, for a chunk stored
+// uncompressed in a store.FileOpener, the stored file itself; otherwise
+// the File has no descriptor and is read with ReadAt. Errors are those of
+// Chunk.
+func (l *Loader) Open(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32) (*File, error) {
+	c, id, err := l.get(ctx, a, path, coords, pid)
+	if err != nil {
+		return nil, err
+	}
+	if c.f == nil && l.files.Load() {
+		// Decoded onto the heap before SetFiles(true), or for Read: copy
+		// it into a memfd of its own.
+		h := c
+		c, err = l.memfdCopy(h.data)
+		h.release()
+		if err != nil {
+			return nil, fmt.Errorf("chunk %s: %w", id, err)
+		}
+	}
+	return &File{c: c}, nil
+}
+
+// memfdCopy returns a new file chunk holding b, with one reference.
+func (l *Loader) memfdCopy(b []byte) (*chunk, error) {
+	c, m, err := newMemfd(int64(len(b)), &l.memfds)
+	if err != nil {
+		return nil, err
+	}
+	copy(m, b)
+	unmap(m)
+	return c, nil
+}
+
+// SetFiles says whether chunks are decoded into memfds (for Open) or onto
+// the heap (for Read) from now on; see Config.Files. Chunks decoded
+// before keep their form, and each of Read, Open and Chunk serves either.
+func (l *Loader) SetFiles(on bool) { l.files.Store(on) }
+
+// get returns the chunk at coords with a reference the caller must
+// release, and the name it has in the tiers. It records the read for
+// readahead.
+func (l *Loader) get(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32) (*chunk, string, error) {
 	if a.PassThrough != nil {
-		return nil, fmt.Errorf("chunk %s: %w", join(path, a.ChunkKey(coords)), a.PassThrough)
+		return nil, "", fmt.Errorf("chunk %s: %w", join(path, a.ChunkKey(coords)), a.PassThrough)
 	}
 	r := ref(a, path, coords)
 	l.reads.Add(1)
@@ -174,17 +293,37 @@ func (l *Loader) Chunk(ctx context.Context, a *zarr.Array, path string, coords [
 	// ahead; decide it before the read changes what is where.
 	waited := !l.decoded.Has(r.id) && !l.staging.isReady(r.id)
 	if err := l.plan(a, path, pid, a.Linear(coords), waited); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return l.decoded.Load(ctx, r.id, func(ctx context.Context) ([]byte, error) {
-		return l.load(ctx, a, r)
-	})
+	if c, ok, err := l.openStored(ctx, a, r); ok || err != nil {
+		return c, r.id, err
+	}
+	if l.decodedOff {
+		c, err := l.load(ctx, a, r)
+		return c, r.id, err
+	}
+	// A file chunk can be evicted (and closed) between its load and our
+	// acquire, when other loads fill the tier meanwhile; then it is loaded
+	// again, and after a few tries for this reader alone.
+	for range 3 {
+		c, err := l.decoded.Load(ctx, r.id, func(ctx context.Context) (*chunk, error) {
+			return l.load(ctx, a, r)
+		})
+		if err != nil {
+			return nil, "", err
+		}
+		if c.acquire() {
+			return c, r.id, nil
+		}
+	}
+	c, err := l.load(ctx, a, r)
+	return c, r.id, err
 }
 
-// load produces a chunk that is not in the decoded tier: from staging if
-// readahead got there first, else from the compressed tier or the store.
-// The decoded tier keeps what load returns: that is the move on first read.
-func (l *Loader) load(ctx context.Context, a *zarr.Array, r chunkRef) ([]byte, error) {
+// load produces a chunk that is not in the decoded tier, with one
+// reference, which the decoded tier takes over: from staging if readahead
+// got there first, else from the compressed tier or the store.
+func (l *Loader) load(ctx context.Context, a *zarr.Array, r chunkRef) (*chunk, error) {
 	ctx, stop := l.lifetime(ctx)
 	defer stop()
 	if e := l.staging.take(r.id); e != nil {
@@ -193,9 +332,13 @@ func (l *Loader) load(ctx context.Context, a *zarr.Array, r chunkRef) ([]byte, e
 		default:
 			l.waits.Add(1) // still loading or decoding
 		}
-		v, err := e.wait(ctx)
+		c, err := e.wait(ctx)
 		if err == nil || e.decodeErr || errors.Is(err, iofs.ErrNotExist) {
-			return v, err
+			return c, err
+		}
+		if ctx.Err() != nil {
+			l.staging.abandon(e) // the Loader is closing
+			return nil, ctx.Err()
 		}
 		// The prefetch failed for a reason of its own (a store error, a
 		// cancellation): try again for this reader.
@@ -204,11 +347,11 @@ func (l *Loader) load(ctx context.Context, a *zarr.Array, r chunkRef) ([]byte, e
 	if err != nil {
 		return nil, err
 	}
-	jobs := l.decode(ctx, a, []chunkRef{r}, [][]byte{src})
-	if err := jobs[0].Err; err != nil {
+	cs, errs := l.decode(ctx, a, []chunkRef{r}, [][]byte{src})
+	if err := errs[0]; err != nil {
 		return nil, fmt.Errorf("decode %s: %w", r.stored, err)
 	}
-	return jobs[0].Dst, nil
+	return cs[0], nil
 }
 
 // lifetime returns ctx, also cancelled when the Loader closes, so that no
@@ -230,118 +373,103 @@ func (l *Loader) fetchStored(ctx context.Context, key string) ([]byte, error) {
 	})
 }
 
-// batchDecoder returns a's batch decoder, made once per array.
-func (l *Loader) batchDecoder(a *zarr.Array) codec.BatchDecoder {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	d, ok := l.batch[a]
-	if !ok {
-		d = l.decoder(a)
-		l.batch[a] = d
-	}
-	return d
-}
-
-// decode decodes the chunks refs of a from srcs (as encoded returned them)
-// in one batch with a's batch decoder, and records the time. Each job's Err
-// is set if its chunk did not decode to exactly ChunkLen bytes.
-func (l *Loader) decode(ctx context.Context, a *zarr.Array, refs []chunkRef, srcs [][]byte) []codec.Job {
-	jobs := make([]codec.Job, len(refs))
-	_, raw := a.Decoder().(codec.Raw)
-	raw = raw && !a.WholeShard()
-	for i := range jobs {
-		jobs[i].Src = srcs[i]
-		if raw {
-			// Stored uncompressed: the stored value is the chunk. Values
-			// are immutable, so it is served as is, without a copy.
-			jobs[i].Dst = srcs[i]
-			continue
-		}
-		jobs[i].Dst = make([]byte, 0, a.ChunkLen())
-	}
-	start := time.Now()
-	switch {
-	case raw:
-	case a.WholeShard():
-		// Codecs over the whole shard: each chunk is cut from its shard.
-		for i := range jobs {
-			jobs[i].Dst, jobs[i].Err = a.DecodeFromShard(jobs[i].Dst, jobs[i].Src, refs[i].coords)
-		}
-	default:
-		if err := l.batchDecoder(a).DecodeBatch(ctx, jobs); err != nil {
-			for i := range jobs {
-				if jobs[i].Err == nil && len(jobs[i].Dst) == 0 {
-					jobs[i].Err = err // not reached
-				}
-			}
-		}
-	}
-	took := time.Since(start)
-	var n, bad int64
-	for i := range jobs {
-		j := &jobs[i]
-		if j.Err == nil && int64(len(j.Dst)) != a.ChunkLen() {
-			j.Err = fmt.Errorf("%w: decoded %d bytes, want %d", codec.ErrCorrupt, len(j.Dst), a.ChunkLen())
-		}
-		if j.Err != nil {
-			bad++
-		} else {
-			n += int64(len(j.Dst))
-		}
-	}
-	l.mu.Lock()
-	ds := l.decodeStats[a.Codecs]
-	if ds == nil {
-		ds = &DecodeStats{}
-		l.decodeStats[a.Codecs] = ds
-	}
-	ds.Batches++
-	ds.Chunks += int64(len(jobs)) - bad
-	ds.Bytes += n
-	ds.Errors += bad
-	ds.Time += took
-	l.mu.Unlock()
-	return jobs
+// ShardIndex returns the parsed index of the shard of array a stored under
+// key (size bytes; negative when unknown). It is the index the Loader
+// reads inner chunks with, read once per shard: the presented tree lists
+// sharded arrays with it. A shard whose index does not parse gives the
+// reason (logged once), a missing shard an error wrapping fs.ErrNotExist.
+func (l *Loader) ShardIndex(ctx context.Context, a *zarr.Array, key string, size int64) (*zarr.Index, error) {
+	ctx, stop := l.lifetime(ctx)
+	defer stop()
+	return l.shards.index(ctx, a, key, size)
 }
 
 // plan records a read of chunk i by pid and starts prefetching what the
 // policy predicts.
 func (l *Loader) plan(a *zarr.Array, path string, pid uint32, i int64, waited bool) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return ErrClosed
+	var order *nameOrder
+	for {
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			return ErrClosed
+		}
+		id := streamID{path, pid}
+		st := l.streams[id]
+		if st == nil {
+			l.forgetIdleLocked()
+			st = &stream{}
+			l.streams[id] = st
+		}
+		if st.misses >= 3 && order == nil {
+			// A reader with no grid pattern: compute the array's name
+			// order (outside the lock: it sorts every key) and plan again.
+			o := l.orders[a]
+			if o == nil {
+				o = &orderOnce{}
+				l.orders[a] = o
+			}
+			l.mu.Unlock()
+			o.once.Do(func() { o.order = newNameOrder(a) })
+			if order = o.order; order == nil {
+				l.mu.Lock()
+				st.misses = -1 << 30 // too many chunks: grid order only
+				l.mu.Unlock()
+			}
+			continue
+		}
+		l.planLocked(a, path, st, order, i, waited)
+		l.mu.Unlock()
+		return nil
 	}
-	id := streamID{path, pid}
-	st := l.streams[id]
-	if st == nil {
-		l.forgetIdleLocked()
-		st = &stream{}
-		l.streams[id] = st
-	}
+}
+
+// planLocked is plan with l.mu held and the name order computed if needed.
+func (l *Loader) planLocked(a *zarr.Array, path string, st *stream, order *nameOrder, i int64, waited bool) {
 	st.last = time.Now()
 	s, pl := l.policy.Next(st.state, Access{Index: i, Len: a.NumChunks(), Waited: waited})
+	st.state = s
+	index := func(p int64) int64 { return p }
+	named := false
+	if s.Step() != 0 {
+		st.misses = 0
+	} else {
+		st.misses++
+		if order != nil {
+			ns, npl := l.policy.Next(st.named, Access{Index: int64(order.pos[i]), Len: a.NumChunks(), Waited: waited})
+			st.named = ns
+			if ns.Step() != 0 {
+				pl, named = npl, true
+				index = func(p int64) int64 { return int64(order.lin[p]) }
+			}
+		}
+	}
+	if l.servesStored(a) {
+		return // nothing to decode ahead: the kernel reads the stored files
+	}
 	var batch []prefetched
 	for k := range pl.N {
-		r := ref(a, path, a.Coords(pl.Index(k)))
+		r := ref(a, path, a.Coords(index(pl.Index(k))))
 		if l.decoded.Has(r.id) {
 			continue
 		}
 		e, res := l.staging.reserve(r.id, a.ChunkLen())
 		if res == full {
-			s = l.policy.Cut(s, pl, k)
+			if named {
+				st.named = l.policy.Cut(st.named, pl, k)
+			} else {
+				st.state = l.policy.Cut(st.state, pl, k)
+			}
 			break
 		}
 		if res == reserved {
 			batch = append(batch, prefetched{e, r})
 		}
 	}
-	st.state = s
 	if len(batch) > 0 {
-		l.log.Debug("prefetch", "key", batch[0].ref.stored, "n", len(batch), "step", s.Step(), "window", s.Window())
+		l.log.Debug("prefetch", "key", batch[0].ref.stored, "n", len(batch), "named", named)
 		l.wg.Go(func() { l.prefetch(a, batch) })
 	}
-	return nil
 }
 
 // forgetIdleLocked makes room for a new stream: readers idle for a TTL go
@@ -440,16 +568,16 @@ func (l *Loader) decodePart(ctx context.Context, a *zarr.Array, batch []prefetch
 	for k, p := range ok {
 		refs[k] = p.ref
 	}
-	jobs := l.decode(ctx, a, refs, okSrcs)
+	cs, derrs := l.decode(ctx, a, refs, okSrcs)
 	for k, p := range ok {
-		if err := jobs[k].Err; err != nil {
+		if err := derrs[k]; err != nil {
 			if ctx.Err() == nil {
 				l.prefetchErrors.Add(1)
 			}
 			l.staging.fill(p.e, nil, fmt.Errorf("decode %s: %w", p.ref.stored, err), ctx.Err() == nil)
 			continue
 		}
-		l.staging.fill(p.e, jobs[k].Dst, nil, false)
+		l.staging.fill(p.e, cs[k], nil, false)
 	}
 }
 
@@ -457,4 +585,12 @@ func (l *Loader) decodePart(ctx context.Context, a *zarr.Array, batch []prefetch
 // try by a reader) rather than from the data read (not worth one).
 func isStoreErr(err error) bool {
 	return !errors.Is(err, codec.ErrCorrupt) && !errors.Is(err, codec.ErrChecksum)
+}
+
+// clip returns b[off:off+n] limited to b's length.
+func clip(b []byte, off, n int64) []byte {
+	if off >= int64(len(b)) || off < 0 {
+		return b[:0]
+	}
+	return b[off:min(int64(len(b)), off+n)]
 }

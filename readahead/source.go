@@ -7,13 +7,17 @@ import (
 	iofs "io/fs"
 	"strconv"
 	"strings"
-	"sync"
+	"time"
 
-	"golang.org/x/sync/singleflight"
-
+	"github.com/zfuse/zfuse/codec"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/zarr"
 )
+
+// This file is the Loader's chunk source: it locates a presented chunk in
+// the store (ref), fetches what decodes into it (encoded) and decodes
+// batches of chunks (decode), with no cache of its own beyond the shard
+// indexes (shards.go). The Loader wraps it with its tiers and policy.
 
 // A chunkRef locates one presented chunk in the store.
 type chunkRef struct {
@@ -64,7 +68,7 @@ func (l *Loader) encoded(ctx context.Context, a *zarr.Array, r chunkRef) ([]byte
 	case a.WholeShard():
 		return l.fetchStored(ctx, r.stored)
 	}
-	ix, err := l.shardIndex(ctx, a, r.stored)
+	ix, err := l.shards.index(ctx, a, r.stored, -1)
 	if err != nil {
 		return nil, err
 	}
@@ -88,74 +92,171 @@ func nestedKey(coords []int) string {
 	return strings.Join(parts, "/")
 }
 
-// shardIndexes keeps parsed shard indexes, so that reading the inner chunks
-// of a shard one at a time reads its index once.
-type shardIndexes struct {
-	group singleflight.Group // one load per shard at a time
-
-	mu sync.Mutex             // guards m
-	m  map[string]*zarr.Index // by shard key; at most maxShardIndexes
+// raw reports whether a's stored values are its decoded chunks (no codec
+// but the bytes layout, and no codec over whole shards).
+func raw(a *zarr.Array) bool {
+	_, ok := a.Decoder().(codec.Raw)
+	return ok && !a.WholeShard()
 }
 
-// maxShardIndexes bounds the indexes kept (16 bytes per inner chunk each).
-const maxShardIndexes = 4096
+// openStored opens the stored file of chunk r when the Loader keeps chunks
+// in files, r is stored uncompressed and unsharded, and the store can open
+// its files: the stored file is the chunk, and the kernel reads it through
+// passthrough without a copy. ok is false when r must be loaded instead
+// (including a stored file of the wrong size, which then fails to decode
+// as any short chunk does).
+func (l *Loader) openStored(ctx context.Context, a *zarr.Array, r chunkRef) (c *chunk, ok bool, err error) {
+	if !l.servesStored(a) {
+		return nil, false, nil
+	}
+	f, err := l.store.(store.FileOpener).OpenKey(ctx, r.stored)
+	if errors.Is(err, iofs.ErrNotExist) && a.Legacy() {
+		return nil, false, nil // perhaps under its nested key: see encoded
+	}
+	if err != nil {
+		return nil, true, err
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != a.ChunkLen() {
+		f.Close()
+		return nil, false, nil
+	}
+	l.storedOpens.Add(1)
+	return fileChunk(f, fi.Size()), true, nil
+}
 
-// shardIndex returns the parsed index of the shard stored under key. A
-// missing shard gives an error satisfying errors.Is(err, fs.ErrNotExist):
-// all its chunks are missing.
-func (l *Loader) shardIndex(ctx context.Context, a *zarr.Array, key string) (*zarr.Index, error) {
-	x := &l.shards
-	x.mu.Lock()
-	ix, ok := x.m[key]
-	x.mu.Unlock()
-	if ok {
-		return ix, nil
-	}
-	ch := x.group.DoChan(key, func() (any, error) {
-		x.mu.Lock()
-		ix, ok := x.m[key] // a load may have finished since we looked
-		x.mu.Unlock()
-		if ok {
-			return ix, nil
-		}
-		ctx, stop := l.lifetime(context.WithoutCancel(ctx))
-		defer stop()
-		e, err := store.Stat(ctx, l.store, key)
-		if err != nil {
-			return nil, err
-		}
-		sh := a.Shard()
-		off, n := sh.IndexRange(e.Size)
-		l.storeReads.Add(1)
-		b, err := store.ReadRange(ctx, l.store, key, off, n)
-		if err != nil {
-			return nil, err
-		}
-		ix, err = sh.ParseIndex(b, e.Size)
-		if err != nil {
-			return nil, fmt.Errorf("shard %s: %w", key, err)
-		}
-		x.mu.Lock()
-		if x.m == nil {
-			x.m = map[string]*zarr.Index{}
-		}
-		for k := range x.m { // make room: drop any
-			if len(x.m) < maxShardIndexes {
-				break
+// servesStored reports whether a's chunks are opened as stored (see
+// openStored): there is nothing to decode ahead, then, and nothing to keep.
+func (l *Loader) servesStored(a *zarr.Array) bool {
+	_, ok := l.store.(store.FileOpener)
+	return ok && l.files.Load() && a.Shard() == nil && raw(a)
+}
+
+// decode decodes the chunks refs of a from srcs (as encoded returned them)
+// in one batch with a's batch decoder, and records the time. Each chunk
+// comes back with one reference, the caller's, or with the reason it did
+// not decode to exactly ChunkLen bytes. With Config.Files chunks are
+// decoded straight into memfds (through a mapping of each).
+func (l *Loader) decode(ctx context.Context, a *zarr.Array, refs []chunkRef, srcs [][]byte) ([]*chunk, []error) {
+	n := len(refs)
+	cs, errs := make([]*chunk, n), make([]error, n)
+	jobs := make([]codec.Job, n)
+	maps := make([][]byte, n)
+	isRaw, files := raw(a), l.files.Load()
+	for i := range jobs {
+		jobs[i].Src = srcs[i]
+		switch {
+		case isRaw && !files:
+			// Stored uncompressed: the stored value is the chunk. Values
+			// are immutable, so it is served as is, without a copy.
+			jobs[i].Dst = srcs[i]
+		case files:
+			c, m, err := newMemfd(a.ChunkLen(), &l.memfds)
+			if err != nil {
+				errs[i] = err
+				continue
 			}
-			delete(x.m, k)
+			cs[i], maps[i] = c, m
+			jobs[i].Dst = m[:0:len(m)]
+		default:
+			jobs[i].Dst = make([]byte, 0, a.ChunkLen())
 		}
-		x.m[key] = ix
-		x.mu.Unlock()
-		return ix, nil
-	})
-	select {
-	case r := <-ch:
-		if r.Err != nil {
-			return nil, r.Err
-		}
-		return r.Val.(*zarr.Index), nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
 	}
+	start := time.Now()
+	switch {
+	case isRaw:
+		for i := range jobs {
+			// Into a memfd, when the value is the chunk's size; a value
+			// of any other size fails the check below.
+			if errs[i] == nil && files && int64(len(srcs[i])) == a.ChunkLen() {
+				jobs[i].Dst = append(jobs[i].Dst, srcs[i]...)
+			} else if files {
+				jobs[i].Dst = srcs[i]
+			}
+		}
+	case a.WholeShard():
+		// Codecs over the whole shard: each chunk is cut from its shard.
+		for i := range jobs {
+			if errs[i] == nil {
+				jobs[i].Dst, jobs[i].Err = a.DecodeFromShard(jobs[i].Dst, jobs[i].Src, refs[i].coords)
+			}
+		}
+	default:
+		todo := jobs
+		if files { // leave out the jobs whose memfd could not be made
+			todo = nil
+			for i := range jobs {
+				if errs[i] == nil {
+					todo = append(todo, jobs[i])
+				}
+			}
+		}
+		err := l.batchDecoder(a).DecodeBatch(ctx, todo)
+		if files {
+			k := 0
+			for i := range jobs {
+				if errs[i] == nil {
+					jobs[i] = todo[k]
+					k++
+				}
+			}
+		}
+		if err != nil {
+			for i := range jobs {
+				if jobs[i].Err == nil && len(jobs[i].Dst) == 0 && errs[i] == nil {
+					jobs[i].Err = err // not reached
+				}
+			}
+		}
+	}
+	took := time.Since(start)
+	var bytes, bad int64
+	for i := range jobs {
+		j := &jobs[i]
+		unmap(maps[i])
+		if errs[i] == nil {
+			errs[i] = j.Err
+		}
+		if errs[i] == nil && int64(len(j.Dst)) != a.ChunkLen() {
+			errs[i] = fmt.Errorf("%w: decoded %d bytes, want %d", codec.ErrCorrupt, len(j.Dst), a.ChunkLen())
+		}
+		switch {
+		case errs[i] != nil:
+			bad++
+			if cs[i] != nil {
+				cs[i].release()
+				cs[i] = nil
+			}
+		case cs[i] == nil:
+			cs[i] = heapChunk(j.Dst)
+			bytes += int64(len(j.Dst))
+		default:
+			bytes += int64(len(j.Dst))
+		}
+	}
+	l.mu.Lock()
+	ds := l.decodeStats[a.Codecs]
+	if ds == nil {
+		ds = &DecodeStats{}
+		l.decodeStats[a.Codecs] = ds
+	}
+	ds.Batches++
+	ds.Chunks += int64(n) - bad
+	ds.Bytes += bytes
+	ds.Errors += bad
+	ds.Time += took
+	l.mu.Unlock()
+	return cs, errs
+}
+
+// batchDecoder returns a's batch decoder, made once per array.
+func (l *Loader) batchDecoder(a *zarr.Array) codec.BatchDecoder {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	d, ok := l.batch[a]
+	if !ok {
+		d = l.decoder(a)
+		l.batch[a] = d
+	}
+	return d
 }

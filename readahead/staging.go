@@ -12,8 +12,10 @@ import (
 // reserved before its load starts, so the budget bounds the decode buffers
 // in flight as well as the chunks waiting.
 //
-// Staged chunks do not go into the decoded tier until they are read: its
-// admission policy would reject most keys nobody has asked for yet.
+// Staged chunks do not go into the decoded tier until they are read, so
+// that prefetching never evicts what readers are using. A staged chunk
+// holds one reference (see chunk); whoever takes it from staging takes
+// that reference over, and staging releases the chunks that expire.
 //
 // staging is safe for concurrent use.
 type staging struct {
@@ -40,13 +42,14 @@ type staged struct {
 	done chan struct{} // closed by fill
 
 	// Set by fill before done is closed; read-only afterwards.
-	v         []byte
+	v         *chunk // with one reference, owned by staging until taken
 	err       error
 	decodeErr bool // err is the chunk's own fault (corrupt), not the store's
 
 	// Under staging.mu.
-	expires time.Time
-	gone    bool // no longer in entries: taken or expired
+	expires   time.Time
+	gone      bool // no longer in entries: taken or expired
+	abandoned bool // taken, and its taker left before it was filled
 }
 
 func newStaging(max int64, ttl time.Duration) *staging {
@@ -70,7 +73,16 @@ func (s *staging) reserve(key string, size int64) (*staged, reserveResult) {
 		return nil, present
 	}
 	if s.used+size > s.max {
-		s.expireLocked(time.Now())
+		gone := s.expireLocked(time.Now())
+		if len(gone) > 0 {
+			// Release outside the lock: closing a memfd frees its pages.
+			s.mu.Unlock()
+			releaseAll(gone)
+			s.mu.Lock()
+			if _, ok := s.entries[key]; ok {
+				return nil, present
+			}
+		}
 		if s.used+size > s.max {
 			return nil, full
 		}
@@ -84,14 +96,17 @@ func (s *staging) reserve(key string, size int64) (*staged, reserveResult) {
 	return e, reserved
 }
 
-// fill completes e with its chunk or the reason there is none. A chunk
-// that failed leaves staging at once (its reservation is released); a
-// decoded one waits for its reader until the TTL passes.
-func (s *staging) fill(e *staged, v []byte, err error, decodeErr bool) {
+// fill completes e with its chunk (which carries one reference) or the
+// reason there is none. A chunk that failed leaves staging at once (its
+// reservation is released); a decoded one waits for its reader until the
+// TTL passes.
+func (s *staging) fill(e *staged, v *chunk, err error, decodeErr bool) {
 	s.mu.Lock()
 	e.v, e.err, e.decodeErr = v, err, decodeErr
+	drop := false
 	switch {
 	case e.gone: // a reader took it while it was loading
+		drop = e.abandoned
 	case err != nil:
 		s.removeLocked(e)
 	default:
@@ -100,6 +115,21 @@ func (s *staging) fill(e *staged, v []byte, err error, decodeErr bool) {
 	}
 	s.mu.Unlock()
 	close(e.done)
+	if drop && v != nil {
+		v.release()
+	}
+}
+
+// abandon tells staging that the reader who took e stopped waiting for
+// it: its chunk, once filled, is released instead of handed over.
+func (s *staging) abandon(e *staged) {
+	s.mu.Lock()
+	filled := e.err != nil || e.v != nil
+	e.abandoned = !filled
+	s.mu.Unlock()
+	if filled && e.v != nil {
+		e.v.release()
+	}
 }
 
 // take removes the entry for key and hands it to the caller, who waits for
@@ -118,7 +148,7 @@ func (s *staging) take(key string) *staged {
 }
 
 // wait returns e's chunk once it is filled.
-func (e *staged) wait(ctx context.Context) ([]byte, error) {
+func (e *staged) wait(ctx context.Context) (*chunk, error) {
 	select {
 	case <-e.done:
 		return e.v, e.err
@@ -145,11 +175,15 @@ func (s *staging) removeLocked(e *staged) {
 // expire drops the chunks whose TTL has passed; they count as waste.
 func (s *staging) expire(now time.Time) {
 	s.mu.Lock()
-	s.expireLocked(now)
+	gone := s.expireLocked(now)
 	s.mu.Unlock()
+	releaseAll(gone)
 }
 
-func (s *staging) expireLocked(now time.Time) {
+// expireLocked removes the expired entries and returns their chunks, for
+// the caller to release once it has let go of s.mu.
+func (s *staging) expireLocked(now time.Time) []*chunk {
+	var gone []*chunk
 	n := 0
 	for _, e := range s.ready {
 		if e.expires.After(now) {
@@ -160,10 +194,34 @@ func (s *staging) expireLocked(now time.Time) {
 			s.removeLocked(e)
 			s.wasted++
 			s.wastedBytes += e.size
+			gone = append(gone, e.v)
 		}
 	}
 	clear(s.ready[:n]) // let the collector have them
 	s.ready = s.ready[n:]
+	return gone
+}
+
+// clear releases every chunk still staged, at Close, once no prefetch
+// runs.
+func (s *staging) clear() {
+	s.mu.Lock()
+	var gone []*chunk
+	for _, e := range s.ready {
+		if !e.gone {
+			s.removeLocked(e)
+			gone = append(gone, e.v)
+		}
+	}
+	s.ready = nil
+	s.mu.Unlock()
+	releaseAll(gone)
+}
+
+func releaseAll(cs []*chunk) {
+	for _, c := range cs {
+		c.release()
+	}
 }
 
 // run expires chunks every half TTL until ctx ends.

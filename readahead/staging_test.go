@@ -38,7 +38,7 @@ func TestStagingBudget(t *testing.T) {
 							if r.IntN(8) == 0 {
 								s.fill(e, nil, errors.New("failed"), false)
 							} else {
-								s.fill(e, make([]byte, e.size), nil, false)
+								s.fill(e, heapChunk(make([]byte, e.size)), nil, false)
 							}
 						}
 					case 3:
@@ -88,7 +88,7 @@ func TestStagingExpiry(t *testing.T) {
 			if res != reserved {
 				t.Fatalf("reserve %d: %v", i, res)
 			}
-			s.fill(e, make([]byte, 100), nil, false)
+			s.fill(e, heapChunk(make([]byte, 100)), nil, false)
 			time.Sleep(time.Second)
 		}
 		if !s.isReady("0") {
@@ -128,15 +128,15 @@ func TestStagingTakePending(t *testing.T) {
 		if got != e || s.stats().used != 0 {
 			t.Fatalf("take of a pending chunk: %v, used %d", got, s.stats().used)
 		}
-		var v []byte
+		var v *chunk
 		var err error
 		done := make(chan struct{})
 		go func() { v, err = got.wait(context.Background()); close(done) }()
 		synctest.Wait() // the reader waits for the decode
-		s.fill(e, []byte("chunk"), nil, false)
+		s.fill(e, heapChunk([]byte("chunk")), nil, false)
 		<-done
-		if string(v) != "chunk" || err != nil {
-			t.Errorf("wait = %q, %v", v, err)
+		if v == nil || string(v.data) != "chunk" || err != nil {
+			t.Errorf("wait = %v, %v", v, err)
 		}
 		time.Sleep(2 * time.Second)
 		s.expire(time.Now())

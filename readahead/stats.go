@@ -25,6 +25,8 @@ type Stats struct {
 	PrefetchWaits                       int64 // of those, taken while still loading or decoding
 	PrefetchWasted, PrefetchWastedBytes int64 // staged chunks that expired unread
 	PrefetchErrors                      int64 // staged chunks that failed to load or decode (missing chunks excluded)
+	ServedDrops                         int64 // chunks the decoded tier let go once Read had handed out all of them (the page cache has them)
+	StoredOpens                         int64 // chunks opened as their stored files (stored uncompressed), not decoded
 
 	Decode map[string]DecodeStats // by codec pipeline (zarr.Array.Codecs)
 
@@ -33,6 +35,9 @@ type Stats struct {
 	CompressedUsed, CompressedBudget int64
 	ReadaheadUsed, ReadaheadBudget   int64
 	ReadaheadPeak                    int64 // the most ReadaheadUsed has been
+	// Memfds alive (Config.Files), in the tiers or held open by readers
+	// and the kernel after the tiers let them go, and their bytes.
+	Memfds, MemfdBytes int64
 }
 
 // DecodeStats describe the decoding done for one codec pipeline.
@@ -61,6 +66,10 @@ func (l *Loader) Stats() Stats {
 		PrefetchWasted:      st.wasted,
 		PrefetchWastedBytes: st.wastedBytes,
 		PrefetchErrors:      l.prefetchErrors.Load(),
+		ServedDrops:         l.dropped.Load(),
+		StoredOpens:         l.storedOpens.Load(),
+		Memfds:              l.memfds.n.Load(),
+		MemfdBytes:          l.memfds.bytes.Load(),
 		DecodedUsed:         d.Used,
 		DecodedBudget:       d.Max,
 		CompressedUsed:      c.Used,
@@ -83,10 +92,11 @@ func (s Stats) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "reads %d (decoded hits %d, prefetch used %d of %d, waited %d, wasted %d), store reads %d, compressed hits %d; ",
 		s.Reads, s.DecodedHits, s.PrefetchUsed, s.Prefetched, s.PrefetchWaits, s.PrefetchWasted, s.StoreReads, s.CompressedHits)
-	fmt.Fprintf(&b, "held: decoded %s/%s, compressed %s/%s, readahead %s/%s",
+	fmt.Fprintf(&b, "held: decoded %s/%s, compressed %s/%s, readahead %s/%s, memfds %d (%s)",
 		cache.FormatSize(s.DecodedUsed), cache.FormatSize(s.DecodedBudget),
 		cache.FormatSize(s.CompressedUsed), cache.FormatSize(s.CompressedBudget),
-		cache.FormatSize(s.ReadaheadUsed), cache.FormatSize(s.ReadaheadBudget))
+		cache.FormatSize(s.ReadaheadUsed), cache.FormatSize(s.ReadaheadBudget),
+		s.Memfds, cache.FormatSize(s.MemfdBytes))
 	for _, k := range slices.Sorted(maps.Keys(s.Decode)) {
 		d := s.Decode[k]
 		fmt.Fprintf(&b, "; %s: %d chunks in %v", k, d.Chunks, d.Time.Round(time.Microsecond))
@@ -111,6 +121,10 @@ func (s Stats) LogValue() slog.Value {
 		slog.Int64("prefetch_wasted", s.PrefetchWasted),
 		slog.Int64("prefetch_wasted_bytes", s.PrefetchWastedBytes),
 		slog.Int64("prefetch_errors", s.PrefetchErrors),
+		slog.Int64("served_drops", s.ServedDrops),
+		slog.Int64("stored_opens", s.StoredOpens),
+		slog.Int64("memfds", s.Memfds),
+		slog.Int64("memfd_bytes", s.MemfdBytes),
 		slog.Int64("decoded_used", s.DecodedUsed),
 		slog.Int64("compressed_used", s.CompressedUsed),
 		slog.Int64("readahead_used", s.ReadaheadUsed),

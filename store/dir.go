@@ -49,6 +49,16 @@ func (d *DirStore) ReadKeyRange(ctx context.Context, key string, off, n int64) (
 	return b, d.why(key, err)
 }
 
+// OpenKey opens the file key for reading, through os.Root: keys that leave
+// the directory are refused as by ReadKey. The caller closes the file.
+func (d *DirStore) OpenKey(ctx context.Context, key string) (*os.File, error) {
+	if err := checkKey("open", key); err != nil {
+		return nil, err
+	}
+	f, err := d.root.Open(filepath.FromSlash(key))
+	return f, d.why(key, err)
+}
+
 // List returns the entries directly under dir; see FSStore.List.
 func (d *DirStore) List(ctx context.Context, dir string) ([]Entry, error) {
 	es, err := d.FSStore.List(ctx, dir)

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -64,6 +65,15 @@ type Stater interface {
 	// Stat returns the entry for name ("." for the root). A missing name
 	// satisfies errors.Is(err, fs.ErrNotExist).
 	Stat(ctx context.Context, name string) (Entry, error)
+}
+
+// A FileOpener opens a key's value as a local file: a store on a local
+// (or mounted) file system, whose files the kernel can read directly.
+type FileOpener interface {
+	Store
+	// OpenKey opens the value of key for reading. The caller closes the
+	// file. A missing key satisfies errors.Is(err, fs.ErrNotExist).
+	OpenKey(ctx context.Context, key string) (*os.File, error)
 }
 
 // ReadRange returns the bytes of key's value in [off, off+n), fewer only where

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zfuse/zfuse/fs"
 	"github.com/zfuse/zfuse/gpu"
 	"github.com/zfuse/zfuse/readahead"
 )
@@ -129,7 +130,7 @@ func TestBenchTargets(t *testing.T) {
 func TestStatsFile(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "stats.json")
 	s := readahead.Stats{Reads: 7, PrefetchUsed: 5, Decode: map[string]readahead.DecodeStats{"zstd": {Chunks: 3, Time: time.Second}}}
-	if err := writeStats(p, s); err != nil {
+	if err := writeStats(p, s, fs.ServeStats{Serving: "no-open", Reads: 3}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(p)
@@ -140,7 +141,7 @@ func TestStatsFile(t *testing.T) {
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
-	if doc.Pid != os.Getpid() || doc.Stats.Reads != 7 || doc.Stats.Decode["zstd"].Time != time.Second {
+	if doc.Pid != os.Getpid() || doc.Stats.Reads != 7 || doc.Stats.Decode["zstd"].Time != time.Second || doc.Serve.Serving != "no-open" || doc.Serve.Reads != 3 {
 		t.Errorf("stats file %s", b)
 	}
 	if _, err := os.Stat(p + ".tmp"); err == nil {

@@ -94,7 +94,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "mount":
 		return mount(ctx, log, tree, fl.Arg(0), fl.Arg(1), mountOpts{
 			debug: lv <= slog.LevelDebug, statsFile: *statsFile, stats: loader.Stats,
-			memLimit: lf.memory(), kernelReadahead: int64(lf.kernelReadahead), cpuProfile: lf.cpuProfile,
+			memLimit: lf.memory(), kernelReadahead: int64(lf.kernelReadahead), cpuProfile: lf.cpuProfile, serving: lf.serving,
 			gpu: dec.router.GPU()})
 	case "cat":
 		return cat(ctx, stdout, tree, fl.Arg(1))

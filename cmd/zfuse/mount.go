@@ -37,6 +37,7 @@ type loaderFlags struct {
 	decoder                        gpu.Mode
 	decoded, compressed, readahead cache.Size
 	kernelReadahead                cache.Size
+	serving                        fs.Serving
 	cpuProfile                     string // mount: write a CPU profile (go tool pprof) here
 }
 
@@ -55,6 +56,13 @@ func addLoaderFlags(fl *flag.FlagSet) *loaderFlags {
 	fl.Var(&f.readahead, "readahead", "budget for chunks decoded ahead of readers and not read yet; 0 turns readahead off")
 	fl.Var(&f.kernelReadahead, "kernel-readahead", "mount: the kernel's readahead for the mount, set when running as root; 0 leaves the kernel default")
 	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "mount: write a CPU profile of the whole mount to this file, for go tool pprof")
+	// ZFUSE_SERVING sets the default, so that a test suite can run every
+	// mount it starts on one serving path (CI runs the integration tests
+	// on the default path and again on the fallback).
+	if v, err := fs.ParseServing(os.Getenv("ZFUSE_SERVING")); err == nil {
+		f.serving = v
+	}
+	fl.Var(&f.serving, "serving", "mount: how chunk bytes reach readers, `auto|passthrough|no-open|open`: passthrough (the kernel reads memfds the chunks are decoded into; needs root and Linux 6.9), no-open (the kernel's page cache, one READ per chunk, no OPEN), open (OPEN and READ through the daemon); auto takes the first that works (default $ZFUSE_SERVING, else auto)")
 	return f
 }
 
@@ -77,7 +85,7 @@ func (f *loaderFlags) forSource(fl *flag.FlagSet, source string) {
 func (f *loaderFlags) args() []string {
 	return []string{"--decoder", string(f.decoder), "--workers", strconv.Itoa(f.workers), "--cache-decoded", f.decoded.String(),
 		"--cache-compressed", f.compressed.String(), "--readahead", f.readahead.String(),
-		"--kernel-readahead", f.kernelReadahead.String()}
+		"--kernel-readahead", f.kernelReadahead.String(), "--serving", f.serving.String()}
 }
 
 // memory is the soft memory limit for a mount: the three budgets and 64 MiB
@@ -190,6 +198,7 @@ type mountOpts struct {
 	debug           bool                   // log every FUSE request
 	statsFile       string                 // "": no stats file
 	stats           func() readahead.Stats // the counters
+	serving         fs.Serving             // the serving path asked for
 	memLimit        int64                  // soft memory limit unless GOMEMLIMIT is set; 0: none
 	kernelReadahead int64                  // bytes; 0 leaves the kernel's default
 	cpuProfile      string                 // "": no CPU profile
@@ -228,7 +237,7 @@ func mount(ctx context.Context, log *slog.Logger, tree *fs.Tree, source, dir str
 		defer pprof.StopCPUProfile()
 	}
 	name := displaySource(source)
-	srv, err := fs.Mount(ctx, dir, tree, fs.MountConfig{FsName: name, Debug: o.debug, KernelReadahead: o.kernelReadahead})
+	srv, err := fs.Mount(ctx, dir, tree, fs.MountConfig{FsName: name, Debug: o.debug, KernelReadahead: o.kernelReadahead, Serving: o.serving})
 	if err != nil {
 		return err
 	}
@@ -244,23 +253,23 @@ wait:
 	for {
 		select {
 		case <-usr1:
-			if err := writeStats(o.statsFile, o.stats()); err != nil {
+			if err := writeStats(o.statsFile, o.stats(), srv.Stats()); err != nil {
 				log.Warn("cannot write the stats file", "err", err)
 			}
 		case <-done:
 			break wait
 		case <-ctx.Done():
-			unmount(log, srv, dir, done)
+			unmount(log, srv.Server, dir, done)
 			break wait
 		}
 	}
-	st := o.stats()
-	log.Info("unmounted", "mountpoint", dir, "stats", st)
+	st, ss := o.stats(), srv.Stats()
+	log.Info("unmounted", "mountpoint", dir, "stats", st, "serve", ss)
 	if o.gpu != nil {
 		log.Info("GPU decoder", "stats", o.gpu.Stats())
 	}
 	if o.statsFile != "" {
-		if err := writeStats(o.statsFile, st); err != nil {
+		if err := writeStats(o.statsFile, st, ss); err != nil {
 			return err
 		}
 	}
@@ -272,12 +281,13 @@ type statsDoc struct {
 	Time  time.Time       `json:"time"`
 	Pid   int             `json:"pid"`
 	Stats readahead.Stats `json:"stats"`
+	Serve fs.ServeStats   `json:"serve"`
 }
 
 // writeStats writes s to path as JSON, atomically: readers see the old
 // file or the new one, never half of one.
-func writeStats(path string, s readahead.Stats) error {
-	b, err := json.MarshalIndent(statsDoc{Time: time.Now(), Pid: os.Getpid(), Stats: s}, "", "  ")
+func writeStats(path string, s readahead.Stats, ss fs.ServeStats) error {
+	b, err := json.MarshalIndent(statsDoc{Time: time.Now(), Pid: os.Getpid(), Stats: s, Serve: ss}, "", "  ")
 	if err != nil {
 		return err
 	}

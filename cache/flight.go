@@ -1,0 +1,38 @@
+package cache
+
+import (
+	"context"
+
+	"golang.org/x/sync/singleflight"
+)
+
+// A Flight runs at most one load per key at a time and shares its result
+// with every caller that asks for that key meanwhile: the load-once helper
+// behind every cache of zfuse (decoded chunks, stored values, shard
+// indexes). The zero Flight is ready to use; it is safe for concurrent use.
+//
+// The load runs with the first caller's context values but without its
+// cancellation, so that one interrupted reader does not fail the others
+// waiting for the same key: a caller whose ctx ends gets ctx.Err() at once,
+// and the load goes on for the rest.
+type Flight[V any] struct {
+	g singleflight.Group
+}
+
+// Do returns load's result for key, calling load unless a call for key is
+// already running, in which case it waits for that one.
+func (f *Flight[V]) Do(ctx context.Context, key string, load func(context.Context) (V, error)) (V, error) {
+	ch := f.g.DoChan(key, func() (any, error) {
+		return load(context.WithoutCancel(ctx))
+	})
+	var zero V
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return zero, r.Err
+		}
+		return r.Val.(V), nil
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	}
+}

@@ -1,0 +1,130 @@
+package readahead
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/zfuse/zfuse/cache"
+	"github.com/zfuse/zfuse/store"
+	"github.com/zfuse/zfuse/zarr"
+)
+
+// shardIndexes keeps the parsed indexes of shards, and why an index did
+// not parse, so that listing a sharded array and reading its inner chunks
+// one at a time read each shard's index once. The Loader's ShardIndex is
+// the one place zfuse reads shard indexes: the presented tree asks it when
+// it lists, and the Loader itself when it reads. It is safe for concurrent
+// use.
+type shardIndexes struct {
+	store  store.Store  // immutable
+	log    *slog.Logger // immutable
+	flight cache.Flight[indexResult]
+
+	mu sync.Mutex             // guards m
+	m  map[string]indexResult // by shard key; at most maxShardIndexes entries
+
+	reads func() // counts a store read (the Loader's counter)
+}
+
+// indexResult is a parsed index, or why the shard's index does not parse.
+type indexResult struct {
+	ix  *zarr.Index
+	err error
+}
+
+// maxShardIndexes bounds the indexes kept (16 bytes per inner chunk each).
+const maxShardIndexes = 4096
+
+func (c *shardIndexes) get(key string) (indexResult, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.m[key]
+	return r, ok
+}
+
+func (c *shardIndexes) put(key string, r indexResult) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]indexResult{}
+	}
+	for k := range c.m { // make room: drop any
+		if len(c.m) < maxShardIndexes {
+			break
+		}
+		delete(c.m, k)
+	}
+	c.m[key] = r
+}
+
+// index returns the parsed index of the shard of array a stored under key,
+// whose size is size bytes (negative: unknown, stat it). A shard whose
+// index does not parse gives an error wrapping the reason
+// (codec.ErrChecksum, codec.ErrCorrupt), logged once and kept; a missing
+// shard one wrapping fs.ErrNotExist; store errors are not kept. If ctx ends
+// first it returns ctx.Err() and the load goes on.
+func (c *shardIndexes) index(ctx context.Context, a *zarr.Array, key string, size int64) (*zarr.Index, error) {
+	if r, ok := c.get(key); ok {
+		return r.ix, r.err
+	}
+	r, err := c.flight.Do(ctx, key, func(ctx context.Context) (indexResult, error) {
+		if r, ok := c.get(key); ok {
+			return r, nil
+		}
+		r, err := c.load(ctx, a, key, size)
+		if err != nil { // a store error: not kept
+			return r, err
+		}
+		c.put(key, r)
+		return r, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r.ix, r.err
+}
+
+// load reads and parses a shard's index: a range read, or the whole shard
+// when codecs over the whole shard must be undone first. Store errors are
+// returned; parse errors are the result.
+func (c *shardIndexes) load(ctx context.Context, a *zarr.Array, key string, size int64) (indexResult, error) {
+	sh := a.Shard()
+	var b []byte
+	var err error
+	if a.WholeShard() {
+		var src []byte
+		c.reads()
+		if src, err = c.store.ReadKey(ctx, key); err != nil {
+			return indexResult{}, err
+		}
+		if src, err = a.UnwrapShard(src); err == nil {
+			size = int64(len(src))
+			off, n := sh.IndexRange(size)
+			b = src[off : off+n]
+		}
+	} else {
+		if size < 0 {
+			e, err := store.Stat(ctx, c.store, key)
+			if err != nil {
+				return indexResult{}, err
+			}
+			size = e.Size
+		}
+		off, n := sh.IndexRange(size)
+		c.reads()
+		if b, err = store.ReadRange(ctx, c.store, key, off, n); err != nil {
+			return indexResult{}, err
+		}
+	}
+	var ix *zarr.Index
+	if err == nil {
+		ix, err = sh.ParseIndex(b, size)
+	}
+	if err != nil {
+		err = fmt.Errorf("shard %s: %w", key, err)
+		c.log.WarnContext(ctx, "shard index unreadable: its chunks fail with EIO", "key", key, "err", err)
+	}
+	return indexResult{ix: ix, err: err}, nil
+}
