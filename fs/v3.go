@@ -11,7 +11,6 @@ import (
 	"strings"
 	"syscall"
 
-
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/zarr"
 )
@@ -407,4 +406,3 @@ func (t *Tree) v3Chunk(ctx context.Context, dir *node, name string, coords []int
 	}
 	return n, nil
 }
-

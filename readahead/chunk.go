@@ -21,10 +21,10 @@ import (
 // are reference-counted: every holder (a tier, staging, an open chunk
 // file) owns one reference, and the last release closes the file.
 type chunk struct {
-	data []byte   // heap chunks; shared, never modified
-	f    *os.File // file chunks; read-only after decoding
-	size int64    // the decoded size: len(data), or the file's size
-	memfd bool    // f is a memfd of ours (counted in the Loader's file bytes)
+	data  []byte   // heap chunks; shared, never modified
+	f     *os.File // file chunks; read-only after decoding
+	size  int64    // the decoded size: len(data), or the file's size
+	memfd bool     // f is a memfd of ours (counted in the Loader's file bytes)
 
 	refs   atomic.Int64 // file chunks: holders; f is closed when it drops to 0
 	served atomic.Int64 // bytes handed out by Loader.Read, to drop the chunk once the kernel has all of it
