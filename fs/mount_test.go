@@ -7,19 +7,27 @@ import (
 	"io"
 	iofs "io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
 	"github.com/zfuse/zfuse/readahead"
+	"github.com/zfuse/zfuse/store"
 )
 
+// TestMount checks what the mount serves, on each serving path.
 func TestMount(t *testing.T) {
+	servings(t, testMount)
+}
+
+func testMount(t *testing.T, serving Serving) {
 	s := newTestStore(t)
 	tr, logs := newTestTree(t, s)
-	mnt := mountTree(t, tr, false)
+	mnt, _ := mountServing(t, tr, false, serving, false)
 	ctx := context.Background()
 
 	t.Run("tree", func(t *testing.T) {
@@ -200,4 +208,87 @@ func checkReadOnly(t *testing.T, mnt string) {
 			t.Errorf("%s: %v, want EROFS", c.op, err)
 		}
 	}
+}
+
+// gatedStore holds every read of one key until gate is closed, and says on
+// started when such a read begins.
+type gatedStore struct {
+	*store.DirStore
+	key     string
+	gate    chan struct{}
+	started chan struct{}
+	reads   atomic.Int32
+}
+
+func (g *gatedStore) ReadKey(ctx context.Context, key string) ([]byte, error) {
+	if key == g.key {
+		if g.reads.Add(1) == 1 {
+			close(g.started)
+		}
+		<-g.gate
+	}
+	return g.DirStore.ReadKey(ctx, key)
+}
+
+// TestInterruptedOpen: a reader killed while its open (passthrough) or
+// read waits for a chunk's decode gets out at once (its OPEN is
+// interrupted: EINTR), and another reader waiting for the same chunk gets
+// it once the load finishes, from the one store read.
+func TestInterruptedOpen(t *testing.T) {
+	servings(t, func(t *testing.T, serving Serving) {
+		s := newTestStore(t)
+		ds, err := store.Dir(s.root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ds.Close() })
+		g := &gatedStore{DirStore: ds, key: "temp/0.1", gate: make(chan struct{}), started: make(chan struct{})}
+		t.Cleanup(func() {
+			select {
+			case <-g.gate:
+			default:
+				close(g.gate)
+			}
+		})
+		tr := New(Config{Store: g, Chunks: testLoader(t, g, nil)})
+		mnt, srv := mountServing(t, tr, false, serving, false)
+		p := filepath.Join(mnt, "temp/0.1")
+
+		killed := exec.Command("cat", p)
+		if err := killed.Start(); err != nil {
+			t.Fatal(err)
+		}
+		<-g.started // its open or read waits for the store
+		other := make(chan error, 1)
+		go func() {
+			b, err := os.ReadFile(p)
+			if err == nil && !bytes.Equal(b, s.raw["temp/0.1"]) {
+				err = errors.New("wrong bytes")
+			}
+			other <- err
+		}()
+		killed.Process.Kill()
+		if err := killed.Wait(); err == nil {
+			t.Error("the killed reader exited 0")
+		}
+		// The killed reader is gone while the load still waits.
+		select {
+		case err := <-other:
+			t.Fatalf("the other reader finished before the store read: %v", err)
+		default:
+		}
+		close(g.gate)
+		if err := <-other; err != nil {
+			t.Errorf("the other reader: %v", err)
+		}
+		if n := g.reads.Load(); n != 1 {
+			t.Errorf("%d store reads of the chunk, want 1", n)
+		}
+		// A passthrough OPEN is the killed reader's own request, which the
+		// kernel interrupts; a page-cache READ is the kernel's readahead,
+		// which goes on for the page the other reader waits on too.
+		if st := srv.Stats(); serving == Passthrough && st.Interrupted == 0 {
+			t.Errorf("no request counted as interrupted: %+v", st)
+		}
+	})
 }

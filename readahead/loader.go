@@ -104,10 +104,23 @@ type streamID struct {
 // chunk-grid order, and in name order for readers that follow no pattern
 // in grid order (see nameOrder).
 type stream struct {
-	state  State
-	named  State
-	misses int       // reads since the last one on a grid pattern
-	last   time.Time // last read, to forget idle readers
+	state   State
+	named   State      // in order, once known
+	order   *nameOrder // the array's name order, once misses reached 3
+	noOrder bool       // the array has too many chunks for a name order
+	misses  int        // reads that were on no grid pattern
+	// Reads in a row on which state and named had a pattern.
+	gridRun, namedRun int
+	last              time.Time // last read, to forget idle readers
+}
+
+// run extends a count of reads in a row on a pattern with a read that left
+// the reader in state s.
+func run(n int, s State) int {
+	if s.Step() == 0 {
+		return 0
+	}
+	return n + 1
 }
 
 // orderOnce computes an array's name order once, on first need.
@@ -387,62 +400,65 @@ func (l *Loader) ShardIndex(ctx context.Context, a *zarr.Array, key string, size
 // plan records a read of chunk i by pid and starts prefetching what the
 // policy predicts.
 func (l *Loader) plan(a *zarr.Array, path string, pid uint32, i int64, waited bool) error {
-	var order *nameOrder
-	for {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	id := streamID{path, pid}
+	st := l.streams[id]
+	if st == nil {
+		l.forgetIdleLocked()
+		st = &stream{}
+		l.streams[id] = st
+	}
+	if st.order == nil && !st.noOrder && st.misses >= 3 {
+		// A reader with no grid pattern: compute the array's name order,
+		// once per array, outside the lock (it sorts every key).
+		o := l.orders[a]
+		if o == nil {
+			o = &orderOnce{}
+			l.orders[a] = o
+		}
+		l.mu.Unlock()
+		o.once.Do(func() { o.order = newNameOrder(a) })
 		l.mu.Lock()
 		if l.closed {
-			l.mu.Unlock()
 			return ErrClosed
 		}
-		id := streamID{path, pid}
-		st := l.streams[id]
-		if st == nil {
-			l.forgetIdleLocked()
-			st = &stream{}
-			l.streams[id] = st
-		}
-		if st.misses >= 3 && order == nil {
-			// A reader with no grid pattern: compute the array's name
-			// order (outside the lock: it sorts every key) and plan again.
-			o := l.orders[a]
-			if o == nil {
-				o = &orderOnce{}
-				l.orders[a] = o
-			}
-			l.mu.Unlock()
-			o.once.Do(func() { o.order = newNameOrder(a) })
-			if order = o.order; order == nil {
-				l.mu.Lock()
-				st.misses = -1 << 30 // too many chunks: grid order only
-				l.mu.Unlock()
-			}
-			continue
-		}
-		l.planLocked(a, path, st, order, i, waited)
-		l.mu.Unlock()
-		return nil
+		st.order, st.noOrder = o.order, o.order == nil
 	}
+	l.planLocked(a, path, st, i, waited)
+	return nil
 }
 
-// planLocked is plan with l.mu held and the name order computed if needed.
-func (l *Loader) planLocked(a *zarr.Array, path string, st *stream, order *nameOrder, i int64, waited bool) {
+// planLocked is plan with l.mu held.
+func (l *Loader) planLocked(a *zarr.Array, path string, st *stream, i int64, waited bool) {
 	st.last = time.Now()
 	s, pl := l.policy.Next(st.state, Access{Index: i, Len: a.NumChunks(), Waited: waited})
 	st.state = s
+	st.gridRun = run(st.gridRun, s)
+	if s.Step() == 0 {
+		st.misses++
+	}
 	index := func(p int64) int64 { return p }
 	named := false
-	if s.Step() != 0 {
-		st.misses = 0
-	} else {
-		st.misses++
-		if order != nil {
-			ns, npl := l.policy.Next(st.named, Access{Index: int64(order.pos[i]), Len: a.NumChunks(), Waited: waited})
-			st.named = ns
-			if ns.Step() != 0 {
-				pl, named = npl, true
-				index = func(p int64) int64 { return int64(order.lin[p]) }
-			}
+	if order := st.order; order != nil {
+		// Both orders make short runs of the other now and then (a reader
+		// in listing order reads "0.10", "0.11", "0.12"): the order whose
+		// pattern has held longer plans.
+		ns, npl := l.policy.Next(st.named, Access{Index: int64(order.pos[i]), Len: a.NumChunks(), Waited: waited})
+		st.namedRun = run(st.namedRun, ns)
+		// The plan not taken is cut to nothing, so that its state does not
+		// count those chunks as planned.
+		if st.namedRun > st.gridRun {
+			st.state = l.policy.Cut(st.state, pl, 0)
+			pl, named = npl, true
+			index = func(p int64) int64 { return int64(order.lin[p]) }
+		} else {
+			ns = l.policy.Cut(ns, npl, 0)
 		}
+		st.named = ns
 	}
 	if l.servesStored(a) {
 		return // nothing to decode ahead: the kernel reads the stored files

@@ -1,0 +1,233 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+)
+
+// item is an LRU value that knows whether it was dropped, and how often.
+type item struct {
+	key   string
+	size  int64
+	drops atomic.Int32
+}
+
+func newLRU(maxBytes int64, maxItems int) *LRU[*item] {
+	return NewLRU(LRUConfig[*item]{
+		MaxBytes: maxBytes,
+		MaxItems: maxItems,
+		Size:     func(v *item) int64 { return v.size },
+		Drop:     func(v *item) { v.drops.Add(1) },
+	})
+}
+
+// keys returns the keys kept, most recently used first.
+func keys(c *LRU[*item]) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ks []string
+	for e := c.ll.Front(); e != nil; e = e.Next() {
+		ks = append(ks, e.Value.(*lruEntry[*item]).key)
+	}
+	return ks
+}
+
+func TestLRU(t *testing.T) {
+	for _, r := range []struct {
+		name     string
+		maxBytes int64
+		maxItems int
+		ops      []string // "+k:size" adds, "?k" gets, "-k" removes
+		want     []string // keys kept, most recent first
+		dropped  []string
+	}{
+		{"within budget", 10, 0, []string{"+a:3", "+b:3", "+c:3"}, []string{"c", "b", "a"}, nil},
+		{"evicts least recent", 10, 0, []string{"+a:4", "+b:4", "+c:4"}, []string{"c", "b"}, []string{"a"}},
+		{"a get refreshes", 10, 0, []string{"+a:4", "+b:4", "?a", "+c:4"}, []string{"c", "a"}, []string{"b"}},
+		{"count bound", 100, 2, []string{"+a:1", "+b:1", "+c:1"}, []string{"c", "b"}, []string{"a"}},
+		{"too big is kept alone until the next add", 10, 0, []string{"+a:4", "+big:20"}, []string{"big"}, []string{"a"}},
+		{"then goes", 10, 0, []string{"+big:20", "+a:4"}, []string{"a"}, []string{"big"}},
+		{"replace drops the old value", 10, 0, []string{"+a:4", "+a:5"}, []string{"a"}, []string{"a"}},
+		{"remove", 10, 0, []string{"+a:4", "+b:4", "-a"}, []string{"b"}, []string{"a"}},
+	} {
+		t.Run(r.name, func(t *testing.T) {
+			c := newLRU(r.maxBytes, r.maxItems)
+			items := map[string][]*item{}
+			var all []*item
+			for _, op := range r.ops {
+				switch op[0] {
+				case '+':
+					k, size, _ := strings.Cut(op[1:], ":")
+					n, _ := strconv.ParseInt(size, 10, 64)
+					v := &item{key: k, size: n}
+					items[k] = append(items[k], v)
+					all = append(all, v)
+					c.Add(k, v)
+				case '?':
+					c.Get(op[1:])
+				case '-':
+					vs := items[op[1:]]
+					if !c.Remove(op[1:], vs[len(vs)-1]) {
+						t.Errorf("Remove(%s) found nothing", op[1:])
+					}
+				}
+			}
+			if got := keys(c); !slices.Equal(got, r.want) {
+				t.Errorf("kept %v, want %v", got, r.want)
+			}
+			var dropped []string
+			for _, v := range all {
+				switch v.drops.Load() {
+				case 0:
+				case 1:
+					dropped = append(dropped, v.key)
+				default:
+					t.Errorf("%s dropped %d times", v.key, v.drops.Load())
+				}
+			}
+			if !slices.Equal(dropped, r.dropped) {
+				t.Errorf("dropped %v, want %v", dropped, r.dropped)
+			}
+			var sum int64
+			for _, k := range keys(c) {
+				for _, v := range items[k] {
+					if v.drops.Load() == 0 {
+						sum += v.size
+					}
+				}
+			}
+			if st := c.Stats(); st.Used != sum || st.Items != int64(len(r.want)) {
+				t.Errorf("stats %+v, want %d bytes in %d items", st, sum, len(r.want))
+			}
+			c.Close()
+			for _, v := range all {
+				if v.drops.Load() != 1 {
+					t.Errorf("after Close %s was dropped %d times, want once", v.key, v.drops.Load())
+				}
+			}
+		})
+	}
+}
+
+// TestLRURemoveOnlyThatValue: Remove leaves a value that replaced the one
+// named.
+func TestLRURemoveOnlyThatValue(t *testing.T) {
+	c := newLRU(10, 0)
+	old, cur := &item{key: "a", size: 1}, &item{key: "a", size: 1}
+	c.Add("a", old)
+	c.Add("a", cur)
+	if c.Remove("a", old) {
+		t.Error("Remove of a replaced value removed something")
+	}
+	if v, ok := c.Get("a"); !ok || v != cur {
+		t.Errorf("Get = %v, %v; want the current value", v, ok)
+	}
+}
+
+// TestLRUBudget adds, gets and removes from many goroutines and checks that
+// the budget holds after every Add but the one value allowed over it, and
+// that every value is dropped exactly once by the end.
+func TestLRUBudget(t *testing.T) {
+	const maxBytes = 64 << 10
+	c := newLRU(maxBytes, 50)
+	var mu sync.Mutex
+	var all []*item
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 1))
+			for range 3000 {
+				k := fmt.Sprint(r.IntN(200))
+				switch r.IntN(3) {
+				case 0:
+					v := &item{key: k, size: 1 + r.Int64N(8<<10)}
+					mu.Lock()
+					all = append(all, v)
+					mu.Unlock()
+					c.Add(k, v)
+				case 1:
+					c.Get(k)
+				case 2:
+					if v, ok := c.Get(k); ok {
+						c.Remove(k, v)
+					}
+				}
+				if st := c.Stats(); st.Used > maxBytes+8<<10 || st.Items > 50 {
+					t.Errorf("holds %d bytes in %d items", st.Used, st.Items)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	c.Close()
+	for _, v := range all {
+		if v.drops.Load() != 1 {
+			t.Fatalf("a value was dropped %d times", v.drops.Load())
+		}
+	}
+}
+
+// TestLRULoadOnce: concurrent Loads of one key run one load; a caller whose
+// context ends leaves, and the others still get the value.
+func TestLRULoadOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newLRU(1<<20, 0)
+		gate := make(chan struct{})
+		var loads atomic.Int32
+		load := func(context.Context) (*item, error) {
+			loads.Add(1)
+			<-gate
+			return &item{key: "k", size: 10}, nil
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		var first error
+		wg.Go(func() { _, first = c.Load(ctx, "k", load) })
+		got := make([]*item, 5)
+		for i := range got {
+			wg.Go(func() {
+				v, err := c.Load(context.Background(), "k", load)
+				if err != nil {
+					t.Error(err)
+				}
+				got[i] = v
+			})
+		}
+		synctest.Wait()
+		cancel()
+		synctest.Wait()
+		if !errors.Is(first, context.Canceled) {
+			t.Errorf("cancelled caller: %v", first)
+		}
+		close(gate)
+		wg.Wait()
+		if loads.Load() != 1 {
+			t.Errorf("%d loads, want 1", loads.Load())
+		}
+		for _, v := range got {
+			if v == nil || v != got[0] {
+				t.Fatalf("callers got %v", got)
+			}
+		}
+		if v, ok := c.Get("k"); !ok || v != got[0] {
+			t.Errorf("the loaded value is not kept")
+		}
+		// A failed load is not kept, and the next Load tries again.
+		_, err := c.Load(context.Background(), "bad", func(context.Context) (*item, error) { return nil, errors.New("no") })
+		if err == nil || c.Has("bad") {
+			t.Errorf("failed load: %v, kept %v", err, c.Has("bad"))
+		}
+		if st := c.Stats(); st.Loads != 2 || st.LoadErrors != 1 {
+			t.Errorf("stats %+v", st)
+		}
+	})
+}
