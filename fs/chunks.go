@@ -11,13 +11,12 @@ import (
 // which finds where each chunk is stored, decodes it (and its neighbours
 // ahead of the reader) and keeps it as long as the serving path needs.
 type Chunks interface {
-	// Read returns the bytes [off, off+n) of the decoded chunk at coords in
-	// the chunk grid of array a, whose directory in the store is path (""
-	// for an array at the store root), for a read by process pid whose
-	// reply the kernel keeps in its page cache (fewer bytes at the chunk's
-	// end). The slice is shared and must not be modified. A missing chunk
-	// satisfies errors.Is(err, fs.ErrNotExist).
-	Read(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32, off, n int64) ([]byte, error)
+	// ReadAt copies the bytes of the decoded chunk at coords in the chunk
+	// grid of array a, whose directory in the store is path ("" for an
+	// array at the store root), from off into p, as io.ReaderAt does, for
+	// a read by process pid whose reply the kernel keeps in its page
+	// cache. A missing chunk satisfies errors.Is(err, fs.ErrNotExist).
+	ReadAt(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32, p []byte, off int64) (int, error)
 	// Open returns the chunk as an open file, for an open by pid of a file
 	// the kernel reads itself (FUSE passthrough). The caller closes it.
 	Open(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32) (*readahead.File, error)

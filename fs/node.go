@@ -214,7 +214,7 @@ func (f *fileNode) Read(ctx context.Context, fh fusefs.FileHandle, dest []byte, 
 			err = nil
 		}
 	} else {
-		b, err = f.t.readAt(ctx, f.n, off, int64(len(dest)), f.pid(ctx))
+		b, err = f.t.readAt(ctx, f.n, dest, off, f.pid(ctx))
 	}
 	if err != nil {
 		return nil, f.errno(ctx, "read", err)

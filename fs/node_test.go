@@ -40,9 +40,9 @@ func (r *recorder) record(op string, a *zarr.Array, path string, coords []int, p
 	r.mu.Unlock()
 }
 
-func (r *recorder) Read(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32, off, n int64) ([]byte, error) {
+func (r *recorder) ReadAt(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32, p []byte, off int64) (int, error) {
 	r.record("read", a, path, coords, pid)
-	return r.Chunks.Read(ctx, a, path, coords, pid, off, n)
+	return r.Chunks.ReadAt(ctx, a, path, coords, pid, p, off)
 }
 
 func (r *recorder) Open(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32) (*readahead.File, error) {

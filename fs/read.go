@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	iofs "io/fs"
 	"strings"
 
@@ -13,24 +14,25 @@ import (
 // ErrIsDir means a path names a directory where a file was expected.
 var ErrIsDir = errors.New("fs: is a directory")
 
-// readAt returns the bytes n serves in [off, off+size), fewer only at the
-// end. The slice may be shared (cached chunks, metadata): callers must not
-// modify it.
-func (t *Tree) readAt(ctx context.Context, n *node, off, size int64, pid uint32) ([]byte, error) {
+// readAt returns the bytes n serves in [off, off+len(dest)), fewer only at
+// the end: chunks are copied into dest, other files may come as a shared
+// slice (metadata), which callers must not modify.
+func (t *Tree) readAt(ctx context.Context, n *node, dest []byte, off int64, pid uint32) ([]byte, error) {
 	switch n.kind {
 	case kindDir:
 		return nil, fmt.Errorf("read %s: %w", n.key, ErrIsDir)
 	case kindMeta:
-		return clip(n.data, off, size), nil
+		return clip(n.data, off, int64(len(dest))), nil
 	case kindChunk:
-		if off >= n.size { // direct I/O reads past the end: nothing to decode
-			return nil, nil
-		}
 		// The array's key prefix in the store, not n.key: the chunk
 		// source finds the stored key (or shard) itself.
-		return t.chunks.Read(ctx, n.arr.a, n.arr.path, n.coords, pid, off, size)
+		k, err := t.chunks.ReadAt(ctx, n.arr.a, n.arr.path, n.coords, pid, dest, off)
+		if errors.Is(err, io.EOF) {
+			err = nil
+		}
+		return dest[:k], err
 	}
-	return store.ReadRange(ctx, t.store, n.key, off, size)
+	return store.ReadRange(ctx, t.store, n.key, off, int64(len(dest)))
 }
 
 // clip returns b[off:off+n] limited to b's length.
@@ -73,7 +75,7 @@ func (t *Tree) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := t.readAt(ctx, n, 0, n.size, 0)
+	b, err := t.readAt(ctx, n, make([]byte, n.size), 0, 0)
 	if err != nil {
 		return nil, err
 	}

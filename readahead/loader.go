@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	iofs "io/fs"
 	"log/slog"
 	"sync"
@@ -75,6 +76,7 @@ type Loader struct {
 	staging    *staging           // prefetched chunks not yet read
 	shards     shardIndexes       // parsed shard indexes
 	memfds     fileStats          // memfds alive, over every holder
+	bufs       *bufPool           // decode buffers to use again
 	fetch      chan struct{}      // a semaphore: one token per prefetch store read
 
 	ctx    context.Context // the lifetime of background work; ends at Close
@@ -129,6 +131,11 @@ type orderOnce struct {
 	order *nameOrder
 }
 
+// poolBytes bounds the decode buffers kept for the next decodes: enough for
+// a stream of chunks of up to a few MiB to decode into memory that is
+// already mapped in.
+const poolBytes = 32 << 20
+
 // New returns a Loader. It starts a goroutine that expires unread
 // prefetched chunks; Close stops it.
 func New(cfg Config) *Loader {
@@ -166,6 +173,7 @@ func New(cfg Config) *Loader {
 	}
 	l.fetch = make(chan struct{}, fetchers)
 	l.files.Store(cfg.Files)
+	l.bufs = newBufPool(poolBytes)
 	l.decoded = cache.NewLRU(cache.LRUConfig[*chunk]{
 		MaxBytes: cfg.DecodedBudget,
 		MaxItems: cfg.MaxFiles,
@@ -204,9 +212,10 @@ func (l *Loader) Close() error {
 
 // Chunk returns the whole decoded chunk at coords of array a, whose key
 // prefix in the store is path ("" for an array at the root). The chunk is
-// a.ChunkLen() bytes, shared and immutable: the caller must not modify it.
+// a.ChunkLen() bytes.
 // pid names the reader (the process behind the FUSE request); each reader of
-// each array gets its own readahead. The decoded tier keeps the chunk.
+// each array gets its own readahead. The decoded tier keeps the chunk; the
+// caller owns the slice, a copy.
 //
 // The stored value is path + "/" + a.StoredKey(coords): for v2 arrays that
 // is the chunk key ("0.3", or the legacy nested "0/3" where the metadata
@@ -223,34 +232,32 @@ func (l *Loader) Chunk(ctx context.Context, a *zarr.Array, path string, coords [
 		return nil, err
 	}
 	defer c.release()
-	return c.bytes()
+	return c.copyOut()
 }
 
-// Read returns the bytes [off, off+n) of the decoded chunk at coords, fewer
-// at its end, for a FUSE read by pid whose reply the kernel keeps in its
-// page cache. Once Read has handed out every byte of a chunk, the decoded
-// tier lets it go: the page cache holds it, and a second copy would only
-// double the memory (if the kernel drops its copy and reads again, the
-// chunk is decoded again). Otherwise Read is Chunk.
-func (l *Loader) Read(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32, off, n int64) ([]byte, error) {
+// ReadAt copies the bytes of the decoded chunk at coords from off into p,
+// as io.ReaderAt does, for a FUSE read by pid whose reply the kernel keeps
+// in its page cache. Once ReadAt has handed out every byte of a chunk, the
+// decoded tier lets it go: the page cache holds it, and a second copy
+// would only double the memory (if the kernel drops its copy and reads
+// again, the chunk is decoded again). Otherwise it is Chunk.
+func (l *Loader) ReadAt(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32, p []byte, off int64) (int, error) {
+	if off >= a.ChunkLen() && a.PassThrough == nil {
+		return 0, io.EOF // direct I/O reads past the end: nothing to decode
+	}
 	c, id, err := l.get(ctx, a, path, coords, pid)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	defer c.release()
-	var b []byte
-	if c.f == nil {
-		b = clip(c.data, off, n)
-	} else {
-		b = make([]byte, max(min(n, c.size-off), 0))
-		if _, err := c.f.ReadAt(b, off); err != nil {
-			return nil, fmt.Errorf("chunk %s: %w", id, err)
-		}
+	n, err := c.readAt(p, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return n, fmt.Errorf("chunk %s: %w", id, err)
 	}
-	if c.served.Add(int64(len(b))) >= c.size && l.decoded.Remove(id, c) {
+	if c.served.Add(int64(n)) >= c.size && l.decoded.Remove(id, c) {
 		l.dropped.Add(1)
 	}
-	return b, nil
+	return n, err
 }
 
 // Open returns the decoded chunk at coords as an open File, for an open by
@@ -265,27 +272,16 @@ func (l *Loader) Open(ctx context.Context, a *zarr.Array, path string, coords []
 		return nil, err
 	}
 	if c.f == nil && l.files.Load() {
-		// Decoded onto the heap before SetFiles(true), or for Read: copy
-		// it into a memfd of its own.
+		// Decoded onto the heap before SetFiles(true), or for ReadAt:
+		// copy it into a memfd of its own.
 		h := c
-		c, err = l.memfdCopy(h.data)
+		c, err = newMemfd(h.data, &l.memfds)
 		h.release()
 		if err != nil {
 			return nil, fmt.Errorf("chunk %s: %w", id, err)
 		}
 	}
 	return &File{c: c}, nil
-}
-
-// memfdCopy returns a new file chunk holding b, with one reference.
-func (l *Loader) memfdCopy(b []byte) (*chunk, error) {
-	c, m, err := newMemfd(int64(len(b)), &l.memfds)
-	if err != nil {
-		return nil, err
-	}
-	copy(m, b)
-	unmap(m)
-	return c, nil
 }
 
 // SetFiles says whether chunks are decoded into memfds (for Open) or onto
@@ -601,12 +597,4 @@ func (l *Loader) decodePart(ctx context.Context, a *zarr.Array, batch []prefetch
 // try by a reader) rather than from the data read (not worth one).
 func isStoreErr(err error) bool {
 	return !errors.Is(err, codec.ErrCorrupt) && !errors.Is(err, codec.ErrChecksum)
-}
-
-// clip returns b[off:off+n] limited to b's length.
-func clip(b []byte, off, n int64) []byte {
-	if off >= int64(len(b)) || off < 0 {
-		return b[:0]
-	}
-	return b[off:min(int64(len(b)), off+n)]
 }

@@ -122,7 +122,7 @@ func (l *Loader) openStored(ctx context.Context, a *zarr.Array, r chunkRef) (c *
 		return nil, false, nil
 	}
 	l.storedOpens.Add(1)
-	return fileChunk(f, fi.Size()), true, nil
+	return fileChunk(f, fi.Size(), nil), true, nil
 }
 
 // servesStored reports whether a's chunks are opened as stored (see
@@ -135,75 +135,38 @@ func (l *Loader) servesStored(a *zarr.Array) bool {
 // decode decodes the chunks refs of a from srcs (as encoded returned them)
 // in one batch with a's batch decoder, and records the time. Each chunk
 // comes back with one reference, the caller's, or with the reason it did
-// not decode to exactly ChunkLen bytes. With Config.Files chunks are
-// decoded straight into memfds (through a mapping of each).
+// not decode to exactly ChunkLen bytes. Chunks are decoded into buffers
+// from the pool; with Config.Files each is then written to a memfd of its
+// own, and its buffer goes back to the pool.
 func (l *Loader) decode(ctx context.Context, a *zarr.Array, refs []chunkRef, srcs [][]byte) ([]*chunk, []error) {
 	n := len(refs)
 	cs, errs := make([]*chunk, n), make([]error, n)
 	jobs := make([]codec.Job, n)
-	maps := make([][]byte, n)
+	bufs := make([][]byte, n) // from the pool; nil for a raw array
 	isRaw, files := raw(a), l.files.Load()
 	for i := range jobs {
 		jobs[i].Src = srcs[i]
-		switch {
-		case isRaw && !files:
+		if isRaw {
 			// Stored uncompressed: the stored value is the chunk. Values
 			// are immutable, so it is served as is, without a copy.
 			jobs[i].Dst = srcs[i]
-		case files:
-			c, m, err := newMemfd(a.ChunkLen(), &l.memfds)
-			if err != nil {
-				errs[i] = err
-				continue
-			}
-			cs[i], maps[i] = c, m
-			jobs[i].Dst = m[:0:len(m)]
-		default:
-			jobs[i].Dst = make([]byte, 0, a.ChunkLen())
+		} else {
+			bufs[i] = l.bufs.get(int(a.ChunkLen()))
+			jobs[i].Dst = bufs[i][:0]
 		}
 	}
 	start := time.Now()
 	switch {
 	case isRaw:
-		for i := range jobs {
-			// Into a memfd, when the value is the chunk's size; a value
-			// of any other size fails the check below.
-			if errs[i] == nil && files && int64(len(srcs[i])) == a.ChunkLen() {
-				jobs[i].Dst = append(jobs[i].Dst, srcs[i]...)
-			} else if files {
-				jobs[i].Dst = srcs[i]
-			}
-		}
 	case a.WholeShard():
 		// Codecs over the whole shard: each chunk is cut from its shard.
 		for i := range jobs {
-			if errs[i] == nil {
-				jobs[i].Dst, jobs[i].Err = a.DecodeFromShard(jobs[i].Dst, jobs[i].Src, refs[i].coords)
-			}
+			jobs[i].Dst, jobs[i].Err = a.DecodeFromShard(jobs[i].Dst, jobs[i].Src, refs[i].coords)
 		}
 	default:
-		todo := jobs
-		if files { // leave out the jobs whose memfd could not be made
-			todo = nil
+		if err := l.batchDecoder(a).DecodeBatch(ctx, jobs); err != nil {
 			for i := range jobs {
-				if errs[i] == nil {
-					todo = append(todo, jobs[i])
-				}
-			}
-		}
-		err := l.batchDecoder(a).DecodeBatch(ctx, todo)
-		if files {
-			k := 0
-			for i := range jobs {
-				if errs[i] == nil {
-					jobs[i] = todo[k]
-					k++
-				}
-			}
-		}
-		if err != nil {
-			for i := range jobs {
-				if jobs[i].Err == nil && len(jobs[i].Dst) == 0 && errs[i] == nil {
+				if jobs[i].Err == nil && len(jobs[i].Dst) == 0 {
 					jobs[i].Err = err // not reached
 				}
 			}
@@ -213,24 +176,28 @@ func (l *Loader) decode(ctx context.Context, a *zarr.Array, refs []chunkRef, src
 	var bytes, bad int64
 	for i := range jobs {
 		j := &jobs[i]
-		unmap(maps[i])
-		if errs[i] == nil {
-			errs[i] = j.Err
-		}
+		errs[i] = j.Err
 		if errs[i] == nil && int64(len(j.Dst)) != a.ChunkLen() {
 			errs[i] = fmt.Errorf("%w: decoded %d bytes, want %d", codec.ErrCorrupt, len(j.Dst), a.ChunkLen())
+		}
+		var pool *bufPool
+		if bufs[i] != nil {
+			pool = l.bufs
 		}
 		switch {
 		case errs[i] != nil:
 			bad++
-			if cs[i] != nil {
-				cs[i].release()
-				cs[i] = nil
+			if pool != nil {
+				pool.put(bufs[i])
 			}
-		case cs[i] == nil:
-			cs[i] = heapChunk(j.Dst)
+		case files:
+			cs[i], errs[i] = newMemfd(j.Dst, &l.memfds)
+			if pool != nil {
+				pool.put(bufs[i])
+			}
 			bytes += int64(len(j.Dst))
 		default:
+			cs[i] = heapChunk(j.Dst, pool)
 			bytes += int64(len(j.Dst))
 		}
 	}

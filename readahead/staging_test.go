@@ -38,7 +38,7 @@ func TestStagingBudget(t *testing.T) {
 							if r.IntN(8) == 0 {
 								s.fill(e, nil, errors.New("failed"), false)
 							} else {
-								s.fill(e, heapChunk(make([]byte, e.size)), nil, false)
+								s.fill(e, heapChunk(make([]byte, e.size), nil), nil, false)
 							}
 						}
 					case 3:
@@ -88,7 +88,7 @@ func TestStagingExpiry(t *testing.T) {
 			if res != reserved {
 				t.Fatalf("reserve %d: %v", i, res)
 			}
-			s.fill(e, heapChunk(make([]byte, 100)), nil, false)
+			s.fill(e, heapChunk(make([]byte, 100), nil), nil, false)
 			time.Sleep(time.Second)
 		}
 		if !s.isReady("0") {
@@ -133,7 +133,7 @@ func TestStagingTakePending(t *testing.T) {
 		done := make(chan struct{})
 		go func() { v, err = got.wait(context.Background()); close(done) }()
 		synctest.Wait() // the reader waits for the decode
-		s.fill(e, heapChunk([]byte("chunk")), nil, false)
+		s.fill(e, heapChunk([]byte("chunk"), nil), nil, false)
 		<-done
 		if v == nil || string(v.data) != "chunk" || err != nil {
 			t.Errorf("wait = %v, %v", v, err)

@@ -27,6 +27,7 @@ type Stats struct {
 	PrefetchErrors                      int64 // staged chunks that failed to load or decode (missing chunks excluded)
 	ServedDrops                         int64 // chunks the decoded tier let go once Read had handed out all of them (the page cache has them)
 	StoredOpens                         int64 // chunks opened as their stored files (stored uncompressed), not decoded
+	BufferReuses                        int64 // decodes into a buffer a chunk had left (no fresh memory)
 
 	Decode map[string]DecodeStats // by codec pipeline (zarr.Array.Codecs)
 
@@ -38,6 +39,7 @@ type Stats struct {
 	// Memfds alive (Config.Files), in the tiers or held open by readers
 	// and the kernel after the tiers let them go, and their bytes.
 	Memfds, MemfdBytes int64
+	MemfdPeak          int64 // the most MemfdBytes has been
 }
 
 // DecodeStats describe the decoding done for one codec pipeline.
@@ -68,8 +70,10 @@ func (l *Loader) Stats() Stats {
 		PrefetchErrors:      l.prefetchErrors.Load(),
 		ServedDrops:         l.dropped.Load(),
 		StoredOpens:         l.storedOpens.Load(),
+		BufferReuses:        l.bufs.reuses(),
 		Memfds:              l.memfds.n.Load(),
 		MemfdBytes:          l.memfds.bytes.Load(),
+		MemfdPeak:           l.memfds.peak.Load(),
 		DecodedUsed:         d.Used,
 		DecodedBudget:       d.Max,
 		CompressedUsed:      c.Used,
@@ -123,6 +127,7 @@ func (s Stats) LogValue() slog.Value {
 		slog.Int64("prefetch_errors", s.PrefetchErrors),
 		slog.Int64("served_drops", s.ServedDrops),
 		slog.Int64("stored_opens", s.StoredOpens),
+		slog.Int64("buffer_reuses", s.BufferReuses),
 		slog.Int64("memfds", s.Memfds),
 		slog.Int64("memfd_bytes", s.MemfdBytes),
 		slog.Int64("decoded_used", s.DecodedUsed),

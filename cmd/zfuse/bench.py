@@ -1,10 +1,14 @@
 """The Python half of zfuse bench; run with /usr/bin/python3 (zarr 2.13, numcodecs 0.11).
 
-  bench.py write OUT BYTES   write OUT/blosc.zarr, OUT/zstd.zarr and OUT/raw.zarr: the same
-                             float32 array of about BYTES decoded bytes, in 1 MiB chunks,
-                             compressed with Blosc(lz4, clevel 5, shuffle), with Zstd(level 3),
-                             and uncompressed; print what was written as JSON
-  bench.py read PATH         read the whole array at PATH with zarr-python; print the time
+  bench.py write OUT BYTES SIDE    write OUT/blosc.zarr, OUT/zstd.zarr and OUT/raw.zarr: the same
+                                   float32 array of about BYTES decoded bytes, planes of 1024x1024
+                                   in chunks of (1, SIDE, SIDE), compressed with Blosc(lz4, clevel 5,
+                                   shuffle), with Zstd(level 3), and uncompressed; print its shape
+  bench.py zarr PATH EPOCHS        read the array at PATH plane by plane with zarr-python, EPOCHS
+                                   times; print each epoch's seconds and bytes as JSON
+  bench.py loader PATH EPOCHS W    read it with a PyTorch DataLoader of W worker processes, each
+                                   opening the array with zarr-python, one plane per item, shuffled
+                                   (a new order every epoch); print each epoch's seconds and bytes
 """
 import json
 import sys
@@ -14,11 +18,10 @@ import numcodecs
 import numpy as np
 import zarr
 
-CHUNKS = (1, 512, 512)  # 1 MiB of float32
-SIDE = 1024  # each step along axis 0 is a 2x2 grid of chunks: 4 MiB
+SIDE = 1024  # planes are SIDE x SIDE float32: 4 MiB
 
 
-def write(out, nbytes):
+def write(out, nbytes, side):
     n = max(1, nbytes // (4 * SIDE * SIDE))
     shape = (n, SIDE, SIDE)
     compressors = {
@@ -27,7 +30,7 @@ def write(out, nbytes):
         "raw": None,
     }
     arrays = {
-        name: zarr.open(f"{out}/{name}.zarr", mode="w", shape=shape, chunks=CHUNKS, dtype="<f4", compressor=c)
+        name: zarr.open(f"{out}/{name}.zarr", mode="w", shape=shape, chunks=(1, side, side), dtype="<f4", compressor=c)
         for name, c in compressors.items()
     }
     # A field like a temperature: smooth in space, slowly varying in time,
@@ -43,22 +46,58 @@ def write(out, nbytes):
         block = (block + 0.25 * rng.standard_normal((m, SIDE, SIDE), dtype=np.float32)).astype("<f4")
         for a in arrays.values():
             a[i : i + m] = block
-    print(json.dumps({"shape": shape, "chunks": CHUNKS}))
+    print(json.dumps({"shape": shape}))
 
 
-def read(path):
+def read_zarr(path, epochs):
     a = zarr.open(path, mode="r")
-    t = time.perf_counter()
-    x = a[...]
-    dt = time.perf_counter() - t
-    threads = numcodecs.blosc.get_nthreads() if hasattr(numcodecs.blosc, "get_nthreads") else None
-    print(json.dumps({"seconds": dt, "bytes": int(x.nbytes), "compressor": repr(a.compressor), "blosc_threads": threads}))
+    out = []
+    for _ in range(epochs):
+        t = time.perf_counter()
+        n = 0
+        for i in range(a.shape[0]):
+            n += a[i].nbytes
+        out.append({"seconds": time.perf_counter() - t, "bytes": n})
+    print(json.dumps(out))
+
+
+def read_loader(path, epochs, workers):
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+    class Planes(Dataset):
+        def __init__(self, path):
+            self.path = path
+            self.a = None
+            self.n = zarr.open(path, mode="r").shape[0]
+
+        def __len__(self):
+            return self.n
+
+        def __getitem__(self, i):
+            if self.a is None:  # opened in each worker process
+                self.a = zarr.open(self.path, mode="r")
+            return torch.from_numpy(self.a[i])
+
+    torch.manual_seed(0)
+    loader = DataLoader(Planes(path), batch_size=1, shuffle=True, num_workers=workers, persistent_workers=True)
+    out = []
+    for _ in range(epochs):
+        t = time.perf_counter()
+        n = 0
+        for x in loader:
+            n += x.numel() * x.element_size()
+        out.append({"seconds": time.perf_counter() - t, "bytes": n})
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "write":
-        write(sys.argv[2], int(sys.argv[3]))
-    elif sys.argv[1] == "read":
-        read(sys.argv[2])
+    cmd = sys.argv[1]
+    if cmd == "write":
+        write(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    elif cmd == "zarr":
+        read_zarr(sys.argv[2], int(sys.argv[3]))
+    elif cmd == "loader":
+        read_loader(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     else:
-        sys.exit("usage: bench.py write OUT BYTES | read PATH")
+        sys.exit(__doc__)

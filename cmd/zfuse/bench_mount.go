@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// This file runs zfuse bench's mounts: each a `zfuse mount` process of this
+// binary, ready when it logs "mounted" (as the integration tests wait for
+// it), and measured from /proc and its stats file when it stops.
+
+// A benchMount is one zfuse mount process.
+type benchMount struct {
+	dir, statsFile string
+	cmd            *exec.Cmd
+	log            lineLog // its stderr
+	exited         chan struct{}
+	err            error // of Wait, once exited is closed
+}
+
+// mountStats is what a mount used.
+type mountStats struct {
+	serving   string        // the serving path it chose
+	hwm       int64         // peak RSS (VmHWM)
+	memfdPeak int64         // the most bytes its memfds held at once
+	cpu       time.Duration // user + system
+	reads     int64         // chunk READs that reached it
+}
+
+// mount starts zfuse mount of store on a new mountpoint, with the bench's
+// loader flags and serving path, and returns once it is ready.
+func (b *bencher) mount(ctx context.Context, store, serving string) (*benchMount, error) {
+	b.mounts++
+	m := &benchMount{
+		dir:       filepath.Join(b.work, fmt.Sprintf("mnt%d", b.mounts)),
+		statsFile: filepath.Join(b.work, fmt.Sprintf("stats%d.json", b.mounts)),
+		exited:    make(chan struct{}),
+	}
+	if err := os.Mkdir(m.dir, 0o755); err != nil {
+		return nil, err
+	}
+	args := append([]string{"mount", "--log-level", "info", "--stats-file", m.statsFile}, b.lf.args()...)
+	args = append(args, "--serving", serving, store, m.dir)
+	m.cmd = exec.Command(b.exe, args...)
+	m.cmd.Stderr = &m.log
+	if err := m.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { m.err = m.cmd.Wait(); close(m.exited) }()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := m.log.waitFor(ctx, "msg=mounted", m.exited); err != nil {
+		m.stop()
+		return nil, fmt.Errorf("bench: zfuse mount did not get ready: %w\n%s", err, m.log.String())
+	}
+	return m, nil
+}
+
+// stop measures the mount, stops it with SIGTERM and reads its stats
+// file.
+func (m *benchMount) stop() (mountStats, error) {
+	var st mountStats
+	pid := m.cmd.Process.Pid
+	var errs []error
+	var err error
+	if st.hwm, err = vmHWM(pid); err != nil {
+		errs = append(errs, err)
+	}
+	if st.cpu, err = cpuTime(pid); err != nil {
+		errs = append(errs, err)
+	}
+	m.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-m.exited:
+	case <-time.After(time.Minute):
+		m.cmd.Process.Kill()
+		<-m.exited
+		return st, fmt.Errorf("bench: zfuse mount did not stop within a minute of SIGTERM\n%s", m.log.String())
+	}
+	if m.err != nil {
+		return st, fmt.Errorf("bench: zfuse mount: %v\n%s", m.err, m.log.String())
+	}
+	if len(errs) > 0 {
+		return st, errors.Join(errs...)
+	}
+	b, err := os.ReadFile(m.statsFile)
+	if err != nil {
+		return st, fmt.Errorf("bench: the mount's stats: %w", err)
+	}
+	var doc statsDoc
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return st, fmt.Errorf("bench: the mount's stats: %w", err)
+	}
+	st.serving, st.memfdPeak, st.reads = doc.Serve.Serving, doc.Stats.MemfdPeak, doc.Serve.ChunkReads
+	return st, nil
+}
+
+// A lineLog collects a process's output and lets a reader wait for a line.
+// It is safe for concurrent use.
+type lineLog struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	wake chan struct{} // closed and replaced on every write
+}
+
+func (l *lineLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.wake != nil {
+		close(l.wake)
+		l.wake = nil
+	}
+	return l.buf.Write(p)
+}
+
+func (l *lineLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// waitFor waits until the output holds s, the process exits, or ctx ends.
+func (l *lineLog) waitFor(ctx context.Context, s string, exited <-chan struct{}) error {
+	for {
+		l.mu.Lock()
+		if strings.Contains(l.buf.String(), s) {
+			l.mu.Unlock()
+			return nil
+		}
+		if l.wake == nil {
+			l.wake = make(chan struct{})
+		}
+		wake := l.wake
+		l.mu.Unlock()
+		select {
+		case <-wake:
+		case <-exited:
+			return errors.New("it exited")
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// cpuTime returns the CPU time (user and system) process pid has used.
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseCPUTime(string(b))
+}
+
+// parseCPUTime reads utime and stime (fields 14 and 15, in clock ticks of
+// 1/100 s, Linux's USER_HZ) from a /proc/PID/stat line. The command name
+// (field 2) may hold spaces, so fields are counted after its ")".
+func parseCPUTime(stat string) (time.Duration, error) {
+	i := strings.LastIndexByte(stat, ')')
+	f := strings.Fields(stat[i+1:])
+	if i < 0 || len(f) < 13 {
+		return 0, fmt.Errorf("bench: /proc/PID/stat: %q", stat)
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("bench: /proc/PID/stat: %w", err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
+}
+
+// vmHWM returns the peak resident set size of process pid.
+func vmHWM(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	return parseVmHWM(f)
+}
+
+// parseVmHWM finds "VmHWM: N kB" in a /proc/PID/status.
+func parseVmHWM(r io.Reader) (int64, error) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, errors.New("no VmHWM line")
+}

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/zfuse/zfuse/cache"
+)
+
+// This file holds zfuse bench's results and its report: the matrix of
+// medians with their ranges, the memory of the mounts, and the targets of
+// the data-path issue.
+
+// A cell is one line of the matrix.
+type cell struct {
+	chunk   string // "1MiB", "64KiB"
+	codec   string // "blosc", "zstd"; "" for the uncompressed store
+	reader  string // readGrid, ...
+	via     string // viaMount, viaSelf, viaRaw
+	serving string // asked for (viaMount only)
+}
+
+// benchResults are the rates (GB/s) of every cell, by epoch and round, and
+// what each cell's mounts used.
+type benchResults struct {
+	rates  map[cell][][]float64 // [round][epoch]
+	mounts map[cell][]mountStats
+	order  []cell // in the order first measured
+}
+
+func newBenchResults() *benchResults {
+	return &benchResults{rates: map[cell][][]float64{}, mounts: map[cell][]mountStats{}}
+}
+
+func (r *benchResults) add(c cell, epochs []float64) {
+	if _, ok := r.rates[c]; !ok {
+		r.order = append(r.order, c)
+	}
+	r.rates[c] = append(r.rates[c], epochs)
+}
+
+func (r *benchResults) addMount(c cell, st mountStats) { r.mounts[c] = append(r.mounts[c], st) }
+
+// epoch returns the median and the range over rounds of cell c's rate in
+// epoch e (0-based); ok is false when c was not measured.
+func (r *benchResults) epoch(c cell, e int) (med, lo, hi float64, ok bool) {
+	var xs []float64
+	for _, round := range r.rates[c] {
+		if e < len(round) {
+			xs = append(xs, round[e])
+		}
+	}
+	if len(xs) == 0 {
+		return 0, 0, 0, false
+	}
+	slices.Sort(xs)
+	return median(xs), xs[0], xs[len(xs)-1], true
+}
+
+// ratio returns the median over rounds of a's rate ÷ b's in epoch e, each
+// round's pair taken together (they ran side by side), and its range.
+func (r *benchResults) ratio(a, b cell, e int) (med, lo, hi float64, ok bool) {
+	ra, rb := r.rates[a], r.rates[b]
+	var xs []float64
+	for i := range min(len(ra), len(rb)) {
+		if e < len(ra[i]) && e < len(rb[i]) && rb[i][e] > 0 {
+			xs = append(xs, ra[i][e]/rb[i][e])
+		}
+	}
+	if len(xs) == 0 {
+		return 0, 0, 0, false
+	}
+	slices.Sort(xs)
+	return median(xs), xs[0], xs[len(xs)-1], true
+}
+
+func median(xs []float64) float64 {
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
+}
+
+// report prints the setting, the matrix, the mounts' memory and the
+// targets.
+func (b *bencher) report() {
+	r, lf := b.res, b.lf
+	fmt.Fprintf(b.out, "zfuse bench, %s: %s\n", b.start, machine())
+	for _, set := range b.sets {
+		ratio := func(name string) float64 {
+			return float64(set.stored[storeRaw]) / float64(max(set.stored[name], 1))
+		}
+		fmt.Fprintf(b.out, "arrays %s: float32 %s, %d chunks of %s (%s); stored: blosc lz4 clevel 5 shuffle %s (ratio %.2f), zstd level 3 %s (ratio %.2f), uncompressed %s\n",
+			set.name, dims(set.shape), len(set.keys), cache.FormatSize(set.chunkLen), dims(set.chunks),
+			human(set.stored[storeBlosc]), ratio(storeBlosc), human(set.stored[storeZstd]), ratio(storeZstd), human(set.stored[storeRaw]))
+	}
+	kra := "kernel default (not root)"
+	if os.Geteuid() == 0 && lf.kernelReadahead > 0 {
+		kra = lf.kernelReadahead.String()
+	}
+	fmt.Fprintf(b.out, "mounts: --decoder %s, --workers %d, budgets decoded %s, compressed %s, readahead %s; kernel readahead %s; a fresh mount for each reader, epochs in the same mount\n",
+		lf.decoder, lf.workers, lf.decoded, lf.compressed, lf.readahead, kra)
+	fmt.Fprintf(b.out, "stores in the page cache throughout; file tool: open, read whole, close each chunk file; zarr: zarr-python 2.13 plane by plane; loader: PyTorch DataLoader, 2 workers, shuffled planes\n")
+	fmt.Fprintf(b.out, "load average (1, 5, 15 min) at the start %s, at the end %s\n", b.load, loadAvg())
+	fmt.Fprintf(b.out, "GB/s, median of %d rounds [lowest-highest]\n\n", b.runs)
+
+	w := tabwriter.NewWriter(b.out, 0, 4, 2, ' ', 0)
+	head := "chunks\treader\tcodec\tsource\t"
+	for e := range b.epochs {
+		head += fmt.Sprintf("epoch %d\t", e+1)
+	}
+	fmt.Fprintln(w, head+"mount: serving, peak RSS + memfds, CPU\t")
+	for _, c := range r.order {
+		src := c.via
+		if c.via == viaMount {
+			src = "mount"
+			if len(b.servings) > 1 {
+				src += "(" + c.serving + ")"
+			}
+		}
+		codec := c.codec
+		if codec == "" {
+			codec = "none"
+		}
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t", c.chunk, c.reader, codec, src)
+		for e := range b.epochs {
+			med, lo, hi, ok := r.epoch(c, e)
+			if ok {
+				line += fmt.Sprintf("%.2f [%.2f-%.2f]\t", med, lo, hi)
+			} else {
+				line += "-\t"
+			}
+		}
+		if ms := r.mounts[c]; len(ms) > 0 {
+			peak, cpu := int64(0), time.Duration(0)
+			for _, m := range ms {
+				peak = max(peak, m.hwm+m.memfdPeak)
+				cpu += m.cpu
+			}
+			line += fmt.Sprintf("%s, %s, %.2f s\t", ms[0].serving, mib(peak), cpu.Seconds()/float64(len(ms)))
+		} else {
+			line += "\t"
+		}
+		fmt.Fprintln(w, line)
+	}
+	w.Flush()
+
+	fmt.Fprintln(b.out)
+	w = tabwriter.NewWriter(b.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "target\tmeasured\twanted\t\t")
+	for _, t := range b.targets() {
+		verdict := "met"
+		if !t.ok {
+			verdict = "NOT MET"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t\n", t.name, t.got, t.want, verdict)
+	}
+	w.Flush()
+}
+
+// A benchTarget is one of the issue's targets, as measured.
+type benchTarget struct {
+	name, got, want string
+	ok              bool
+}
+
+// targets compares the results with the targets of the data-path issue,
+// on the Blosc-lz4 stores, for each serving path measured.
+func (b *bencher) targets() []benchTarget {
+	r := b.res
+	var out []benchTarget
+	x := func(med, lo, hi float64) string { return fmt.Sprintf("%.2fx [%.2f-%.2f]", med, lo, hi) }
+	add := func(name string, a, base cell, e int, want float64) {
+		med, lo, hi, ok := r.ratio(a, base, e)
+		if ok {
+			out = append(out, benchTarget{name, x(med, lo, hi), fmt.Sprintf(">= %.2fx", want), med >= want})
+		}
+	}
+	const codec = "blosc"
+	for _, serving := range b.servings {
+		on := ""
+		if len(b.servings) > 1 {
+			on = " (" + serving + ")"
+		}
+		for _, set := range b.sets {
+			ch := set.name
+			mount := func(reader string) cell { return cell{ch, codec, reader, viaMount, serving} }
+			self := func(reader string) cell { return cell{ch, codec, reader, viaSelf, ""} }
+			raw := func(reader string) cell { return cell{ch, "", reader, viaRaw, ""} }
+			want := map[string][2]float64{"1MiB": {1.2, 2.0}, "64KiB": {0.8, 1.0}}[ch]
+			if want[0] > 0 {
+				add(ch+" zarr-python via mount / decoding itself, epoch 1"+on, mount(readZarr), self(readZarr), 0, want[0])
+				add(ch+" zarr-python via mount / decoding itself, epoch 2"+on, mount(readZarr), self(readZarr), 1, want[1])
+			}
+			if ch == "1MiB" {
+				add(ch+" DataLoader via mount / decoding itself, epoch 1"+on, mount(readLoader), self(readLoader), 0, 1.0)
+				add(ch+" DataLoader via mount / decoding itself, epoch 3"+on, mount(readLoader), self(readLoader), 2, 1.1)
+			}
+			add(ch+" file tool via mount / uncompressed direct, cold"+on, mount(readGrid), raw(readGrid), 0, 0.25)
+			add(ch+" file tool via mount / uncompressed direct, warm"+on, mount(readGrid), raw(readGrid), 1, 0.8)
+			add(ch+" file tool, listing order / grid order, cold"+on, mount(readList), mount(readGrid), 0, 0.8)
+		}
+	}
+	var peak int64
+	var at string
+	for c, ms := range r.mounts {
+		for _, m := range ms {
+			if v := m.hwm + m.memfdPeak; v > peak {
+				peak, at = v, fmt.Sprintf("%s %s %s %s", c.chunk, c.reader, c.codec, m.serving)
+			}
+		}
+	}
+	if at != "" {
+		limit := int64(b.lf.decoded) + int64(b.lf.compressed) + int64(b.lf.readahead) + 64<<20
+		out = append(out, benchTarget{"peak RSS + memfds of a mount (" + at + ")", mib(peak),
+			"<= " + mib(limit) + " (decoded + compressed + readahead + 64 MiB)", peak <= limit})
+	}
+	return out
+}
