@@ -57,11 +57,8 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fl.Var(&b.size, "size", "decoded size of the array written (a multiple of 4 MiB)")
 	fl.StringVar(&b.python, "python", "/usr/bin/python3", "Python with zarr 2.13 and numcodecs 0.11")
 	fl.IntVar(&b.runs, "runs", 3, "runs of each measurement; the table shows the best")
-	if err := fl.Parse(args); err != nil {
+	if err := parseFlags(fl, args, 0, stdout); err != nil { // usage.go: help to stdout, bad usage exits 2
 		return err
-	}
-	if fl.NArg() != 0 {
-		return fmt.Errorf("bench takes no arguments, got %q", fl.Args())
 	}
 	if b.lf.decoder == gpu.GPU {
 		// Fail now, not after writing the stores, where every mount would.
