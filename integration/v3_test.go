@@ -105,31 +105,7 @@ func writeWant(t testing.TB, want map[string]v3Value) string {
 // subtest of t that fails with the check's error.
 func v3Py(t *testing.T, args ...string) {
 	t.Helper()
-	needPython(t)
-	cmd := exec.Command(python, append([]string{filepath.Join(repo, "integration", "testdata", "v3check.py")}, args...)...)
-	cmd.Env = append(os.Environ(), "PYTHONUTF8=1")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("v3check.py %v: %v\n%s", args, err, stderr.String())
-	}
-	n := 0
-	for line := range bytes.Lines(out) {
-		var r struct{ Name, Err string }
-		if err := json.Unmarshal(line, &r); err != nil {
-			t.Fatalf("v3check.py printed %q: %v", line, err)
-		}
-		n++
-		t.Run(r.Name, func(t *testing.T) {
-			if r.Err != "" {
-				t.Error(r.Err)
-			}
-		})
-	}
-	if n == 0 {
-		t.Fatalf("v3check.py %v checked nothing\n%s", args, stderr.String())
-	}
+	pyChecks(t, "v3check.py", args...)
 }
 
 // zarritaNeed skips a test that needs node or zarrita, and fails it in CI
