@@ -95,10 +95,10 @@ for _ in $(seq 600); do
 done
 grep 'msg=mounted' "$work/zfuse.log"
 
-echo "== ls -l (chunk files have their decoded size)"
+echo "== ls -l temperature (chunk files have their decoded size: 30x90x90 float32 = 972000 bytes)"
 listing=$(ls -l "$mnt/temperature")
-echo "$(grep -c . <<<"$listing") lines; the first 6:"
-sed -n 1,6p <<<"$listing"
+sed -n 2,6p <<<"$listing" # after "total"
+echo "... $(($(wc -l <<<"$listing") - 1)) chunk files"
 echo "== cat temperature/.zarray (no compression)"
 cat "$mnt/temperature/.zarray"; echo
 echo "== zarr-python through the mount"
