@@ -5,12 +5,10 @@ import (
 	"context"
 	"errors"
 	iofs "io/fs"
-	"log/slog"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/zarr"
 )
 
@@ -55,14 +53,7 @@ func TestMixedDirs(t *testing.T) {
 	ctx := context.Background()
 	s, docs := mixedStore(t)
 	for _, asV2 := range []bool{false, true} {
-		ds, err := store.Dir(s.root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ds.Close() })
-		logs := &logBuffer{}
-		log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		tr := New(Config{Store: ds, Log: log, CacheBytes: 1 << 20, Workers: 2, AsV2: asV2})
+		tr, logs := newTestTree(t, s, func(c *Config) { c.AsV2 = asV2 })
 		for _, r := range []struct {
 			dir      string
 			served   string // "rewritten", "stored" or "hidden"

@@ -400,6 +400,23 @@ func run(args ...string) (stdout, stderr []byte, err error) {
 	return o.Bytes(), e.Bytes(), err
 }
 
+// infoLines runs zfuse info args and returns its lines by their first
+// column (PATH), each with its columns joined by one space.
+func infoLines(t testing.TB, args ...string) map[string]string {
+	t.Helper()
+	out, stderr, err := run(append([]string{"info"}, args...)...)
+	if err != nil {
+		t.Fatalf("zfuse info %v: %v\n%s", args, err, stderr)
+	}
+	lines := map[string]string{}
+	for l := range strings.Lines(string(out)) {
+		if f := strings.Fields(l); len(f) > 0 {
+			lines[f[0]] = strings.Join(f, " ")
+		}
+	}
+	return lines
+}
+
 // chunkFiles lists the non-metadata files under dir/array, relative to dir.
 func chunkFiles(t testing.TB, dir, array string) []string {
 	t.Helper()

@@ -66,20 +66,7 @@ func TestMixedMetadata(t *testing.T) {
 		}
 	}
 
-	info := func(flags ...string) map[string]string {
-		stdout, stderr, err := run(append(append([]string{"info"}, flags...), src)...)
-		if err != nil {
-			t.Fatalf("zfuse info %v: %v\n%s", flags, err, stderr)
-		}
-		lines := map[string]string{}
-		for l := range strings.Lines(string(stdout)) {
-			if f := strings.Fields(l); len(f) > 0 {
-				lines[f[0]] = strings.Join(f, " ")
-			}
-		}
-		return lines
-	}
-	lines := info()
+	lines := infoLines(t, src)
 	for _, p := range arrays.Agree {
 		if l := lines[p]; !strings.HasPrefix(l, p+" v2+v3 ") || !strings.HasSuffix(l, " raw; zarr.json rewritten too") {
 			t.Errorf("zfuse info: %q", l)
@@ -104,7 +91,7 @@ func TestMixedMetadata(t *testing.T) {
 				t.Errorf("--as-v2: %s/zarr.json: %v; want it hidden", p, err)
 			}
 		}
-		for p, l := range info("--as-v2") {
+		for p, l := range infoLines(t, "--as-v2", src) {
 			if p != "PATH" && !strings.HasSuffix(l, " raw; zarr.json hidden (--as-v2)") {
 				t.Errorf("zfuse info --as-v2: %q", l)
 			}

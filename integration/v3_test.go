@@ -394,16 +394,7 @@ func TestV3CatInfo(t *testing.T) {
 				t.Errorf("zfuse cat %v %s: %v %s: %q, the mount serves %q", flags, p, err, stderr, got, want)
 			}
 		}
-		out, stderr, err := run(append(append([]string{"info"}, flags...), src)...)
-		if err != nil {
-			t.Fatalf("zfuse info %v: %v\n%s", flags, err, stderr)
-		}
-		lines := map[string]string{}
-		for l := range strings.Lines(string(out)) {
-			if f := strings.Fields(l); len(f) > 0 {
-				lines[f[0]] = strings.Join(f, " ")
-			}
-		}
+		lines := infoLines(t, append(slices.Clone(flags), src)...)
 		format := "v3"
 		if flags != nil {
 			format = "v3->v2"

@@ -20,15 +20,7 @@ func TestPresentBeside(t *testing.T) {
 			"dtype": json.RawMessage(`"<i2"`), "compressor": json.RawMessage(`{"id":"zstd","level":0}`),
 			"fill_value": json.RawMessage(`0`), "order": json.RawMessage(`"C"`), "filters": json.RawMessage(`null`),
 		}
-		for k, v := range set {
-			if v == "" {
-				delete(m, k)
-			} else {
-				m[k] = json.RawMessage(v)
-			}
-		}
-		b, _ := json.Marshal(m)
-		return b
+		return docWith(m, set)
 	}
 	twoD := set{"shape": `[5,6]`, "chunk_grid": `{"name":"regular","configuration":{"chunk_shape":[2,4]}}`, "chunk_key_encoding": v2keys}
 	twoDv2 := set{"shape": `[5,6]`, "chunks": `[2,4]`}

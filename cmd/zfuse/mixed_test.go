@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -14,13 +12,7 @@ import (
 // rewritten or not at all, as the mount does.
 func TestInfoMixed(t *testing.T) {
 	src := t.TempDir()
-	write := func(key, data string) {
-		p := filepath.Join(src, key)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := storeWriter(t, src)
 	zarray := `{"zarr_format": 2, "shape": [3], "chunks": [2], "dtype": "|u1", "compressor": null, "fill_value": 0, "order": "C", "filters": null}`
 	zarrJSON := func(fill string) string {
 		return `{"zarr_format": 3, "node_type": "array", "shape": [3], "data_type": "uint8",
