@@ -36,8 +36,8 @@ usage: /usr/bin/python3 readers.py COMMAND ARGS...
                           (ORIG) reads the values WANT lists
   torch ORIG MOUNT        a shuffled torch DataLoader with worker processes,
                           each opening the arrays with zarr-python through
-                          the mount, yields every row of every array as
-                          zarr-python reads it from ORIG
+                          the mount, yields every row of every array (in
+                          blocks of 5) as zarr-python reads it from ORIG
 
 Prints one JSON object per check, {"name": ..., "err": ...} (err empty when
 it passed), and {"name": ..., "log": ...} for what is only worth knowing
@@ -508,8 +508,10 @@ def cmd_torch(orig, mount):
     from torch.utils.data import DataLoader, Dataset, get_worker_info
 
     class Rows(Dataset):
-        """Row i along the first axis of an array; each worker process
-        opens the store itself, with zarr-python, on its first item."""
+        """Rows [lo, lo+ROWS) along the first axis of an array (not aligned
+        with its chunks); each worker process opens the stores itself,
+        with zarr-python, on its first item."""
+        ROWS = 5
 
         def __init__(self, mount, items):
             self.mount, self.items, self.stores = mount, items, {}
@@ -518,16 +520,16 @@ def cmd_torch(orig, mount):
             return len(self.items)
 
         def __getitem__(self, k):
-            store, path, i = self.items[k]
+            store, path, lo = self.items[k]
             if store not in self.stores:
                 self.stores[store] = zarr.open_consolidated(os.path.join(self.mount, store), mode="r")
-            row = self.stores[store][path][i]
-            row = np.array(row, dtype=row.dtype.newbyteorder("="), order="C")  # torch wants native order
+            rows = self.stores[store][path][lo:lo + self.ROWS]
+            rows = np.array(rows, dtype=rows.dtype.newbyteorder("="), order="C")  # torch wants native order
             try:
-                row = torch.from_numpy(row)
+                rows = torch.from_numpy(rows)
             except TypeError:
                 pass  # torch 1.13 has no uint16, uint32, uint64: those rows stay numpy
-            return store + "/" + path, i, row, os.getpid(), get_worker_info().id
+            return store + "/" + path, lo, rows, os.getpid(), get_worker_info().id
 
     items, want = [], {}
     for root in orig.split(","):
@@ -535,32 +537,32 @@ def cmd_torch(orig, mount):
         z = zarr.open_group(root, mode="r")
         for path in arrays(root):
             a = z[path]
-            for i in range(a.shape[0]):
-                items.append((name, path, i))
+            for lo in range(0, a.shape[0], Rows.ROWS):
+                items.append((name, path, lo))
             want[name + "/" + path] = a[...]
-    loader = DataLoader(Rows(mount, items), batch_size=8, shuffle=True, num_workers=2, collate_fn=list,
+    loader = DataLoader(Rows(mount, items), batch_size=4, shuffle=True, num_workers=2, collate_fn=list,
                         generator=torch.Generator().manual_seed(1))
     seen, pids, workers, order = {}, set(), set(), []
     for batch in loader:
-        for path, i, row, pid, worker in batch:
-            seen[(path, i)] = row.numpy() if isinstance(row, torch.Tensor) else row
+        for path, lo, rows, pid, worker in batch:
+            seen[(path, lo)] = rows.numpy() if isinstance(rows, torch.Tensor) else rows
             pids.add(pid)
             workers.add(worker)
-            order.append((path, i))
+            order.append((path, lo))
 
     def processes():
         if os.getpid() in pids or len(pids) < 2 or len(workers) < 2:
             return f"rows read by processes {pids} (workers {workers}), this one {os.getpid()}: want 2 or more workers"
-        if order == [(s + "/" + p, i) for s, p, i in items]:
-            return "the rows came in dataset order: not shuffled"
+        if order == [(s + "/" + p, lo) for s, p, lo in items]:
+            return "the items came in dataset order: not shuffled"
         return ""
     checked("torch/workers", processes)
     for path, w in sorted(want.items()):
         def one(path=path, w=w):
-            rows = [i for (p, i) in seen if p == path]
-            if sorted(rows) != list(range(w.shape[0])):
-                return f"rows {sorted(rows)[:10]}..., want 0..{w.shape[0] - 1}"
-            got = np.stack([seen[(path, i)] for i in range(w.shape[0])])
+            los = sorted(lo for (p, lo) in seen if p == path)
+            if los != list(range(0, w.shape[0], Rows.ROWS)):
+                return f"row blocks at {los[:10]}..., want every {Rows.ROWS} rows of {w.shape[0]}"
+            got = np.concatenate([seen[(path, lo)] for lo in los])
             if got.dtype != w.dtype.newbyteorder("="):
                 return f"dtype {got.dtype}, want {w.dtype}"
             return same(w, got)
