@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/zfuse/zfuse/codec"
 )
@@ -48,7 +49,7 @@ func PresentBeside(zarrJSON []byte, v2 *Array) ([]byte, error) {
 		return nil, fmt.Errorf("%w: shape %v, .zarray %v", ErrDisagree, a.Shape, v2.Shape)
 	case !slices.Equal(a.Chunks, v2.Chunks):
 		return nil, fmt.Errorf("%w: chunk shape %v, .zarray %v", ErrDisagree, a.Chunks, v2.Chunks)
-	case a.DType != v2.DType:
+	case !sameTypestr(a.DType, v2.DType, a.ItemSize):
 		return nil, fmt.Errorf("%w: data type %s (%s), .zarray %s", ErrDisagree, a.DataType, a.DType, v2.DType)
 	}
 	last := make([]int, len(a.grid))
@@ -121,6 +122,15 @@ func storedOrder(list json.RawMessage, rank int) (string, error) {
 		}
 	}
 	return "F", nil
+}
+
+// sameTypestr reports whether two numpy typestrs name the same type: for
+// 1-byte types the byte order character ("|u1", "<u1") says nothing.
+func sameTypestr(a, b string, itemSize int) bool {
+	if itemSize == 1 && len(a) > 1 && len(b) > 1 && strings.ContainsRune("<>|=", rune(a[0])) && strings.ContainsRune("<>|=", rune(b[0])) {
+		return a[1:] == b[1:]
+	}
+	return a == b
 }
 
 // sameFill reports whether v2Fill, the fill_value of a .zarray, gives the
