@@ -22,10 +22,15 @@ ZARRITA ?= $(or $(ZFUSE_ZARRITA),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/zfuse/za
 # puts it in $(go env GOPATH)/bin, where the tests look (or $ZFUSE_VERSITYGW).
 # Node.js 20 with npm (the machine's; Debian 12's nodejs where there is none)
 # and zarrita@0.7.5 from npm into $(ZARRITA), unless it is there already.
+# The reader tests (integration/readers_test.go) read mounts with netCDF-C
+# (netcdf-bin's ncdump, python3-netcdf4), GDAL (gdal-bin's gdal_translate,
+# python3-gdal) and a PyTorch DataLoader (python3-torch).
 deps:
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 		fuse3 python3-zarr python3-numcodecs python3-numpy python3-xarray
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		netcdf-bin python3-netcdf4 gdal-bin python3-gdal python3-torch
 	$(GO) mod download
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nginx-light
 	$(GO) install github.com/versity/versitygw/cmd/versitygw@v1.8.0

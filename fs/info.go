@@ -24,6 +24,12 @@ type ArrayInfo struct {
 	// Hidden, when non-nil, says why the array is not shown at all: under
 	// --as-v2, a v3 array with no v2 equivalent.
 	Hidden error
+	// ZarrJSON, for a v2 array whose directory also holds zarr.json (an
+	// array converted in place), says what is served of zarr.json:
+	// "rewritten too" (it describes the chunks the .zarray does), "as
+	// stored" (the array is passed through), or "hidden: " and why; ""
+	// when there is none.
+	ZarrJSON string
 }
 
 // Arrays walks the whole presented tree and describes every array in it,
@@ -40,7 +46,7 @@ func (t *Tree) Arrays(ctx context.Context) ([]ArrayInfo, error) {
 	walk = func(dir *node) error {
 		if x := dir.arr; x != nil { // arrays are leaves: directories inside hold chunks
 			info := ArrayInfo{Path: dir.key, Format: dir.m.format, Array: x.a, Shards: dir.m.shards,
-				PassThrough: x.why, Hidden: dir.m.skip}
+				PassThrough: x.why, Hidden: dir.m.skip, ZarrJSON: dir.m.zarrJSON}
 			if info.Hidden != nil {
 				info.PassThrough = nil
 				out = append(out, info)

@@ -255,8 +255,9 @@ func (l *logBuffer) String() string {
 	return l.buf.String()
 }
 
-// newTestTree opens s as a Tree whose log goes to the returned buffer.
-func newTestTree(t testing.TB, s *testStore) (*Tree, *logBuffer) {
+// newTestTree opens s as a Tree whose log goes to the returned buffer;
+// each of set may change its Config first.
+func newTestTree(t testing.TB, s *testStore, set ...func(*Config)) (*Tree, *logBuffer) {
 	ds, err := store.Dir(s.root)
 	if err != nil {
 		t.Fatal(err)
@@ -264,7 +265,11 @@ func newTestTree(t testing.TB, s *testStore) (*Tree, *logBuffer) {
 	t.Cleanup(func() { ds.Close() })
 	logs := &logBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	return New(Config{Store: ds, Log: log, Chunks: testLoader(t, ds, log)}), logs
+	cfg := Config{Store: ds, Log: log, Chunks: testLoader(t, ds, log)}
+	for _, f := range set {
+		f(&cfg)
+	}
+	return New(cfg), logs
 }
 
 // testLoader returns the chunk loader the tests' trees use: the real one,

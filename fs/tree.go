@@ -13,6 +13,9 @@
 // served rewritten, and a v3 array's chunk tree is computed from its
 // metadata (and shard indexes), not mirrored: a sharded array is presented
 // unsharded. With Config.AsV2, v3 nodes are presented as v2 ones instead.
+// A directory holding both .zarray and zarr.json presents its v2 view, and
+// serves zarr.json only where it describes the same decoded chunks
+// (mixed.go).
 package fs
 
 import (
@@ -122,6 +125,10 @@ type dirMeta struct {
 	hide   string            // a stored name not shown ("zarr.json" under AsV2)
 	skip   error             // non-nil: under AsV2, the directory is not shown, and why
 	shards []int             // v3 sharded arrays: the stored (outer) chunk shape
+	// zarrJSON, for a v2 array directory that also holds zarr.json, says
+	// what is served of it (mixed.go): "rewritten too", "as stored", or
+	// "hidden: " and why; "" when there is none.
+	zarrJSON string
 }
 
 // plainDir is the dirMeta of directories without metadata.
@@ -283,15 +290,19 @@ func (t *Tree) dirMeta(ctx context.Context, dir string) (*dirMeta, error) {
 	return v.(*dirMeta), nil
 }
 
-// loadDir reads a directory's metadata: .zarray (v2), else zarr.json (v3,
-// v3.go), else none.
+// loadDir reads a directory's metadata: .zarray (v2; and what is served of
+// a zarr.json beside it, mixed.go), else zarr.json (v3, v3.go), else none.
 func (t *Tree) loadDir(ctx context.Context, dir string) (*dirMeta, error) {
 	x, err := t.loadArray(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
 	if x != nil {
-		return &dirMeta{arr: x.array, format: 2, files: map[string][]byte{zarr.ArrayFile: x.meta}}, nil
+		m := &dirMeta{arr: x.array, format: 2, files: map[string][]byte{zarr.ArrayFile: x.meta}}
+		if err := t.besideV2(ctx, dir, m); err != nil { // mixed.go: a zarr.json beside the .zarray
+			return nil, err
+		}
+		return m, nil
 	}
 	return t.loadV3(ctx, dir)
 }

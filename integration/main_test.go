@@ -348,20 +348,36 @@ func isMounted(t testing.TB, dir string) bool {
 // into a subtest of t that fails with the check's error.
 func checkPy(t *testing.T, args ...string) {
 	t.Helper()
+	pyChecks(t, "check.py", args...)
+}
+
+// pyChecks runs the Python script testdata/SCRIPT with args. It prints one
+// JSON object per line: {"name", "err"} for a check, which becomes a
+// subtest of t that fails with err unless it is empty, or {"name", "log"}
+// for what is only worth knowing, which t logs.
+func pyChecks(t *testing.T, script string, args ...string) {
+	t.Helper()
 	needPython(t)
-	cmd := exec.Command(python, append([]string{filepath.Join(repo, "integration", "testdata", "check.py")}, args...)...)
+	cmd := exec.Command(python, append([]string{filepath.Join(repo, "integration", "testdata", script)}, args...)...)
 	cmd.Env = append(os.Environ(), "PYTHONUTF8=1")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("check.py %v: %v\n%s", args, err, stderr.String())
+		t.Fatalf("%s %v: %v\n%s", script, args, err, stderr.String())
 	}
 	n := 0
 	for line := range bytes.Lines(out) {
-		var r struct{ Name, Err string }
+		var r struct {
+			Name, Err string
+			Log       *string
+		}
 		if err := json.Unmarshal(line, &r); err != nil {
-			t.Fatalf("check.py printed %q: %v", line, err)
+			t.Fatalf("%s printed %q: %v", script, line, err)
+		}
+		if r.Log != nil {
+			t.Logf("%s: %s", r.Name, *r.Log)
+			continue
 		}
 		n++
 		t.Run(r.Name, func(t *testing.T) {
@@ -371,7 +387,7 @@ func checkPy(t *testing.T, args ...string) {
 		})
 	}
 	if n == 0 {
-		t.Fatalf("check.py %v checked nothing\n%s", args, stderr.String())
+		t.Fatalf("%s %v checked nothing\n%s", script, args, stderr.String())
 	}
 }
 
@@ -382,6 +398,23 @@ func run(args ...string) (stdout, stderr []byte, err error) {
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err = cmd.Run()
 	return o.Bytes(), e.Bytes(), err
+}
+
+// infoLines runs zfuse info args and returns its lines by their first
+// column (PATH), each with its columns joined by one space.
+func infoLines(t testing.TB, args ...string) map[string]string {
+	t.Helper()
+	out, stderr, err := run(append([]string{"info"}, args...)...)
+	if err != nil {
+		t.Fatalf("zfuse info %v: %v\n%s", args, err, stderr)
+	}
+	lines := map[string]string{}
+	for l := range strings.Lines(string(out)) {
+		if f := strings.Fields(l); len(f) > 0 {
+			lines[f[0]] = strings.Join(f, " ")
+		}
+	}
+	return lines
 }
 
 // chunkFiles lists the non-metadata files under dir/array, relative to dir.

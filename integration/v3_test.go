@@ -105,31 +105,7 @@ func writeWant(t testing.TB, want map[string]v3Value) string {
 // subtest of t that fails with the check's error.
 func v3Py(t *testing.T, args ...string) {
 	t.Helper()
-	needPython(t)
-	cmd := exec.Command(python, append([]string{filepath.Join(repo, "integration", "testdata", "v3check.py")}, args...)...)
-	cmd.Env = append(os.Environ(), "PYTHONUTF8=1")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("v3check.py %v: %v\n%s", args, err, stderr.String())
-	}
-	n := 0
-	for line := range bytes.Lines(out) {
-		var r struct{ Name, Err string }
-		if err := json.Unmarshal(line, &r); err != nil {
-			t.Fatalf("v3check.py printed %q: %v", line, err)
-		}
-		n++
-		t.Run(r.Name, func(t *testing.T) {
-			if r.Err != "" {
-				t.Error(r.Err)
-			}
-		})
-	}
-	if n == 0 {
-		t.Fatalf("v3check.py %v checked nothing\n%s", args, stderr.String())
-	}
+	pyChecks(t, "v3check.py", args...)
 }
 
 // zarritaNeed skips a test that needs node or zarrita, and fails it in CI
@@ -418,16 +394,7 @@ func TestV3CatInfo(t *testing.T) {
 				t.Errorf("zfuse cat %v %s: %v %s: %q, the mount serves %q", flags, p, err, stderr, got, want)
 			}
 		}
-		out, stderr, err := run(append(append([]string{"info"}, flags...), src)...)
-		if err != nil {
-			t.Fatalf("zfuse info %v: %v\n%s", flags, err, stderr)
-		}
-		lines := map[string]string{}
-		for l := range strings.Lines(string(out)) {
-			if f := strings.Fields(l); len(f) > 0 {
-				lines[f[0]] = strings.Join(f, " ")
-			}
-		}
+		lines := infoLines(t, append(slices.Clone(flags), src)...)
 		format := "v3"
 		if flags != nil {
 			format = "v3->v2"

@@ -26,6 +26,7 @@ type v2Array struct {
 	Filters    []json.RawMessage `json:"filters"`
 	Order      string            `json:"order"`
 	Separator  *string           `json:"dimension_separator"`
+	FillValue  json.RawMessage   `json:"fill_value"`
 }
 
 // ParseV2 parses a v2 .zarray document. Metadata that is malformed or
@@ -47,7 +48,7 @@ func ParseV2(zarray []byte) (*Array, error) {
 	case len(*m.Shape) > 32:
 		return nil, fmt.Errorf("%w: rank %d", ErrInvalid, len(*m.Shape))
 	}
-	a := &Array{Format: 2, Order: m.Order, Separator: "."}
+	a := &Array{Format: 2, Order: m.Order, Separator: ".", fillJSON: m.FillValue}
 	if m.Order != "C" && m.Order != "F" {
 		return nil, fmt.Errorf("%w: order %q", ErrInvalid, m.Order)
 	}

@@ -456,6 +456,12 @@ func v3Doc(set map[string]string) []byte {
 		"codecs":             json.RawMessage(`[{"name":"bytes","configuration":{"endian":"little"}},{"name":"zstd","configuration":{"level":0,"checksum":false}}]`),
 		"attributes":         json.RawMessage(`{}`),
 	}
+	return docWith(m, set)
+}
+
+// docWith returns the JSON document m with the keys of set replaced by
+// their JSON values ("" deletes the key).
+func docWith(m map[string]json.RawMessage, set map[string]string) []byte {
 	for k, v := range set {
 		if v == "" {
 			delete(m, k)

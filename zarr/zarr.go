@@ -62,7 +62,7 @@ type Array struct {
 	perm         []int         // sharding codec axis i is array axis perm[i]; nil: identity
 	unwrap       codec.Decoder // bytes→bytes codecs after the sharding codec; nil when none
 	dt           dataType
-	fillJSON     json.RawMessage
+	fillJSON     json.RawMessage // fill_value as stored (v2 too, for PresentBeside)
 	attrs        json.RawMessage // attributes, "{}" when absent
 	dimNames     json.RawMessage // dimension_names, nil when absent
 }

@@ -72,11 +72,8 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	list("codecs", "blosc,zstd", "compressed stores to read, comma-separated", &b.codecs)
 	list("chunks", "1MiB,64KiB", "chunk sizes, comma-separated (square planes of float32: 1MiB is 512x512, 64KiB 128x128)", &b.chunkSizes)
 	list("servings", "auto", "serving paths to mount with, comma-separated: each reader's mount is repeated on each", &b.servings)
-	if err := fl.Parse(args); err != nil {
+	if err := parseFlags(fl, args, 0, stdout); err != nil { // usage.go: help to stdout, bad usage exits 2
 		return err
-	}
-	if fl.NArg() != 0 {
-		return fmt.Errorf("bench takes no arguments, got %q", fl.Args())
 	}
 	if err := b.check(); err != nil {
 		return err

@@ -84,13 +84,7 @@ func decoderColumns(t *testing.T, args ...string) (map[string]string, string) {
 // decides from metadata.
 func TestDecoderInfo(t *testing.T) {
 	src := t.TempDir()
-	write := func(key, data string) {
-		p := filepath.Join(src, key)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := storeWriter(t, src)
 	v2 := func(compressor string) string {
 		return `{"zarr_format": 2, "shape": [100], "chunks": [10], "dtype": "<f4", "fill_value": 0, "order": "C",
 			"filters": null, "compressor": ` + compressor + `}`

@@ -6,11 +6,11 @@
 //	zfuse info [flags] SOURCE               list the arrays and how each is presented
 //	zfuse bench [flags]                     measure the mount against baselines on this machine
 //	zfuse version                           print the version
+//	zfuse help [COMMAND]                    print the usage, or a command's flags
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -24,57 +24,46 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "zfuse:", err)
-		}
-		os.Exit(1)
-	}
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitStatus(os.Stderr, err)) // usage.go: 0, 1, or 2 for bad usage
 }
-
-const usage = `usage:
-  zfuse mount [flags] SOURCE MOUNTPOINT
-  zfuse cat [flags] SOURCE PATH
-  zfuse info [flags] SOURCE
-  zfuse bench [flags]
-  zfuse version
-Run "zfuse CMD -h" for a command's flags.`
 
 // run is the whole program: ctx ends on SIGINT/SIGTERM.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("no command\n%s", usage)
+		return &usageError{usage: usage()}
 	}
 	cmd, args := args[0], args[1:]
-	if cmd == "version" {
+	switch cmd {
+	case "help", "-h", "-help", "--help":
+		return help(stdout, args, func(cmd string) error { return run(ctx, []string{cmd, "-h"}, stdout, stderr) })
+	case "version", "-version", "--version":
+		if len(args) != 0 {
+			return badUsage("version", "version takes no arguments")
+		}
 		_, err := fmt.Fprintln(stdout, "zfuse", version())
 		return err
-	}
-	if cmd == "bench" {
+	case "bench":
 		return bench(ctx, args, stdout, stderr)
 	}
+	nargs := map[string]int{"mount": 2, "cat": 2, "info": 1}[cmd]
+	if nargs == 0 {
+		return badUsage("", "unknown command %q", cmd)
+	}
 	fl := flag.NewFlagSet("zfuse "+cmd, flag.ContinueOnError)
-	fl.SetOutput(stderr)
 	level := fl.String("log-level", "info", "log level: debug, info, warn or error")
 	asV2 := fl.Bool("as-v2", false, "present Zarr v3 groups and arrays as Zarr v2 (.zgroup, .zarray, v2 chunk keys) for v2-only readers; v3 arrays with no v2 equivalent are not shown")
 	lf := addLoaderFlags(fl)
 	sf := addSourceFlags(fl) // source.go: http(s):// and s3:// SOURCE
 	statsFile := fl.String("stats-file", "", "mount: write the readahead and cache counters as JSON to this file on SIGUSR1 and at unmount")
-	nargs := map[string]int{"mount": 2, "cat": 2, "info": 1}[cmd]
-	if nargs == 0 {
-		return fmt.Errorf("unknown command %q\n%s", cmd, usage)
-	}
-	if err := fl.Parse(args); err != nil {
+	if err := parseFlags(fl, args, nargs, stdout); err != nil { // usage.go
 		return err
-	}
-	if fl.NArg() != nargs {
-		return fmt.Errorf("%s takes %d arguments, got %d\n%s", cmd, nargs, fl.NArg(), usage)
 	}
 	lf.forSource(fl, fl.Arg(0))
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+		return badUsage(cmd, "--log-level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
 	dec, err := lf.decoders(log, cmd != "mount")

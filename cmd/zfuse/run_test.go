@@ -11,13 +11,7 @@ import (
 
 func TestRun(t *testing.T) {
 	src := t.TempDir()
-	write := func(key, data string) {
-		p := filepath.Join(src, key)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := storeWriter(t, src)
 	write(".zgroup", `{"zarr_format": 2}`)
 	write("a/.zarray", `{"zarr_format": 2, "shape": [3], "chunks": [2], "dtype": "|u1",
 		"compressor": null, "fill_value": 0, "order": "C", "filters": null}`)
@@ -57,6 +51,18 @@ func TestRun(t *testing.T) {
 		}
 		if err != nil || !strings.Contains(out, r.stdout) {
 			t.Errorf("zfuse %q: %v\nstdout %q\nwant %q", r.args, err, stdout.String(), r.stdout)
+		}
+	}
+}
+
+// storeWriter returns a function that writes data at key (a "/" path)
+// under dir, making its directories.
+func storeWriter(t testing.TB, dir string) func(key, data string) {
+	return func(key, data string) {
+		p := filepath.Join(dir, filepath.FromSlash(key))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -32,10 +32,11 @@ func cat(ctx context.Context, stdout io.Writer, tree *fs.Tree, p string) error {
 
 // info prints one line per array: how it is stored and how it is
 // presented. FORMAT is the stored format ("v3->v2" for a v3 array under
-// --as-v2); a sharded v3 array is presented unsharded, so CHUNKS is its inner
-// chunk shape and SHARDS the stored one; DECODER says what decodes its
-// chunks (r's choice, and why) and how a sharded array's inner chunks are
-// read.
+// --as-v2, "v2+v3" for a directory holding both .zarray and zarr.json,
+// presented as v2, where PRESENTED also says what is served of zarr.json);
+// a sharded v3 array is presented unsharded, so CHUNKS is its inner chunk
+// shape and SHARDS the stored one; DECODER says what decodes its chunks
+// (r's choice, and why) and how a sharded array's inner chunks are read.
 func info(ctx context.Context, stdout io.Writer, tree *fs.Tree, r *gpu.Router) error {
 	arrays, err := tree.Arrays(ctx)
 	if err != nil {
@@ -68,6 +69,9 @@ func info(ctx context.Context, stdout io.Writer, tree *fs.Tree, r *gpu.Router) e
 			how, decoder = "not shown (--as-v2): "+in.Hidden.Error(), "-"
 		case in.PassThrough != nil:
 			how, decoder = "passed through: "+in.PassThrough.Error(), "-"
+		}
+		if in.ZarrJSON != "" { // a zarr.json beside the .zarray
+			format, how = "v2+v3", how+"; zarr.json "+in.ZarrJSON
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d chunks, %s\t%s\t%s\n",
 			in.Path, format, shape, chunks, shards, dtype, codecs, decoder, in.Chunks, human(in.Stored), ratio, how)
