@@ -47,8 +47,13 @@ check:
 
 # test: everything CI runs. -race: many readers at once must be safe;
 # -count=1: integration tests mount for real, never use cached results.
+# The integration tests run twice: on the serving path zfuse mount chooses
+# (passthrough as root on Linux 6.9+), and again on the fallback
+# (ZFUSE_SERVING=no-open: what a mount without CAP_SYS_ADMIN uses), so
+# that both stay byte-exact. fs's own tests mount on every path.
 test: check
 	$(GO) test -race -count=1 -timeout 30m ./...
+	ZFUSE_SERVING=no-open $(GO) test -race -count=1 -timeout 30m ./integration/
 
 # unit: the fast tests only (-short skips mounts and Python fixtures).
 unit:

@@ -283,7 +283,7 @@ func (m *mounted) waitMounted(t testing.TB) {
 	for !isMounted(t, m.Dir) {
 		select {
 		case <-m.exited:
-			t.Fatalf("zfuse mount exited before mounting: %v\n%s", m.err, m.Stderr)
+			t.Fatalf("zfuse mount exited before mounting: %v\n%s", m.err, m.Stderr.String())
 		default:
 		}
 		if time.Now().After(deadline) {

@@ -259,6 +259,10 @@ wait:
 		case <-done:
 			break wait
 		case <-ctx.Done():
+			if passedFuseFd(dir) {
+				// The parent mounted it, and unmounts it: stop serving.
+				break wait
+			}
 			unmount(log, srv.Server, dir, done)
 			break wait
 		}
@@ -322,8 +326,14 @@ func unmount(log *slog.Logger, srv *fuse.Server, dir string, done <-chan struct{
 	<-done
 }
 
-// checkMountpoint explains the usual reasons a mount would fail.
+// checkMountpoint explains the usual reasons a mount would fail. A
+// mountpoint /dev/fd/N is libfuse's convention for a privileged parent
+// that opened /dev/fuse, mounted it and passed it on as descriptor N:
+// there is nothing to check.
 func checkMountpoint(dir string) error {
+	if passedFuseFd(dir) {
+		return nil
+	}
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, syscall.ENOTCONN):
@@ -337,4 +347,12 @@ func checkMountpoint(dir string) error {
 		return fmt.Errorf("mountpoint %s is busy: something is already mounted there (unmount it with: fusermount3 -u %s)", dir, dir)
 	}
 	return nil
+}
+
+// passedFuseFd reports whether dir is /dev/fd/N: a /dev/fuse descriptor
+// that a privileged parent mounted (see checkMountpoint).
+func passedFuseFd(dir string) bool {
+	n, ok := strings.CutPrefix(dir, "/dev/fd/")
+	fd, err := strconv.Atoi(n)
+	return ok && err == nil && fd > 0
 }
