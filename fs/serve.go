@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 )
@@ -93,6 +94,25 @@ func choose(srv *fuse.Server, want Serving) (got Serving, why string) {
 		whys = append(whys, "the kernel does not offer no-open mode (FUSE_NO_OPEN_SUPPORT)")
 	}
 	return Open, strings.Join(whys, "; ")
+}
+
+// ProbeServing reports the serving path a mount asking for want would use
+// here, and why it is not the one asked for (see Mount), by mounting an
+// empty file system on a temporary directory under dir ("" for the
+// system's) and asking the kernel. It is what zfuse info says.
+func ProbeServing(dir string, want Serving) (Serving, string, error) {
+	tmp, err := os.MkdirTemp(dir, "zfuse-probe-")
+	if err != nil {
+		return 0, "", err
+	}
+	defer os.Remove(tmp)
+	srv, err := fusefs.Mount(tmp, &fusefs.Inode{}, &fusefs.Options{MountOptions: fuse.MountOptions{
+		FsName: "zfuse-probe", Name: "zfuse", Options: []string{"ro"}}})
+	if err != nil {
+		return 0, "", fmt.Errorf("probing the serving path: %w", err)
+	}
+	got, why := choose(srv, want)
+	return got, why, srv.Unmount()
 }
 
 // probePassthrough registers a memfd as a backing file and unregisters it.

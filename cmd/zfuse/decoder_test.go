@@ -56,7 +56,12 @@ func decoderColumns(t *testing.T, args ...string) (map[string]string, string) {
 		t.Fatalf("zfuse info %q: %v\n%s", args, err, stderr.String())
 	}
 	cols := regexp.MustCompile(` {2,}`) // tabwriter pads columns with 2 or more spaces
-	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	// The table, then a blank line and the serving path.
+	table, serving, _ := strings.Cut(stdout.String(), "\n\n")
+	if !strings.HasPrefix(serving, "serving path (zfuse mount --serving ") {
+		t.Errorf("zfuse info %q ends %q, not with the serving path", args, serving)
+	}
+	lines := strings.Split(strings.TrimSpace(table), "\n")
 	head := cols.Split(lines[0], -1)
 	at := -1
 	for i, h := range head {

@@ -88,5 +88,5 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "cat":
 		return cat(ctx, stdout, tree, fl.Arg(1))
 	}
-	return info(ctx, stdout, tree, dec.router)
+	return info(ctx, stdout, tree, dec.router, lf.serving)
 }

@@ -37,7 +37,11 @@ func cat(ctx context.Context, stdout io.Writer, tree *fs.Tree, p string) error {
 // a sharded v3 array is presented unsharded, so CHUNKS is its inner chunk
 // shape and SHARDS the stored one; DECODER says what decodes its chunks
 // (r's choice, and why) and how a sharded array's inner chunks are read.
-func info(ctx context.Context, stdout io.Writer, tree *fs.Tree, r *gpu.Router) error {
+//
+// A last line says which serving path zfuse mount --serving would use on
+// this machine (fs.ProbeServing mounts an empty file system to ask the
+// kernel), and why not the one asked for.
+func info(ctx context.Context, stdout io.Writer, tree *fs.Tree, r *gpu.Router, serving fs.Serving) error {
 	arrays, err := tree.Arrays(ctx)
 	if err != nil {
 		return err
@@ -76,7 +80,20 @@ func info(ctx context.Context, stdout io.Writer, tree *fs.Tree, r *gpu.Router) e
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d chunks, %s\t%s\t%s\n",
 			in.Path, format, shape, chunks, shards, dtype, codecs, decoder, in.Chunks, human(in.Stored), ratio, how)
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	got, why, err := fs.ProbeServing("", serving)
+	fmt.Fprintln(stdout)
+	switch {
+	case err != nil:
+		_, err = fmt.Fprintf(stdout, "serving path (zfuse mount --serving %s): unknown: %v\n", serving, err)
+	case why != "":
+		_, err = fmt.Fprintf(stdout, "serving path (zfuse mount --serving %s): %s (%s)\n", serving, got, why)
+	default:
+		_, err = fmt.Fprintf(stdout, "serving path (zfuse mount --serving %s): %s\n", serving, got)
+	}
+	return err
 }
 
 // decoderOf says what decodes a's chunks and why: r.Why ("gpu: blosc lz4
