@@ -47,13 +47,14 @@ check:
 
 # test: everything CI runs. -race: many readers at once must be safe;
 # -count=1: integration tests mount for real, never use cached results.
-# The integration tests run twice: on the serving path zfuse mount chooses
-# (passthrough as root on Linux 6.9+), and again on the fallback
-# (ZFUSE_SERVING=no-open: what a mount without CAP_SYS_ADMIN uses), so
-# that both stay byte-exact. fs's own tests mount on every path.
+# The integration tests run on each serving path (zfuse mount --serving):
+# the default (no-open), passthrough, and open (the last fallback), set for
+# every mount by ZFUSE_SERVING, so that all stay byte-exact. fs's own tests
+# mount on every path.
 test: check
 	$(GO) test -race -count=1 -timeout 30m ./...
-	ZFUSE_SERVING=no-open $(GO) test -race -count=1 -timeout 30m ./integration/
+	ZFUSE_SERVING=passthrough $(GO) test -race -count=1 -timeout 30m ./integration/
+	ZFUSE_SERVING=open $(GO) test -race -count=1 -timeout 30m ./integration/
 
 # unit: the fast tests only (-short skips mounts and Python fixtures).
 unit:

@@ -70,9 +70,9 @@ func (s *Server) Stats() ServeStats {
 // is unmounted (srv.Unmount, or fusermount3 -u); srv.Wait waits for that.
 // ctx is for reading the root metadata only.
 //
-// Auto serves through Passthrough where the kernel and the process allow
-// it, else NoOpen, else Open. The path chosen is logged at Info, with the
-// reason when it is not the one asked for.
+// Auto serves through NoOpen where the kernel offers it (see choose). The
+// path chosen is logged at Info, or at Warn with the reason when it is not
+// the one asked for.
 func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*Server, error) {
 	onPanic := cfg.OnPanic
 	if onPanic == nil {

@@ -400,16 +400,18 @@ func run(args ...string) (stdout, stderr []byte, err error) {
 	return o.Bytes(), e.Bytes(), err
 }
 
-// infoLines runs zfuse info args and returns its lines by their first
-// column (PATH), each with its columns joined by one space.
+// infoLines runs zfuse info args and returns the lines of its table by
+// their first column (PATH), each with its columns joined by one space.
+// The table ends at the first blank line (the serving path follows).
 func infoLines(t testing.TB, args ...string) map[string]string {
 	t.Helper()
 	out, stderr, err := run(append([]string{"info"}, args...)...)
 	if err != nil {
 		t.Fatalf("zfuse info %v: %v\n%s", args, err, stderr)
 	}
+	table, _, _ := strings.Cut(string(out), "\n\n")
 	lines := map[string]string{}
-	for l := range strings.Lines(string(out)) {
+	for l := range strings.Lines(table) {
 		if f := strings.Fields(l); len(f) > 0 {
 			lines[f[0]] = strings.Join(f, " ")
 		}

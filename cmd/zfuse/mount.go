@@ -62,7 +62,7 @@ func addLoaderFlags(fl *flag.FlagSet) *loaderFlags {
 	if v, err := fs.ParseServing(os.Getenv("ZFUSE_SERVING")); err == nil {
 		f.serving = v
 	}
-	fl.Var(&f.serving, "serving", "mount: how chunk bytes reach readers, `auto|passthrough|no-open|open`: passthrough (the kernel reads memfds the chunks are decoded into; needs root and Linux 6.9), no-open (the kernel's page cache, one READ per chunk, no OPEN), open (OPEN and READ through the daemon); auto takes the first that works (default $ZFUSE_SERVING, else auto)")
+	fl.Var(&f.serving, "serving", "mount: how chunk bytes reach readers, `auto|no-open|passthrough|open`: no-open (the kernel's page cache: one READ per chunk, no OPEN), passthrough (the kernel reads memfds the chunks were decoded into, or the stored files of chunks stored uncompressed; needs root and Linux 6.9), open (OPEN and READ through the daemon, the last fallback); auto is no-open where the kernel offers it; a path refused falls back to the next (default $ZFUSE_SERVING, else auto)")
 	return f
 }
 
