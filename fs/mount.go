@@ -28,6 +28,9 @@ type MountConfig struct {
 	// the kernel ask for more of a large chunk file at once (gcsfuse does
 	// the same). Failure is logged at Debug and otherwise ignored.
 	KernelReadahead int64
+	// AllowOther lets users other than the one mounting read the mount
+	// (FUSE allow_other), as a mount at boot by root needs.
+	AllowOther bool
 	// writable leaves out the "ro" mount option, so tests can check that
 	// the nodes themselves refuse writes.
 	writable bool
@@ -66,6 +69,7 @@ func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*fuse.Ser
 			// header do not fit the largest pipe) before writing anyway.
 			DisableSplice: true,
 			Debug:         cfg.Debug,
+			AllowOther:    cfg.AllowOther,
 			Logger:        goFuseLog,
 			PanicHandler: func(v any) fuse.Status {
 				onPanic(v)
