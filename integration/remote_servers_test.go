@@ -119,7 +119,7 @@ func nginxBin(t testing.TB) string {
 // startNginx serves root at http://127.0.0.1:<port>/ with nginx: byte
 // ranges, ETags, and "dir" redirected to "dir/", as nginx does by default.
 // Its access log lists every request.
-func startNginx(t *testing.T, root string) (*process, string) {
+func startNginx(t testing.TB, root string) (*process, string) {
 	t.Helper()
 	bin := nginxBin(t)
 	dir := t.TempDir()
@@ -285,7 +285,7 @@ func (p *proxy) reset() {
 // writeBig writes a zarr-python store of n chunks of 1 MiB (512x512
 // float32, zstd level 1, consolidated) into dir and returns the chunk keys
 // in grid order.
-func writeBig(t *testing.T, dir string, n int) []string {
+func writeBig(t testing.TB, dir string, n int) []string {
 	t.Helper()
 	needPython(t)
 	const script = `
