@@ -291,7 +291,8 @@ func TestWarmup(t *testing.T) {
 // validates each chunk with one bodiless request (304) and reads again only
 // the one changed at the source; a second mount sharing the directory is
 // refused; after a crash (SIGKILL) the next mount works and never serves
-// an entry torn on disk (it reads that chunk again: one GET).
+// an entry torn on disk (it reads that chunk again: one GET); with
+// --cache-dir-max-age, chunks validated recently cost no request at all.
 func TestDiskCache(t *testing.T) {
 	needMount(t)
 	dir := t.TempDir()
@@ -380,14 +381,20 @@ func TestDiskCache(t *testing.T) {
 	if !strings.Contains(m3.Stderr.String(), "disk cache entry dropped") {
 		t.Errorf("no log line about the torn entry:\n%s", m3.Stderr)
 	}
+
+	// --cache-dir-max-age: chunks validated within the hour cost nothing.
+	m4 := mount(t, url, append(flags, "--cache-dir-max-age", "1h")...)
+	sameFiles(t, local.Dir, m4.Dir, keys)
+	expect("a mount with --cache-dir-max-age", map[string]int{probe: 1})
 }
 
 // BenchmarkDiskCacheRemount measures a sequential scan of 512 chunks of
 // 1 MiB through a mount of an HTTP store behind a proxy that adds 20 ms to
 // every request: the first mount (empty --cache-dir) against the second
-// (the disk cache full: one bodiless request per chunk). Rounds alternate
-// first and second, each pair with a new cache directory; it reports the
-// median of each and of the ratio.
+// (the disk cache full: one bodiless request per chunk) and a third with
+// --cache-dir-max-age (no request). Rounds alternate the three, each round
+// with a new cache directory; it reports the medians of the rates and of
+// the ratios to the first.
 //
 //	go test -run '^$' -bench DiskCacheRemount -benchtime 1x ./integration
 func BenchmarkDiskCacheRemount(b *testing.B) {
@@ -401,9 +408,9 @@ func BenchmarkDiskCacheRemount(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	scan := func(cacheDir string) (float64, map[string]int) {
+	scan := func(cacheDir string, flags ...string) (float64, map[string]int) {
 		px.take()
-		m := startMount(b, bin, px.URL+"/big.zarr", "--cache-dir", cacheDir, "--cache-dir-size", "1GiB")
+		m := startMount(b, bin, px.URL+"/big.zarr", append([]string{"--cache-dir", cacheDir, "--cache-dir-size", "1GiB"}, flags...)...)
 		defer m.stop(b, syscall.SIGTERM)
 		start := time.Now()
 		n := 0
@@ -416,17 +423,22 @@ func BenchmarkDiskCacheRemount(b *testing.B) {
 		}
 		return float64(n) / time.Since(start).Seconds() / 1e6, px.take()
 	}
-	var first, second, ratio []float64
+	var first, second, aged, ratio, agedRatio []float64
 	for range 3 {
 		c := b.TempDir()
 		f, fc := scan(c)
 		s, sc := scan(c)
-		b.Logf("first mount %.0f MB/s (%v), second %.0f MB/s (%v): %.2fx", f, fc, s, sc, s/f)
-		first, second, ratio = append(first, f), append(second, s), append(ratio, s/f)
+		a, ac := scan(c, "--cache-dir-max-age", "1h")
+		b.Logf("first mount %.0f MB/s %v; second %.0f MB/s %v (%.2fx); with --cache-dir-max-age %.0f MB/s %v (%.2fx)",
+			f, fc, s, sc, s/f, a, ac, a/f)
+		first, second, aged = append(first, f), append(second, s), append(aged, a)
+		ratio, agedRatio = append(ratio, s/f), append(agedRatio, a/f)
 	}
 	med := func(v []float64) float64 { v = slices.Clone(v); slices.Sort(v); return v[len(v)/2] }
 	b.ReportMetric(med(first), "first-MB/s")
 	b.ReportMetric(med(second), "second-MB/s")
+	b.ReportMetric(med(aged), "max-age-MB/s")
 	b.ReportMetric(med(ratio), "second/first")
-	b.Logf("ratios %.2f (min %.2f, max %.2f)", ratio, slices.Min(ratio), slices.Max(ratio))
+	b.ReportMetric(med(agedRatio), "max-age/first")
+	b.Logf("second/first %.2f, max-age/first %.2f", ratio, agedRatio)
 }

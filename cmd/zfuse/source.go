@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/zfuse/zfuse/cache"
 	"github.com/zfuse/zfuse/store"
@@ -28,6 +29,7 @@ type sourceFlags struct {
 	arrays      stringList
 	cacheDir    string         // --cache-dir: see withDiskCache
 	cacheSize   cache.Size     // --cache-dir-size
+	cacheMaxAge time.Duration  // --cache-dir-max-age
 	backoff     remote.Backoff // retries of remote stores (OnRetry: a metrics counter); not a flag
 }
 
@@ -47,6 +49,7 @@ func addSourceFlags(fl *flag.FlagSet) *sourceFlags {
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "http(s):// and s3:// SOURCE: keep stored (compressed) chunks in this directory across mounts, validated by ETag/Last-Modified; one mount per directory")
 	f.cacheSize = 10 << 30
 	fl.Var(&f.cacheSize, "cache-dir-size", "the most --cache-dir holds; least recently used chunks leave first")
+	fl.DurationVar(&f.cacheMaxAge, "cache-dir-max-age", 0, "serve chunks in --cache-dir validated less than this long ago (e.g. 24h) with no request, even in a new mount; 0: each mount validates each chunk once (a request without a body)")
 	return f
 }
 
@@ -140,7 +143,7 @@ func withDiskCache(src source, arg string, f *sourceFlags, log *slog.Logger) (so
 		return nil, nil, fmt.Errorf("--cache-dir is for http(s):// and s3:// sources; a local SOURCE is on a disk already")
 	}
 	dc, err := diskcache.Open(diskcache.Config{
-		Dir: f.cacheDir, MaxBytes: int64(f.cacheSize), Source: displaySource(arg), Log: log,
+		Dir: f.cacheDir, MaxBytes: int64(f.cacheSize), MaxAge: f.cacheMaxAge, Source: displaySource(arg), Log: log,
 		Keep: func(key string) bool {
 			switch path.Base(key) {
 			case zarr.ArrayFile, zarr.GroupFile, zarr.AttrsFile, zarr.ConsolidatedFile, zarr.MetadataFile:

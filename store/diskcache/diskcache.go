@@ -9,14 +9,17 @@
 // process wrote or validated are then served for the life of the Store with
 // no request at all, as the rest of zfuse assumes the store does not change
 // while mounted. So a second mount costs one bodiless request per value,
-// and every later pass over the data none.
+// and every later pass over the data none; with Config.MaxAge, values
+// validated less than MaxAge ago (by any process) need no request either.
 //
 // Layout: DIR/zfuse-cache-v1/ holds a lock file, tmp/ and 256 directories of
 // entry files named by a hash of (source, key, range). An entry is written
 // to tmp/ and renamed into place, and carries the length and checksums of
 // its header and value (entry.go), so a file torn by a crash is never
 // served: it fails validation, is removed and read again. There is no
-// fsync: a lost entry is only a miss. One process at a time uses a
+// fsync: a lost entry is only a miss. An entry file's access time is its
+// last use (the LRU order of the next Open), its modification time when
+// it was last validated. One process at a time uses a
 // directory (an flock on the lock file); a second is refused with ErrBusy.
 //
 // diskcache imports only package store of zfuse.
@@ -61,7 +64,11 @@ type Config struct {
 	// from the store every time (zfuse keeps metadata documents out: the
 	// store reads them once per mount anyway).
 	Keep func(key string) bool
-	Log  *slog.Logger // nil means discard
+	// MaxAge, if positive, is how long after a value was validated (or
+	// written), by this process or an earlier one, it is served with no
+	// request. 0: each process validates each value once.
+	MaxAge time.Duration
+	Log    *slog.Logger // nil means discard
 }
 
 // Stats are a Store's counters since Open, and what it holds now.
@@ -85,6 +92,7 @@ type Store struct {
 	dir    string // DIR/zfuse-cache-v1
 	max    int64
 	source string
+	maxAge time.Duration
 	keep   func(string) bool
 	log    *slog.Logger
 	lock   *os.File // holds the flock
@@ -107,6 +115,7 @@ type entry struct {
 	// request; dataLen is then the value's length (for Stat).
 	valid   bool
 	dataLen int64
+	checked time.Time // when last validated or written: the file's mtime
 }
 
 var (
@@ -127,7 +136,7 @@ func Open(cfg Config, inner store.Versioner) (*Store, error) {
 	}
 	s := &Store{
 		inner: inner, dir: filepath.Join(cfg.Dir, layout), max: cfg.MaxBytes,
-		source: cfg.Source, keep: cfg.Keep, log: cfg.Log, entries: map[string]*entry{},
+		source: cfg.Source, maxAge: cfg.MaxAge, keep: cfg.Keep, log: cfg.Log, entries: map[string]*entry{},
 	}
 	if s.keep == nil {
 		s.keep = func(string) bool { return true }
@@ -173,8 +182,8 @@ func (s *Store) takeLock(dir string) error {
 }
 
 // index removes leftover temporary files and builds the LRU list from the
-// entry files, by modification time (a hit sets it), then evicts down to
-// the budget.
+// entry files, by access time (a hit sets it), then evicts down to the
+// budget.
 func (s *Store) index() error {
 	tmp := filepath.Join(s.dir, "tmp")
 	des, err := os.ReadDir(tmp)
@@ -185,8 +194,8 @@ func (s *Store) index() error {
 		os.Remove(filepath.Join(tmp, de.Name()))
 	}
 	type found struct {
-		e     *entry
-		mtime time.Time
+		e    *entry
+		used time.Time
 	}
 	var all []found
 	for i := range 256 {
@@ -204,10 +213,14 @@ func (s *Store) index() error {
 				os.Remove(filepath.Join(sub, de.Name()))
 				continue
 			}
-			all = append(all, found{&entry{name: de.Name(), size: fi.Size()}, fi.ModTime()})
+			used := fi.ModTime()
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				used = time.Unix(st.Atim.Unix())
+			}
+			all = append(all, found{&entry{name: de.Name(), size: fi.Size(), checked: fi.ModTime()}, used})
 		}
 	}
-	slices.SortFunc(all, func(a, b found) int { return a.mtime.Compare(b.mtime) })
+	slices.SortFunc(all, func(a, b found) int { return a.used.Compare(b.used) })
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, f := range all {
@@ -342,9 +355,12 @@ func (s *Store) read(ctx context.Context, key string, off, n int64) ([]byte, err
 func (s *Store) load(ctx context.Context, key string, off, n int64, id, name string) ([]byte, error) {
 	s.mu.Lock()
 	e := s.entries[name]
-	valid := e != nil && e.valid
+	var valid bool
+	var checked time.Time
 	if e != nil {
 		s.lru.MoveToFront(e.elem)
+		valid = e.valid || s.maxAge > 0 && time.Since(e.checked) < s.maxAge
+		checked = e.checked
 	}
 	s.mu.Unlock()
 	var have string
@@ -354,7 +370,10 @@ func (s *Store) load(ctx context.Context, key string, off, n int64, id, name str
 		switch {
 		case err == nil && valid:
 			s.hits.Add(1)
-			s.touch(name)
+			s.mu.Lock()
+			e.valid, e.dataLen = true, int64(len(data))
+			s.mu.Unlock()
+			s.touch(name, checked)
 			return data, nil
 		case err == nil:
 			held, have = data, version
@@ -373,12 +392,13 @@ func (s *Store) load(ctx context.Context, key string, off, n int64, id, name str
 	switch {
 	case errors.Is(err, store.ErrNotModified) && held != nil:
 		s.revalidated.Add(1)
+		now := time.Now()
 		s.mu.Lock()
 		if e := s.entries[name]; e != nil {
-			e.valid, e.dataLen = true, int64(len(held))
+			e.valid, e.dataLen, e.checked = true, int64(len(held)), now
 		}
 		s.mu.Unlock()
-		s.touch(name)
+		s.touch(name, now)
 		return held, nil
 	case errors.Is(err, iofs.ErrNotExist):
 		s.remove(name) // gone from the source
@@ -452,12 +472,13 @@ func (s *Store) writeFile(name, id, version string, data []byte) error {
 		os.Remove(f.Name())
 		return err
 	}
-	s.touch(name) // the same clock as a hit's, for the order of the next Open
+	now := time.Now()
+	s.touch(name, now) // the same clock as a hit's, for the order of the next Open
 	if old := s.entries[name]; old != nil {
 		s.used -= old.size
 		s.lru.Remove(old.elem)
 	}
-	e := &entry{name: name, size: size, valid: true, dataLen: int64(len(data))}
+	e := &entry{name: name, size: size, valid: true, dataLen: int64(len(data)), checked: now}
 	e.elem = s.lru.PushFront(e)
 	s.entries[name] = e
 	s.used += size
@@ -502,9 +523,9 @@ func (s *Store) removeLocked(e *entry) {
 	os.Remove(s.path(e.name))
 }
 
-// touch sets the entry file's modification time to now, which is its place
-// in the LRU order of the next Open.
-func (s *Store) touch(name string) {
-	now := time.Now()
-	os.Chtimes(s.path(name), now, now)
+// touch records a use of the entry file name now (its access time: its
+// place in the LRU order of the next Open) and when it was last validated
+// (its modification time).
+func (s *Store) touch(name string, checked time.Time) {
+	os.Chtimes(s.path(name), time.Now(), checked)
 }

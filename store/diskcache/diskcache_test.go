@@ -86,12 +86,18 @@ func writeStore(t *testing.T, n int) (string, map[string][]byte) {
 // open opens an HTTP store of srv with a disk cache in cache.
 func open(t *testing.T, srv *server, cache string, max int64, log *slog.Logger) *diskcache.Store {
 	t.Helper()
+	return openAged(t, srv, cache, max, 0, log)
+}
+
+// openAged is open with Config.MaxAge.
+func openAged(t *testing.T, srv *server, cache string, max int64, maxAge time.Duration, log *slog.Logger) *diskcache.Store {
+	t.Helper()
 	h, err := httpstore.Open(t.Context(), httpstore.Config{URL: srv.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close() })
-	s, err := diskcache.Open(diskcache.Config{Dir: cache, MaxBytes: max, Source: srv.URL, Log: log,
+	s, err := diskcache.Open(diskcache.Config{Dir: cache, MaxBytes: max, Source: srv.URL, Log: log, MaxAge: maxAge,
 		Keep: func(key string) bool { return !strings.HasPrefix(key, ".z") }}, h)
 	if err != nil {
 		t.Fatal(err)
@@ -338,5 +344,42 @@ func TestGone(t *testing.T) {
 	}
 	if st := s.Stats(); st.Entries != 1 {
 		t.Errorf("%d entries, want 1", st.Entries)
+	}
+}
+
+// TestMaxAge: with MaxAge, a value validated less than MaxAge ago is served
+// by the next Store with no request at all (a change at the source within
+// MaxAge is not seen: that is the bargain); one validated longer ago is
+// validated again.
+func TestMaxAge(t *testing.T) {
+	dir, vals := writeStore(t, 6)
+	srv := serve(t, dir)
+	cache := t.TempDir()
+	s := openAged(t, srv, cache, 1<<20, time.Hour, nil)
+	readAll(t, s, vals)
+	s.Close()
+
+	// Two entries were last validated two hours ago.
+	files, _ := filepath.Glob(filepath.Join(cache, "zfuse-cache-v1", "[0-9a-f][0-9a-f]", "*"))
+	old := time.Now().Add(-2 * time.Hour)
+	for _, f := range files[:2] {
+		os.Chtimes(f, time.Now(), old)
+	}
+	s = openAged(t, srv, cache, 1<<20, time.Hour, nil)
+	srv.counts()
+	readAll(t, s, vals)
+	if c := srv.counts(); c[304] != 2 || len(c) != 1 {
+		t.Errorf("responses %v, want two 304s (the entries validated two hours ago) and nothing else", c)
+	}
+	if st := s.Stats(); st.Hits != 4 || st.Revalidated != 2 {
+		t.Errorf("stats %+v", st)
+	}
+	// Validated now: the next Store needs nothing for any of them.
+	s.Close()
+	s = openAged(t, srv, cache, 1<<20, time.Hour, nil)
+	srv.counts()
+	readAll(t, s, vals)
+	if c := srv.counts(); len(c) != 0 {
+		t.Errorf("responses %v, want none", c)
 	}
 }
