@@ -1,122 +1,22 @@
 package integration
 
-// Helpers for the operations tests (ops_test.go): a reverse proxy that
-// counts responses by status and can fail a request once, Prometheus
-// scrapes, and the pid and exit of a background mount (not a child of the
-// test).
+// Helpers for the operations tests (ops_test.go): Prometheus scrapes, and
+// the pid and exit of a background mount (not a child of the test).
 
 import (
 	"bufio"
 	"bytes"
-	"fmt"
-	"net"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
-
-// A statusProxy forwards to a server, counting responses by "METHOD
-// status" to requests for values (not metadata documents), delaying each
-// request by delay, answering 503 to the first GET of a path given to
-// failOnce and 403 to every GET of a path given to deny.
-type statusProxy struct {
-	URL   string
-	delay atomic.Int64 // nanoseconds
-
-	mu       sync.Mutex
-	counts   map[string]int  // "GET 200" -> responses
-	failOnce map[string]bool // path -> not yet failed
-	deny     map[string]bool // path -> refused
-}
-
-type statusRecorder struct {
-	http.ResponseWriter
-	code int
-}
-
-func (r *statusRecorder) WriteHeader(code int) { r.code = code; r.ResponseWriter.WriteHeader(code) }
-
-func startStatusProxy(t testing.TB, target string) *statusProxy {
-	t.Helper()
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 1024
-	rp.Transport = tr
-	p := &statusProxy{counts: map[string]int{}, failOnce: map[string]bool{}, deny: map[string]bool{}}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if d := time.Duration(p.delay.Load()); d > 0 {
-			time.Sleep(d) // the emulated latency itself
-		}
-		rec := &statusRecorder{w, http.StatusOK}
-		p.mu.Lock()
-		fail := r.Method == http.MethodGet && p.failOnce[r.URL.Path]
-		if fail {
-			delete(p.failOnce, r.URL.Path)
-		}
-		deny := r.Method == http.MethodGet && p.deny[r.URL.Path]
-		p.mu.Unlock()
-		switch {
-		case deny:
-			http.Error(rec, "forbidden", http.StatusForbidden)
-		case fail:
-			http.Error(rec, "try again", http.StatusServiceUnavailable)
-		default:
-			rp.ServeHTTP(rec, r)
-		}
-		if !strings.Contains(r.URL.Path, "/.z") && !strings.HasSuffix(r.URL.Path, "/zarr.json") { // values only
-			p.mu.Lock()
-			p.counts[fmt.Sprintf("%s %d", r.Method, rec.code)]++
-			p.mu.Unlock()
-		}
-	})}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
-	p.URL = "http://" + l.Addr().String()
-	return p
-}
-
-// failFirst has the first GET of path fail with 503.
-func (p *statusProxy) failFirst(path string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.failOnce[path] = true
-}
-
-// refuse has every GET of path fail with 403.
-func (p *statusProxy) refuse(path string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.deny[path] = true
-}
-
-// take returns the responses to requests for values (not metadata
-// documents) since the last take, by "METHOD status".
-func (p *statusProxy) take() map[string]int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	c := p.counts
-	p.counts = map[string]int{}
-	return c
-}
 
 // scrape reads the Prometheus text exposition at http://addr/metrics into
 // a map from "name{labels}" (as printed) to value.
