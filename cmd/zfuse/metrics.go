@@ -62,7 +62,7 @@ func newMetrics(addr string) *metrics {
 	}, []string{"codec", "decoder"})
 	m.storeRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "zfuse_store_requests_total",
-		Help: "Requests to the store backend (read, read_range, stat, list), each one or more HTTP requests with retries.",
+		Help: "Calls of the store backend (read, read_range, stat, list): for http and s3 one request each, with its retries, unless the backend answers from what it has seen (metadata documents, sizes).",
 	}, []string{"backend", "op"})
 	m.storeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "zfuse_store_errors_total",
