@@ -257,12 +257,15 @@ func (s *snapshots) Collect(ch chan<- prometheus.Metric) {
 
 // decoder wraps the batch decoder of array a to observe each batch's time
 // as zfuse_decode_batch_seconds{codec, decoder}. which is the router's
-// word for a ("gpu: ...", "cpu: ...").
+// word for a ("gpu: ...", "cpu: ..."); decoder is gpu or cpu.
 func (m *metrics) decoder(a *zarr.Array, d codec.BatchDecoder, which string) codec.BatchDecoder {
 	if m == nil {
 		return d
 	}
-	name, _, _ := strings.Cut(which, ":")
+	name := "cpu" // "cpu: ...", "cpu,inner-by-range: ..."
+	if strings.HasPrefix(which, "gpu") {
+		name = "gpu"
+	}
 	return timedBatch{d, m.decodeSeconds.WithLabelValues(a.Codecs, name)}
 }
 
