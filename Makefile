@@ -66,9 +66,10 @@ integration:
 	$(GO) test -race -count=1 -p 1 -timeout 20m ./integration/...
 	GOMAXPROCS=1 $(GO) test -race -count=1 -p 1 -timeout 20m ./integration/...
 
-# fuzz: each fuzz target for a fixed number of executions.
+# fuzz: each fuzz target for a fixed number of executions (decoders, metadata
+# and shard index parsers, the disk cache's entry files, warmup's --slice).
 fuzz:
-	for p in ./codec ./zarr ./gpu; do \
+	for p in ./codec ./zarr ./gpu ./store/diskcache ./cmd/zfuse; do \
 		for t in $$($(GO) test -list '^Fuzz' $$p | grep ^Fuzz); do \
 			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime=10000x $$p || exit 1; \
 		done; \

@@ -33,6 +33,9 @@ type MountConfig struct {
 	// CAP_SYS_ADMIN, say), the mount falls back to the next that works,
 	// and logs why once.
 	Serving Serving
+	// AllowOther lets users other than the one mounting read the mount
+	// (FUSE allow_other), as a mount at boot by root needs.
+	AllowOther bool
 	// writable leaves out the "ro" mount option, so tests can check that
 	// the nodes themselves refuse writes.
 	writable bool
@@ -62,7 +65,7 @@ func (s *Server) Stats() ServeStats {
 		Serving: s.m.serving.String(), PassthroughRefused: s.m.refused,
 		Lookups: n.lookups.Load(), Opens: n.opens.Load(), PassthroughOpens: n.passthroughOpens.Load(),
 		Reads: n.reads.Load(), ReadBytes: n.readBytes.Load(), ChunkReads: n.chunkReads.Load(),
-		Releases: n.releases.Load(), Interrupted: n.interrupted.Load(), DecodeErrors: n.errors.Load(),
+		Releases: n.releases.Load(), OpenFiles: n.handles.Load() - n.releases.Load(), Interrupted: n.interrupted.Load(), DecodeErrors: n.errors.Load(),
 	}
 }
 
@@ -96,6 +99,7 @@ func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*Server, 
 			// header do not fit the largest pipe) before writing anyway.
 			DisableSplice: true,
 			Debug:         cfg.Debug,
+			AllowOther:    cfg.AllowOther,
 			Logger:        goFuseLog,
 			PanicHandler: func(v any) fuse.Status {
 				onPanic(v)

@@ -189,6 +189,7 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, u
 		}
 		// O_DIRECT is not passed through: a memfd cannot do direct I/O.
 		h := &chunkHandle{f: cf, passthrough: !direct, n: &f.m.n}
+		f.m.n.handles.Add(1)
 		if direct {
 			return h, fuse.FOPEN_DIRECT_IO, 0
 		}

@@ -154,6 +154,7 @@ type ServeStats struct {
 	Reads, ReadBytes   int64  // READ requests, and bytes they returned
 	ChunkReads         int64  // of those, of chunk files
 	Releases           int64  // RELEASE of chunk files opened with a handle
+	OpenFiles          int64  // chunk files open with a handle now
 	Interrupted        int64  // requests whose caller gave up (EINTR)
 	DecodeErrors       int64  // chunk opens and reads that failed with EIO
 	PassthroughRefused string `json:",omitempty"` // why passthrough is not in use, where it was wanted
@@ -161,7 +162,7 @@ type ServeStats struct {
 
 // serveCounters are a mount's ServeStats, updated atomically.
 type serveCounters struct {
-	lookups, opens, passthroughOpens, reads, readBytes, chunkReads, releases, interrupted, errors atomic.Int64
+	lookups, opens, passthroughOpens, handles, reads, readBytes, chunkReads, releases, interrupted, errors atomic.Int64
 }
 
 // wait returns the serving path once Mount has chosen it.

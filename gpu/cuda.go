@@ -3,6 +3,7 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -93,7 +94,13 @@ type symbol struct {
 // functions only; bindAll binds the rest once cuInit has succeeded, so that
 // a library that cannot even initialise reports that, not a missing symbol.
 func loadDriver(path string) (*driver, error) {
+	// purego.Dlopen asks dlerror for the reason after a failed dlopen;
+	// glibc keeps it per thread, so both must run on one: unlocked, the
+	// goroutine can move between them and the reason comes back empty
+	// (seen under load: "cannot load libcuda.so.1: ").
+	runtime.LockOSThread()
 	lib, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	runtime.UnlockOSThread()
 	if err != nil {
 		return nil, unavailableErr(err, "cannot load %s: %v", path, err)
 	}

@@ -119,7 +119,7 @@ func nginxBin(t testing.TB) string {
 // startNginx serves root at http://127.0.0.1:<port>/ with nginx: byte
 // ranges, ETags, and "dir" redirected to "dir/", as nginx does by default.
 // Its access log lists every request.
-func startNginx(t *testing.T, root string) (*process, string) {
+func startNginx(t testing.TB, root string) (*process, string) {
 	t.Helper()
 	bin := nginxBin(t)
 	dir := t.TempDir()
@@ -214,20 +214,24 @@ func s3Setenv(t *testing.T) {
 	}
 }
 
-// A proxy forwards to a server, counting requests by "METHOD /path",
-// delaying each by delay first (an emulated network round trip), and
-// refusing those that deny names.
+// A proxy forwards to a server, counting requests by "METHOD /path" (and
+// responses to requests for values, not metadata documents, by "METHOD
+// status"), delaying each by delay first (an emulated network round trip),
+// refusing those that deny names, and answering 503 to the next GET of a
+// path given to failFirst.
 type proxy struct {
 	URL   string
 	delay atomic.Int64 // nanoseconds
 	deny  atomic.Value // string: requests for paths ending in it get 403
 	srv   *http.Server
 
-	mu     sync.Mutex
-	counts map[string]int
+	mu       sync.Mutex
+	counts   map[string]int
+	statuses map[string]int  // "GET 304" -> responses, for values
+	failOnce map[string]bool // paths whose next GET fails
 }
 
-func startProxy(t *testing.T, target string) *proxy {
+func startProxy(t testing.TB, target string) *proxy {
 	t.Helper()
 	u, err := url.Parse(target)
 	if err != nil {
@@ -237,19 +241,35 @@ func startProxy(t *testing.T, target string) *proxy {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 1024
 	rp.Transport = tr
-	p := &proxy{counts: map[string]int{}}
+	p := &proxy{counts: map[string]int{}, statuses: map[string]int{}, failOnce: map[string]bool{}}
 	p.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		p.counts[r.Method+" "+r.URL.Path]++
+		fail := r.Method == http.MethodGet && p.failOnce[r.URL.Path]
+		if fail {
+			delete(p.failOnce, r.URL.Path)
+		}
 		p.mu.Unlock()
+		rec := &statusRecorder{w, http.StatusOK}
+		defer func() {
+			if !strings.Contains(r.URL.Path, "/.z") && !strings.HasSuffix(r.URL.Path, "/zarr.json") {
+				p.mu.Lock()
+				p.statuses[fmt.Sprintf("%s %d", r.Method, rec.code)]++
+				p.mu.Unlock()
+			}
+		}()
 		if deny, _ := p.deny.Load().(string); deny != "" && strings.HasSuffix(r.URL.Path, deny) {
-			http.Error(w, "forbidden", http.StatusForbidden)
+			http.Error(rec, "forbidden", http.StatusForbidden)
+			return
+		}
+		if fail {
+			http.Error(rec, "try again", http.StatusServiceUnavailable)
 			return
 		}
 		if d := time.Duration(p.delay.Load()); d > 0 {
 			time.Sleep(d) // the emulated latency itself
 		}
-		rp.ServeHTTP(w, r)
+		rp.ServeHTTP(rec, r)
 	})}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -280,12 +300,38 @@ func (p *proxy) reset() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.counts = map[string]int{}
+	p.statuses = map[string]int{}
 }
+
+// failFirst has the next GET of path fail with 503.
+func (p *proxy) failFirst(path string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failOnce[path] = true
+}
+
+// takeStatuses returns the responses to requests for values since the
+// last call (or reset), by "METHOD status", and forgets them.
+func (p *proxy) takeStatuses() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.statuses
+	p.statuses = map[string]int{}
+	return c
+}
+
+// A statusRecorder remembers the status of a response.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (r *statusRecorder) WriteHeader(code int) { r.code = code; r.ResponseWriter.WriteHeader(code) }
 
 // writeBig writes a zarr-python store of n chunks of 1 MiB (512x512
 // float32, zstd level 1, consolidated) into dir and returns the chunk keys
 // in grid order.
-func writeBig(t *testing.T, dir string, n int) []string {
+func writeBig(t testing.TB, dir string, n int) []string {
 	t.Helper()
 	needPython(t)
 	const script = `

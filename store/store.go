@@ -44,6 +44,24 @@ type RangeReader interface {
 	ReadKeyRange(ctx context.Context, key string, off, n int64) ([]byte, error)
 }
 
+// ErrNotModified is the error of a conditional read (Versioner) of a value
+// that is still the version the caller holds.
+var ErrNotModified = errors.New("store: value not modified")
+
+// A Versioner reads values with their version, and can skip the read of a
+// value the caller holds already (an HTTP conditional request).
+type Versioner interface {
+	Store
+	// ReadKeyVersion returns the bytes of key's value in [off, off+n) (all
+	// of it when n < 0), fewer only where the value ends, and the version
+	// of the value: an opaque string that changes when the value does (an
+	// HTTP ETag, else its Last-Modified), "" when the backend has none. If
+	// have is not "" and is the value's version still, it returns no
+	// bytes, have, and an error satisfying errors.Is(err, ErrNotModified).
+	// The caller owns the slice.
+	ReadKeyVersion(ctx context.Context, key string, off, n int64, have string) ([]byte, string, error)
+}
+
 // An Entry is one name in a listed directory of keys.
 type Entry struct {
 	Name string // base name, no slashes

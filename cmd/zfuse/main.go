@@ -4,9 +4,11 @@
 //	zfuse mount [flags] SOURCE MOUNTPOINT   serve SOURCE at MOUNTPOINT until SIGINT/SIGTERM
 //	zfuse cat [flags] SOURCE PATH           print one file exactly as the mount serves it
 //	zfuse info [flags] SOURCE               list the arrays and how each is presented
+//	zfuse warmup [flags] MOUNTPOINT/PATH    decode an array, group or slice into a mount's caches
 //	zfuse bench [flags]                     measure the mount against baselines on this machine
 //	zfuse version                           print the version
 //	zfuse help [COMMAND]                    print the usage, or a command's flags
+//	zfuse SOURCE MOUNTPOINT -o OPTIONS      mount in the background, as mount.fuse3 runs it (fstab: type fuse.zfuse)
 package main
 
 import (
@@ -22,9 +24,17 @@ import (
 	"github.com/zfuse/zfuse/fs"
 )
 
+// daemon is the pipe to the parent when this process is the background
+// child of zfuse mount --background (background.go); nil otherwise.
+var daemon *parentPipe
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	daemon = backgroundChild()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	if err != nil {
+		daemon.fail(err)
+	}
 	stop()
 	os.Exit(exitStatus(os.Stderr, err)) // usage.go: 0, 1, or 2 for bad usage
 }
@@ -33,6 +43,12 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return &usageError{usage: usage()}
+	}
+	if h, ok, err := helperArgs(args, []string{"mount", "cat", "info", "warmup", "bench", "version"}); ok { // options.go
+		if err != nil {
+			return err
+		}
+		args = h
 	}
 	cmd, args := args[0], args[1:]
 	switch cmd {
@@ -46,6 +62,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	case "bench":
 		return bench(ctx, args, stdout, stderr)
+	case "warmup":
+		return warmup(ctx, args, stdout, stderr) // warmup.go
 	}
 	nargs := map[string]int{"mount": 2, "cat": 2, "info": 1}[cmd]
 	if nargs == 0 {
@@ -57,7 +75,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	lf := addLoaderFlags(fl)
 	sf := addSourceFlags(fl) // source.go: http(s):// and s3:// SOURCE
 	statsFile := fl.String("stats-file", "", "mount: write the readahead and cache counters as JSON to this file on SIGUSR1 and at unmount")
-	if err := parseFlags(fl, args, nargs, stdout); err != nil { // usage.go
+	bg := addBackgroundFlags(fl) // background.go: --background, -d, --log-file
+	metricsAddr := fl.String("metrics", "", "mount: serve Prometheus metrics at http://`ADDR`/metrics (e.g. 127.0.0.1:9464)")
+	allowOther := fl.Bool("allow-other", false, "mount: let other users read the mount (FUSE allow_other; for non-root mounts, user_allow_other in /etc/fuse.conf)")
+	fl.Var(optionsFlag{fl}, "o", "mount options, `opt[=value],...`: the flags of this command spelled with _ (cache_decoded=2GiB,as_v2), and mount(8)'s generic ones (ro, nodev, _netdev, ...), which are ignored") // options.go
+	if err := parseFlags(fl, args, nargs, stdout); err != nil {                                                                                                                                                     // usage.go
 		return err
 	}
 	lf.forSource(fl, fl.Arg(0))
@@ -65,26 +87,56 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
 		return badUsage(cmd, "--log-level: %w", err)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
+	if cmd == "mount" && bg.background && daemon == nil {
+		return startBackground(ctx, append([]string{"mount"}, args...), bg.logFile, stderr) // background.go
+	}
+	log, closeLog, err := openLog(stderr, lv, bg, daemon)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	m := newMetrics(*metricsAddr) // metrics.go; nil without --metrics
+	if cmd != "mount" {
+		m = nil
+	}
 	dec, err := lf.decoders(log, cmd != "mount")
 	if err != nil {
 		return err
 	}
 	defer dec.Close()
+	dec.observe = m.decoder
+	sf.backoff = m.backoff(backendName(fl.Arg(0)))
 	src, err := openSource(ctx, fl.Arg(0), sf, log)
 	if err != nil {
 		return err
 	}
+	src = m.store(src, backendName(fl.Arg(0)))
+	cached, disk, err := withDiskCache(src, fl.Arg(0), sf, log) // source.go: --cache-dir
+	if err != nil {
+		src.Close()
+		return err
+	}
+	src = cached
 	defer src.Close()
 	loader, closeLoader := lf.loader(src, dec, log)
 	defer closeLoader()
-	tree := fs.New(fs.Config{Store: src, Chunks: loader, Log: log, AsV2: *asV2})
+	tree := fs.New(fs.Config{Store: src, Chunks: m.chunks(loader), Log: log, AsV2: *asV2})
 	switch cmd {
 	case "mount":
-		return mount(ctx, log, tree, fl.Arg(0), fl.Arg(1), mountOpts{
+		m.watch(loader.Stats, dec.router.GPU(), disk)
+		stopMetrics, err := m.serve(ctx, *metricsAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+		err = mount(ctx, log, tree, fl.Arg(0), fl.Arg(1), mountOpts{
 			debug: lv <= slog.LevelDebug, statsFile: *statsFile, stats: loader.Stats,
 			memLimit: lf.memory(), kernelReadahead: int64(lf.kernelReadahead), cpuProfile: lf.cpuProfile, serving: lf.serving,
-			gpu: dec.router.GPU()})
+			gpu: dec.router.GPU(), ready: daemon.ready, mounted: m.served, allowOther: *allowOther})
+		if err != nil && daemon != nil {
+			log.Error("mount failed", "err", err) // the parent may be gone
+		}
+		return err
 	case "cat":
 		return cat(ctx, stdout, tree, fl.Arg(1))
 	}

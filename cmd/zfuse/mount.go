@@ -113,8 +113,9 @@ func (m *modeFlag) Set(s string) error {
 // decoders are what decode chunks: a CPU pool of --workers and the router
 // that sends batches to it or to the GPU (--decoder).
 type decoders struct {
-	pool   *codec.Pool
-	router *gpu.Router
+	pool    *codec.Pool
+	router  *gpu.Router
+	observe func(a *zarr.Array, d codec.BatchDecoder, why string) codec.BatchDecoder // nil, or --metrics timing batches (metrics.go)
 }
 
 // decoders starts the CPU pool and, unless --decoder cpu, opens the GPU.
@@ -149,7 +150,11 @@ func (d *decoders) Close() {
 // batch returns the batch decoder of a's chunks: the GPU or the CPU pool,
 // as the router decides from a's codec and compressor configuration.
 func (d *decoders) batch(a *zarr.Array) codec.BatchDecoder {
-	return d.router.Batch(a.Decoder(), a.Compressor())
+	b := d.router.Batch(a.Decoder(), a.Compressor())
+	if d.observe != nil {
+		return d.observe(a, b, d.router.Why(a.Decoder(), a.Compressor()))
+	}
+	return b
 }
 
 // loader returns the chunk loader over s, decoding with dec, and a
@@ -203,6 +208,9 @@ type mountOpts struct {
 	kernelReadahead int64                  // bytes; 0 leaves the kernel's default
 	cpuProfile      string                 // "": no CPU profile
 	gpu             *gpu.Decoder           // nil: no GPU; else its counters are logged at unmount
+	ready           func()                 // nil, or called once the mount is ready (--background)
+	mounted         func(*fs.Server)       // nil, or called with the server once mounted (metrics)
+	allowOther      bool                   // FUSE allow_other
 }
 
 // mount serves tree at dir until ctx ends (SIGINT/SIGTERM) or someone
@@ -237,11 +245,17 @@ func mount(ctx context.Context, log *slog.Logger, tree *fs.Tree, source, dir str
 		defer pprof.StopCPUProfile()
 	}
 	name := displaySource(source)
-	srv, err := fs.Mount(ctx, dir, tree, fs.MountConfig{FsName: name, Debug: o.debug, KernelReadahead: o.kernelReadahead, Serving: o.serving})
+	srv, err := fs.Mount(ctx, dir, tree, fs.MountConfig{FsName: name, Debug: o.debug, KernelReadahead: o.kernelReadahead, Serving: o.serving, AllowOther: o.allowOther})
 	if err != nil {
 		return err
 	}
+	if o.mounted != nil {
+		o.mounted(srv)
+	}
 	log.Info("mounted", "source", name, "mountpoint", dir)
+	if o.ready != nil {
+		o.ready()
+	}
 	usr1 := make(chan os.Signal, 1)
 	if o.statsFile != "" {
 		signal.Notify(usr1, syscall.SIGUSR1)

@@ -5,12 +5,18 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/zfuse/zfuse/cache"
 	"github.com/zfuse/zfuse/store"
+	"github.com/zfuse/zfuse/store/diskcache"
 	httpstore "github.com/zfuse/zfuse/store/http"
+	"github.com/zfuse/zfuse/store/remote"
 	s3store "github.com/zfuse/zfuse/store/s3"
+	"github.com/zfuse/zfuse/zarr"
 )
 
 // sourceFlags say how to reach a remote SOURCE. mount, cat and info take
@@ -21,6 +27,10 @@ type sourceFlags struct {
 	s3PathStyle bool
 	maxInflight int
 	arrays      stringList
+	cacheDir    string         // --cache-dir: see withDiskCache
+	cacheSize   cache.Size     // --cache-dir-size
+	cacheMaxAge time.Duration  // --cache-dir-max-age
+	backoff     remote.Backoff // retries of remote stores (OnRetry: a metrics counter); not a flag
 }
 
 // stringList is a repeatable string flag.
@@ -36,6 +46,10 @@ func addSourceFlags(fl *flag.FlagSet) *sourceFlags {
 	fl.BoolVar(&f.s3PathStyle, "s3-path-style", false, "s3:// SOURCE: put the bucket in the URL path, not the host name (most non-AWS servers need this)")
 	fl.IntVar(&f.maxInflight, "http-max-inflight", 64, "http(s):// and s3:// SOURCE: requests in flight at once")
 	fl.Var(&f.arrays, "array", "http(s):// SOURCE without consolidated metadata: the path of an array or group to serve (repeatable); HTTP cannot list directories")
+	fl.StringVar(&f.cacheDir, "cache-dir", "", "http(s):// and s3:// SOURCE: keep stored (compressed) chunks in this directory across mounts, validated by ETag/Last-Modified; one mount per directory")
+	f.cacheSize = 10 << 30
+	fl.Var(&f.cacheSize, "cache-dir-size", "the most --cache-dir holds; least recently used chunks leave first")
+	fl.DurationVar(&f.cacheMaxAge, "cache-dir-max-age", 0, "serve chunks in --cache-dir validated less than this long ago (e.g. 24h) with no request, even in a new mount; 0: each mount validates each chunk once (a request without a body)")
 	return f
 }
 
@@ -59,7 +73,7 @@ func openSource(ctx context.Context, arg string, f *sourceFlags, log *slog.Logge
 			// The mount table and the logs show SOURCE.
 			return nil, fmt.Errorf("SOURCE %s: credentials in the URL would show in the mount table and the logs; put them in a query token or a proxy", redactSource(arg))
 		}
-		return httpstore.Open(ctx, httpstore.Config{URL: arg, Hints: f.arrays, MaxInFlight: f.maxInflight, Log: log})
+		return httpstore.Open(ctx, httpstore.Config{URL: arg, Hints: f.arrays, MaxInFlight: f.maxInflight, Backoff: f.backoff, Log: log})
 	case "s3":
 		bucket, prefix, err := s3store.ParseURL(arg)
 		if err != nil {
@@ -68,7 +82,7 @@ func openSource(ctx context.Context, arg string, f *sourceFlags, log *slog.Logge
 		return s3store.Open(ctx, s3store.Config{
 			Bucket: bucket, Prefix: prefix,
 			Endpoint: f.s3Endpoint, Region: f.s3Region, PathStyle: f.s3PathStyle,
-			MaxInFlight: f.maxInflight, Log: log,
+			MaxInFlight: f.maxInflight, Backoff: f.backoff, Log: log,
 		})
 	}
 	return nil, fmt.Errorf("SOURCE %s: unsupported scheme %q (want a directory, http://, https:// or s3://)", redactSource(arg), scheme)
@@ -101,4 +115,58 @@ func displaySource(arg string) string {
 		return abs
 	}
 	return arg
+}
+
+// backendName names the kind of store SOURCE is, for metrics: http, s3 or dir.
+func backendName(arg string) string {
+	scheme, _, remote := strings.Cut(arg, "://")
+	switch s := strings.ToLower(scheme); {
+	case !remote:
+		return "dir"
+	case s == "https":
+		return "http"
+	default:
+		return s
+	}
+}
+
+// withDiskCache puts a disk cache (--cache-dir) in front of src, a remote
+// store: chunks stay on local disk across mounts. Metadata documents are
+// not kept there: the remote stores read them once per mount anyway. The
+// returned source closes both. Without --cache-dir it returns src.
+func withDiskCache(src source, arg string, f *sourceFlags, log *slog.Logger) (source, *diskcache.Store, error) {
+	if f.cacheDir == "" {
+		return src, nil, nil
+	}
+	v, ok := src.(store.Versioner)
+	if !strings.Contains(arg, "://") || !ok {
+		return nil, nil, fmt.Errorf("--cache-dir is for http(s):// and s3:// sources; a local SOURCE is on a disk already")
+	}
+	dc, err := diskcache.Open(diskcache.Config{
+		Dir: f.cacheDir, MaxBytes: int64(f.cacheSize), MaxAge: f.cacheMaxAge, Source: displaySource(arg), Log: log,
+		Keep: func(key string) bool {
+			switch path.Base(key) {
+			case zarr.ArrayFile, zarr.GroupFile, zarr.AttrsFile, zarr.ConsolidatedFile, zarr.MetadataFile:
+				return false
+			}
+			return true
+		},
+	}, v)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--cache-dir: %w", err)
+	}
+	st := dc.Stats()
+	log.Info("disk cache", "dir", f.cacheDir, "entries", st.Entries, "bytes", st.Used, "size", st.Max)
+	return cachedSource{dc, src}, dc, nil
+}
+
+// A cachedSource reads through its disk cache; Close closes both.
+type cachedSource struct {
+	*diskcache.Store
+	src source
+}
+
+func (c cachedSource) Close() error {
+	c.Store.Close()
+	return c.src.Close()
 }

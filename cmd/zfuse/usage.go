@@ -24,6 +24,7 @@ var commands = []command{
 	{"mount", "[flags] SOURCE MOUNTPOINT", "serve SOURCE at MOUNTPOINT, in the foreground, until SIGINT or SIGTERM"},
 	{"cat", "[flags] SOURCE PATH", "print one file exactly as the mount serves it"},
 	{"info", "[flags] SOURCE", "one line per array: how it is stored and how it is presented"},
+	{"warmup", "[flags] MOUNTPOINT/PATH", "decode an array, a group or a slice into a mount's caches ahead of a job"},
 	{"bench", "[flags]", "measure the mount against baselines on this machine"},
 	{"version", "", "print the version"},
 	{"help", "[COMMAND]", "print this help, or a command's flags"},
@@ -43,7 +44,8 @@ func usage() string {
 		fmt.Fprintf(&b, "  %-*s   %s\n", width, strings.TrimSpace(c.name+" "+c.args), c.summary)
 	}
 	b.WriteString("\nSOURCE is a local directory (one store, or a directory holding several), an\n" +
-		"http(s):// URL or s3://bucket/prefix.\n" +
+		"http(s):// URL or s3://bucket/prefix. \"zfuse SOURCE MOUNTPOINT -o OPTIONS\", as mount.fuse3\n" +
+		"runs it for fstab's type fuse.zfuse, is zfuse mount --background -o OPTIONS.\n" +
 		`Run "zfuse help COMMAND" for a command's flags.` + "\n")
 	return b.String()
 }

@@ -81,6 +81,7 @@ var (
 	_ store.RangeReader = (*Store)(nil)
 	_ store.Lister      = (*Store)(nil)
 	_ store.Stater      = (*Store)(nil)
+	_ store.Versioner   = (*Store)(nil)
 )
 
 // Open returns a Store for the server at cfg.URL. It reads the metadata at
@@ -288,6 +289,37 @@ func (s *Store) ReadKeyRange(ctx context.Context, key string, off, n int64) ([]b
 		return []byte{}, err
 	}
 	return s.get(ctx, key, off, n)
+}
+
+// ReadKeyVersion returns [off, off+n) of key's value (all of it when n < 0)
+// and its version (the ETag, else Last-Modified), with one GET made
+// conditional on have (see store.Versioner). Metadata documents, read once
+// and kept, need no request. The caller owns the slice.
+func (s *Store) ReadKeyVersion(ctx context.Context, key string, off, n int64, have string) ([]byte, string, error) {
+	if err := remote.CheckKey(ctx, "read", key); err != nil {
+		return nil, "", err
+	}
+	if n >= 0 && off < 0 {
+		return nil, "", fmt.Errorf("read %s [%d,+%d): negative range", key, off, n)
+	}
+	if isMeta(key) || n == 0 {
+		var b []byte
+		var err error
+		if n < 0 {
+			b, err = s.ReadKey(ctx, key)
+		} else {
+			b, err = s.ReadKeyRange(ctx, key, off, n)
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		x, _ := s.facts.Get(key)
+		if have != "" && x.Tag == have {
+			return nil, have, fmt.Errorf("http %s: %w", key, store.ErrNotModified)
+		}
+		return b, x.Tag, nil
+	}
+	return s.getVersion(ctx, key, off, n, have)
 }
 
 // Stat describes name. Directories the catalog knows and directories of

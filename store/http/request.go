@@ -43,32 +43,42 @@ func (s *Store) url(key string) string {
 // What the response says about key is recorded in s.facts. The caller owns
 // the slice.
 func (s *Store) get(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	b, _, err := s.getVersion(ctx, key, off, n, "")
+	return b, err
+}
+
+// getVersion is get, also returning the value's version (tag), and asking
+// for the value only if its version is not have (when have is not ""): an
+// unchanged value is store.ErrNotModified.
+func (s *Store) getVersion(ctx context.Context, key string, off, n int64, have string) ([]byte, string, error) {
 	if x, ok := s.facts.Get(key); ok && x.Missing {
-		return nil, fmt.Errorf("http GET %s: %w", key, fs.ErrNotExist)
+		return nil, "", fmt.Errorf("http GET %s: %w", key, fs.ErrNotExist)
 	}
 	end := s.facts.Begin(key)
 	defer end()
 	var body []byte
+	var version string
 	err := s.backoff.Do(ctx, func(ctx context.Context) error {
 		var err error
-		body, err = s.getOnce(ctx, key, off, n)
+		body, version, err = s.getOnce(ctx, key, off, n, have)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("http GET %s: %w", key, err)
+		return nil, version, fmt.Errorf("http GET %s: %w", key, err)
 	}
-	return body, nil
+	return body, version, nil
 }
 
-// getOnce is one attempt of get.
-func (s *Store) getOnce(ctx context.Context, key string, off, n int64) ([]byte, error) {
+// getOnce is one attempt of getVersion.
+func (s *Store) getOnce(ctx context.Context, key string, off, n int64, have string) ([]byte, string, error) {
 	resp, cancel, err := s.send(ctx, http.MethodGet, key, func(h http.Header) {
 		if n >= 0 {
 			h.Set("Range", fmt.Sprintf("bytes=%d-%d", off, off+n-1))
 		}
+		setCondition(h, have)
 	})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer cancel()
 	defer resp.Body.Close()
@@ -77,7 +87,7 @@ func (s *Store) getOnce(ctx context.Context, key string, off, n int64) ([]byte, 
 	case resp.StatusCode == http.StatusOK:
 		b, err := remote.ReadBody(ctx, resp.Body, resp.ContentLength)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		fact.Size = int64(len(b))
 		s.facts.Observe(ctx, key, fact)
@@ -87,25 +97,44 @@ func (s *Store) getOnce(ctx context.Context, key string, off, n int64) ([]byte, 
 			})
 			b = b[min(off, int64(len(b))):min(off+n, int64(len(b)))]
 		}
-		return b, nil
+		return b, fact.Tag, nil
 	case resp.StatusCode == http.StatusPartialContent:
 		fact.Size = remote.ContentRangeTotal(resp.Header.Get("Content-Range"))
 		s.facts.Observe(ctx, key, fact)
 		b, err := remote.ReadBody(ctx, resp.Body, resp.ContentLength)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		if int64(len(b)) > n {
-			return nil, fmt.Errorf("asked for %d bytes at %d, got %d", n, off, len(b))
+			return nil, "", fmt.Errorf("asked for %d bytes at %d, got %d", n, off, len(b))
 		}
-		return b, nil
+		return b, fact.Tag, nil
 	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable:
 		// The range starts at or past the end of the value.
 		fact.Size = remote.ContentRangeTotal(resp.Header.Get("Content-Range"))
 		s.facts.Observe(ctx, key, fact)
-		return []byte{}, nil
+		return []byte{}, fact.Tag, nil
+	case resp.StatusCode == http.StatusNotModified && have != "":
+		if fact.Tag == "" {
+			fact.Tag = have // a 304 need not repeat the validators
+		}
+		s.facts.Observe(ctx, key, fact)
+		return nil, have, store.ErrNotModified
 	}
-	return nil, s.failed(ctx, key, resp)
+	return nil, "", s.failed(ctx, key, resp)
+}
+
+// setCondition makes a request conditional on the value not being version
+// have: If-None-Match for an ETag (quoted, or W/ and quoted), else
+// If-Modified-Since for a Last-Modified date. "" sets nothing.
+func setCondition(h http.Header, have string) {
+	switch {
+	case have == "":
+	case strings.HasPrefix(have, `"`) || strings.HasPrefix(have, `W/"`):
+		h.Set("If-None-Match", have)
+	default:
+		h.Set("If-Modified-Since", have)
+	}
 }
 
 // head describes key with a HEAD request (a one-byte GET where HEAD is not
@@ -145,13 +174,13 @@ func (s *Store) headOnce(ctx context.Context, key string) (store.Entry, error) {
 		return store.Entry{}, s.failed(ctx, key, resp)
 	}
 	// No size from HEAD: ask for the first byte, whose reply names the size.
-	if _, err := s.getOnce(ctx, key, 0, 1); err != nil {
+	if _, _, err := s.getOnce(ctx, key, 0, 1, ""); err != nil {
 		return store.Entry{}, err
 	}
 	if x, ok := s.facts.Get(key); ok && x.Size >= 0 {
 		return store.Entry{Name: name, Size: x.Size}, nil
 	}
-	b, err := s.getOnce(ctx, key, 0, -1)
+	b, _, err := s.getOnce(ctx, key, 0, -1, "")
 	return store.Entry{Name: name, Size: int64(len(b))}, err
 }
 

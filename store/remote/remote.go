@@ -80,6 +80,17 @@ type Backoff struct {
 	Attempts int           // tries in all; 0 means 5
 	Base     time.Duration // wait before the second try; 0 means 100ms
 	Max      time.Duration // longest wait between tries; 0 means 2s
+	// OnRetry, if set, is called with the error before each retry (for a
+	// retries counter). It must be safe for concurrent use.
+	OnRetry func(err error)
+}
+
+// Retried calls b.OnRetry, if set: a request failed with err and is about
+// to be tried again.
+func (b Backoff) Retried(err error) {
+	if b.OnRetry != nil {
+		b.OnRetry(err)
+	}
 }
 
 // Do calls op until it succeeds, fails with an error not marked Retryable,
@@ -108,6 +119,7 @@ func (b Backoff) Do(ctx context.Context, op func(ctx context.Context) error) err
 		if ctx.Err() != nil {
 			return err
 		}
+		b.Retried(err)
 		// Half fixed, half random: spreads the retries of many readers.
 		d := wait/2 + rand.N(wait/2+1)
 		t := time.NewTimer(d)

@@ -29,11 +29,20 @@ func TestBackoff(t *testing.T) {
 		{"gave up", 5, remote.Retryable(errBoom), 3, 3, true},
 		{"not retryable", 5, errBoom, 3, 1, true},
 	} {
+		// OnRetry sees every try but the first, and not the one given up on.
+		wantRetries := tc.wantTry - 1
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				tries := 0
+				tries, retries := 0, 0
 				start := time.Now()
-				err := remote.Backoff{Attempts: tc.attempts, Base: 100 * time.Millisecond, Max: 150 * time.Millisecond}.Do(t.Context(), func(context.Context) error {
+				b := remote.Backoff{Attempts: tc.attempts, Base: 100 * time.Millisecond, Max: 150 * time.Millisecond,
+					OnRetry: func(err error) {
+						if !errors.Is(err, errBoom) {
+							t.Errorf("OnRetry(%v)", err)
+						}
+						retries++
+					}}
+				err := b.Do(t.Context(), func(context.Context) error {
 					if tries++; tries <= tc.fails {
 						return tc.err
 					}
@@ -41,6 +50,9 @@ func TestBackoff(t *testing.T) {
 				})
 				if tries != tc.wantTry || (err != nil) != tc.wantErr {
 					t.Fatalf("%d tries, %v", tries, err)
+				}
+				if retries != wantRetries {
+					t.Errorf("OnRetry called %d times, want %d", retries, wantRetries)
 				}
 				if err != nil && !errors.Is(err, errBoom) {
 					t.Errorf("%v does not wrap the failure", err)

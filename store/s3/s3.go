@@ -75,6 +75,7 @@ type Store struct {
 	bucket  string
 	prefix  string // "" or ending in "/"
 	limit   remote.Limit
+	backoff remote.Backoff // the SDK does most retries; OnRetry counts them
 	timeout time.Duration
 	log     *slog.Logger
 	facts   *remote.Facts
@@ -85,6 +86,7 @@ var (
 	_ store.RangeReader = (*Store)(nil)
 	_ store.Lister      = (*Store)(nil)
 	_ store.Stater      = (*Store)(nil)
+	_ store.Versioner   = (*Store)(nil)
 )
 
 // Open returns a Store for cfg.Bucket and cfg.Prefix. It lists the store
@@ -160,6 +162,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		bucket:  cfg.Bucket,
 		prefix:  prefix,
 		limit:   remote.NewLimit(inflight),
+		backoff: b,
 		timeout: cfg.Timeout,
 		log:     log,
 		facts:   remote.NewFacts(0, log),
@@ -177,7 +180,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 
 // jitter is b's exponential backoff with half of each wait random.
 func jitter(b remote.Backoff) retry.BackoffDelayer {
-	return retry.BackoffDelayerFunc(func(attempt int, _ error) (time.Duration, error) {
+	return retry.BackoffDelayerFunc(func(attempt int, err error) (time.Duration, error) {
+		b.Retried(err) // the SDK asks for the delay before each retry
 		d := b.Base
 		for i := 1; i < attempt && d < b.Max; i++ {
 			d *= 2
@@ -250,11 +254,31 @@ func (s *Store) ReadKeyRange(ctx context.Context, key string, off, n int64) ([]b
 }
 
 func (s *Store) read(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	b, _, err := s.readVersion(ctx, key, off, n, "")
+	return b, err
+}
+
+// ReadKeyVersion returns [off, off+n) of key's value (all of it when n < 0)
+// and its version (the ETag, else Last-Modified), with one GET made
+// conditional on have (see store.Versioner). The caller owns the slice.
+func (s *Store) ReadKeyVersion(ctx context.Context, key string, off, n int64, have string) ([]byte, string, error) {
+	if n >= 0 && off < 0 {
+		return nil, "", fmt.Errorf("read %s [%d,+%d): negative range", key, off, n)
+	}
+	if n == 0 {
+		b, err := s.ReadKeyRange(ctx, key, off, n)
+		x, _ := s.facts.Get(key)
+		return b, x.Tag, err
+	}
+	return s.readVersion(ctx, key, off, n, have)
+}
+
+func (s *Store) readVersion(ctx context.Context, key string, off, n int64, have string) ([]byte, string, error) {
 	if err := remote.CheckKey(ctx, "read", key); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if x, ok := s.facts.Get(key); ok && x.Missing {
-		return nil, fmt.Errorf("s3 GET %s: %w", key, fs.ErrNotExist)
+		return nil, "", fmt.Errorf("s3 GET %s: %w", key, fs.ErrNotExist)
 	}
 	end := s.facts.Begin(key)
 	defer end()
@@ -262,33 +286,57 @@ func (s *Store) read(ctx context.Context, key string, off, n int64) ([]byte, err
 	if n >= 0 {
 		in.Range = aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1))
 	}
+	setCondition(in, have)
 	start := time.Now()
 	var b []byte
+	var version string
 	var err error
 	// The body is read under the SDK's retries' care only up to the
 	// headers: a connection that breaks in the body is tried again here.
 	for try := 1; ; try++ {
-		b, err = s.getOnce(ctx, key, in, n)
+		b, version, err = s.getOnce(ctx, key, in, n)
 		if err == nil || !remote.IsRetryable(err) || try >= 3 || ctx.Err() != nil {
 			break
 		}
+		s.backoff.Retried(err)
 	}
 	s.log.DebugContext(ctx, "s3", "op", "GET", "key", key, "off", off, "n", n, "took", time.Since(start), "err", err)
-	if err != nil {
-		return nil, fmt.Errorf("s3 GET %s: %w", key, err)
+	if errors.Is(err, store.ErrNotModified) {
+		s.facts.Observe(ctx, key, remote.Fact{Size: -1, Tag: have})
+		return nil, have, fmt.Errorf("s3 GET %s: %w", key, err)
 	}
-	return b, nil
+	if err != nil {
+		return nil, "", fmt.Errorf("s3 GET %s: %w", key, err)
+	}
+	return b, version, nil
 }
 
-func (s *Store) getOnce(ctx context.Context, key string, in *s3.GetObjectInput, n int64) ([]byte, error) {
+// setCondition makes a GET conditional on the object not being version
+// have: If-None-Match for an ETag (quoted), else If-Modified-Since for a
+// Last-Modified date (servers without ETags, as versitygw --nometa). ""
+// sets nothing.
+func setCondition(in *s3.GetObjectInput, have string) {
+	if have == "" {
+		return
+	}
+	if strings.HasPrefix(have, `"`) || strings.HasPrefix(have, `W/"`) {
+		in.IfNoneMatch = aws.String(have)
+		return
+	}
+	if t, err := http.ParseTime(have); err == nil {
+		in.IfModifiedSince = aws.Time(t)
+	}
+}
+
+func (s *Store) getOnce(ctx context.Context, key string, in *s3.GetObjectInput, n int64) ([]byte, string, error) {
 	out, cancel, err := call(ctx, s, func(ctx context.Context) (*s3.GetObjectOutput, error) {
 		return s.client.GetObject(ctx, in)
 	})
 	if err != nil {
 		if isInvalidRange(err) { // the range starts at or past the end
-			return []byte{}, nil
+			return []byte{}, "", nil
 		}
-		return nil, s.mapErr(ctx, key, err)
+		return nil, "", s.mapErr(ctx, key, err)
 	}
 	defer cancel()
 	defer out.Body.Close()
@@ -296,15 +344,20 @@ func (s *Store) getOnce(ctx context.Context, key string, in *s3.GetObjectInput, 
 	if in.Range != nil {
 		size = remote.ContentRangeTotal(aws.ToString(out.ContentRange))
 	}
-	s.facts.Observe(ctx, key, remote.Fact{Size: size, Tag: aws.ToString(out.ETag)})
+	version := aws.ToString(out.ETag)
+	if version == "" && out.LastModified != nil {
+		version = out.LastModified.UTC().Format(http.TimeFormat)
+	}
+	s.facts.Observe(ctx, key, remote.Fact{Size: size, Tag: version})
 	l := int64(-1) // length unknown
 	if out.ContentLength != nil {
 		l = *out.ContentLength
 	}
 	if n >= 0 && l > n {
-		return nil, fmt.Errorf("asked for %d bytes, got %d", n, l)
+		return nil, "", fmt.Errorf("asked for %d bytes, got %d", n, l)
 	}
-	return remote.ReadBody(ctx, out.Body, l)
+	b, err := remote.ReadBody(ctx, out.Body, l)
+	return b, version, err
 }
 
 // Stat describes name: HeadObject, and for a name that is no object, a
@@ -430,6 +483,8 @@ func (s *Store) mapErr(ctx context.Context, key string, err error) error {
 		status = re.HTTPStatusCode()
 	}
 	switch {
+	case status == http.StatusNotModified:
+		return store.ErrNotModified // a conditional GET of an unchanged object
 	case status == http.StatusNotFound || code == "NoSuchKey" || code == "NotFound":
 		s.facts.Observe(ctx, key, remote.Fact{Missing: true})
 		return fmt.Errorf("%s: %w", cmp(code, "404"), fs.ErrNotExist)

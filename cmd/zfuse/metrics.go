@@ -1,0 +1,456 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/zfuse/zfuse/codec"
+	"github.com/zfuse/zfuse/fs"
+	"github.com/zfuse/zfuse/gpu"
+	"github.com/zfuse/zfuse/readahead"
+	"github.com/zfuse/zfuse/store"
+	"github.com/zfuse/zfuse/store/diskcache"
+	"github.com/zfuse/zfuse/store/remote"
+	"github.com/zfuse/zfuse/zarr"
+)
+
+// --metrics ADDR serves Prometheus metrics at http://ADDR/metrics. Most of
+// them are snapshots of counters the mount keeps anyway (readahead.Stats,
+// the GPU decoder's and the disk cache's Stats), read at each scrape by a
+// prometheus.Collector; what needs an observation per event (decode
+// seconds per batch, store request latency) is taken by wrappers at the
+// boundaries this file sets up (the batch decoder, the store, the chunk
+// source), never inside the loader.
+
+// A metrics is the registry of one command; nil when --metrics is not set
+// (then every wrapper returns what it was given).
+type metrics struct {
+	reg  *prometheus.Registry
+	snap *snapshots
+
+	decodeSeconds *prometheus.HistogramVec // codec, decoder
+	storeRequests *prometheus.CounterVec   // backend, op
+	storeErrors   *prometheus.CounterVec   // backend, op
+	storeRetries  *prometheus.CounterVec   // backend
+	storeSeconds  *prometheus.HistogramVec // backend, op
+	storeBytes    *prometheus.CounterVec   // backend
+	servedBytes   prometheus.Counter
+	chunkErrors   prometheus.Counter
+}
+
+// newMetrics returns the registry (nil for addr ""): Go runtime and
+// process metrics, and zfuse's.
+func newMetrics(addr string) *metrics {
+	if addr == "" {
+		return nil
+	}
+	m := &metrics{reg: prometheus.NewRegistry(), snap: &snapshots{}}
+	m.decodeSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "zfuse_decode_batch_seconds",
+		Help:    "Time to decode one batch of chunks, by codec pipeline and decoder (cpu, gpu).",
+		Buckets: prometheus.ExponentialBuckets(50e-6, 2, 18), // 50µs .. 6.5s
+	}, []string{"codec", "decoder"})
+	m.storeRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "zfuse_store_requests_total",
+		Help: "Calls of the store backend (read, read_range, stat, list): for http and s3 one request each, with its retries, unless the backend answers from what it has seen (metadata documents, sizes).",
+	}, []string{"backend", "op"})
+	m.storeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "zfuse_store_errors_total",
+		Help: "Store requests that failed (after retries), not counting keys that do not exist.",
+	}, []string{"backend", "op"})
+	m.storeRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "zfuse_store_retries_total",
+		Help: "Store requests tried again after a 5xx, a timeout or a broken connection.",
+	}, []string{"backend"})
+	m.storeSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "zfuse_store_request_seconds",
+		Help:    "Latency of store requests, waiting for a free connection and retries included.",
+		Buckets: prometheus.ExponentialBuckets(100e-6, 2, 17), // 100µs .. 6.5s
+	}, []string{"backend", "op"})
+	m.storeBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "zfuse_store_read_bytes_total",
+		Help: "Bytes read from the store backend (stored, compressed values).",
+	}, []string{"backend"})
+	m.servedBytes = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "zfuse_served_bytes_total",
+		Help: "Decoded chunk bytes handed to the serving path (each chunk once per read of it by the kernel; page-cache hits are not seen).",
+	})
+	m.chunkErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "zfuse_chunk_errors_total",
+		Help: "Chunk reads that failed (EIO: corrupt chunks, store errors), not counting missing chunks.",
+	})
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.snap, m.decodeSeconds, m.storeRequests, m.storeErrors, m.storeRetries, m.storeSeconds, m.storeBytes,
+		m.servedBytes, m.chunkErrors)
+	return m
+}
+
+// serve listens on addr and serves /metrics until ctx ends. It fails at
+// once when it cannot listen.
+func (m *metrics) serve(ctx context.Context, addr string, log *slog.Logger) (stop func(), err error) {
+	if m == nil {
+		return func() {}, nil
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("metrics server stopped", "err", err)
+		}
+	}()
+	log.Info("serving metrics", "url", "http://"+l.Addr().String()+"/metrics")
+	return func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		<-done
+	}, nil
+}
+
+// watch has the collector report these snapshots; nil functions are
+// left out.
+func (m *metrics) watch(loader func() readahead.Stats, g *gpu.Decoder, disk *diskcache.Store) {
+	if m == nil {
+		return
+	}
+	m.snap.loader = loader
+	if g != nil {
+		m.snap.gpu = g.Stats
+	}
+	if disk != nil {
+		m.snap.disk = disk.Stats
+	}
+}
+
+// snapshots is the prometheus.Collector over the mount's own counters. Its
+// functions are set before the mount is served and not changed after.
+type snapshots struct {
+	loader func() readahead.Stats
+	gpu    func() gpu.Stats
+	disk   func() diskcache.Stats
+	// The mount's requests, set once it is mounted (after the metrics
+	// are served, hence atomic).
+	serve atomic.Pointer[func() fs.ServeStats]
+}
+
+// served hooks the mount's request counts and serving path into the
+// metrics, once it is mounted.
+func (m *metrics) served(srv *fs.Server) {
+	if m == nil {
+		return
+	}
+	f := srv.Stats
+	m.snap.serve.Store(&f)
+}
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, labels, nil)
+}
+
+var (
+	dChunkReads      = desc("zfuse_chunk_reads_total", "Chunk reads by the serving path (first reads of a chunk by the kernel).")
+	dHits            = desc("zfuse_cache_hits_total", "Reads served by a tier: decoded (chunks read before), readahead (prefetched, read for the first time), compressed (stored values kept in memory), disk (--cache-dir).", "tier")
+	dMisses          = desc("zfuse_cache_misses_total", "Reads a tier did not serve (decoded: not in the decoded tier; disk: read from the remote store).", "tier")
+	dStoreReads      = desc("zfuse_stored_value_reads_total", "Stored values (chunks, shard ranges) the loader read from the store, or from the disk cache in front of it.")
+	dPrefetched      = desc("zfuse_prefetched_chunks_total", "Chunks decoded ahead of readers.")
+	dPrefetchedB     = desc("zfuse_prefetched_bytes_total", "Decoded bytes of the chunks decoded ahead of readers.")
+	dPrefetchUsed    = desc("zfuse_prefetch_used_chunks_total", "Prefetched chunks a reader took.")
+	dPrefetchUsedB   = desc("zfuse_prefetch_used_bytes_total", "Decoded bytes of the prefetched chunks a reader took.")
+	dPrefetchWasted  = desc("zfuse_prefetch_wasted_chunks_total", "Prefetched chunks that expired unread.")
+	dPrefetchWastedB = desc("zfuse_prefetch_wasted_bytes_total", "Decoded bytes of the prefetched chunks that expired unread.")
+	dPrefetchWaits   = desc("zfuse_prefetch_waits_total", "Reads that found their prefetched chunk still loading or decoding.")
+	dPrefetchErrors  = desc("zfuse_prefetch_errors_total", "Prefetched chunks that failed to load or decode.")
+	dDecodedChunks   = desc("zfuse_decoded_chunks_total", "Chunks decoded, by codec pipeline.", "codec")
+	dDecodedBytes    = desc("zfuse_decoded_bytes_total", "Decoded bytes, by codec pipeline.", "codec")
+	dDecodeErrors    = desc("zfuse_decode_errors_total", "Chunks that failed to decode, by codec pipeline.", "codec")
+	dDecodeSeconds   = desc("zfuse_decode_seconds_total", "Wall time spent decoding, by codec pipeline.", "codec")
+	dHeld            = desc("zfuse_cache_bytes", "Bytes held now, by tier (decoded, compressed, readahead, disk).", "tier")
+	dBudget          = desc("zfuse_cache_budget_bytes", "The budget of each tier.", "tier")
+	dPeak            = desc("zfuse_readahead_peak_bytes", "The most bytes the readahead tier has held.")
+	dDiskEntries     = desc("zfuse_disk_cache_entries", "Values held in the disk cache.")
+	dDiskValidations = desc("zfuse_disk_cache_validations_total", "Values on disk validated against the store by a conditional request, by result (unchanged, changed).", "result")
+	dDiskDropped     = desc("zfuse_disk_cache_dropped_total", "Disk cache files that failed validation (torn, corrupt) and were removed.")
+	dDiskEvicted     = desc("zfuse_disk_cache_evictions_total", "Values removed from the disk cache to stay within its size.")
+	dDiskWriteErrors = desc("zfuse_disk_cache_write_errors_total", "Values that could not be written to the disk cache.")
+	dGPUBatches      = desc("zfuse_gpu_batches_total", "Batches decoded with the GPU.")
+	dGPUChunks       = desc("zfuse_gpu_chunks_total", "Chunks of GPU batches, by where they were decoded (gpu; cpu: too large for a GPU slice, or after a device failure).", "decoder")
+	dGPUBytes        = desc("zfuse_gpu_decoded_bytes_total", "Decoded bytes written by the GPU.")
+	dGPUKernel       = desc("zfuse_gpu_kernel_seconds_total", "Device time in GPU kernels.")
+	dGPUDevice       = desc("zfuse_gpu_device_seconds_total", "Device time from the first upload to the last download of each slice.")
+	dServing         = desc("zfuse_serving_path_info", "The serving path the mount uses (--serving): 1 for it.", "path")
+	dRequests        = desc("zfuse_fuse_requests_total", "FUSE requests that reached the daemon, by op (lookup, open, read, release; lookups include READDIRPLUS entries).", "op")
+	dReadBytes       = desc("zfuse_fuse_read_bytes_total", "Bytes the daemon returned to READ requests (passthrough and the page cache serve the rest).")
+	dOpenFiles       = desc("zfuse_open_chunk_files", "Chunk files open with a handle of the daemon's (passthrough: each holds its memfd).")
+	dMemfds          = desc("zfuse_memfds", "Memfds holding decoded chunks (passthrough), in the tiers or held open.")
+	dMemfdBytes      = desc("zfuse_memfd_bytes", "Bytes of those memfds: memory outside the heap.")
+)
+
+func (s *snapshots) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{dChunkReads, dHits, dMisses, dStoreReads, dPrefetched, dPrefetchedB,
+		dPrefetchUsed, dPrefetchUsedB, dPrefetchWasted, dPrefetchWastedB, dPrefetchWaits, dPrefetchErrors,
+		dDecodedChunks, dDecodedBytes, dDecodeErrors, dDecodeSeconds, dHeld, dBudget, dPeak,
+		dDiskEntries, dDiskValidations, dDiskDropped, dDiskEvicted, dDiskWriteErrors,
+		dGPUBatches, dGPUChunks, dGPUBytes, dGPUKernel, dGPUDevice,
+		dServing, dRequests, dReadBytes, dOpenFiles, dMemfds, dMemfdBytes} {
+		ch <- d
+	}
+}
+
+func (s *snapshots) Collect(ch chan<- prometheus.Metric) {
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	if s.loader != nil {
+		st := s.loader()
+		counter(dChunkReads, float64(st.Reads))
+		counter(dHits, float64(st.DecodedHits), "decoded")
+		counter(dMisses, float64(st.DecodedMisses), "decoded")
+		counter(dHits, float64(st.PrefetchUsed), "readahead")
+		counter(dHits, float64(st.CompressedHits), "compressed")
+		counter(dStoreReads, float64(st.StoreReads))
+		counter(dPrefetched, float64(st.Prefetched))
+		counter(dPrefetchedB, float64(st.PrefetchedBytes))
+		counter(dPrefetchUsed, float64(st.PrefetchUsed))
+		counter(dPrefetchUsedB, float64(st.PrefetchUsedBytes))
+		counter(dPrefetchWasted, float64(st.PrefetchWasted))
+		counter(dPrefetchWastedB, float64(st.PrefetchWastedBytes))
+		counter(dPrefetchWaits, float64(st.PrefetchWaits))
+		counter(dPrefetchErrors, float64(st.PrefetchErrors))
+		for c, d := range st.Decode {
+			counter(dDecodedChunks, float64(d.Chunks), c)
+			counter(dDecodedBytes, float64(d.Bytes), c)
+			counter(dDecodeErrors, float64(d.Errors), c)
+			counter(dDecodeSeconds, d.Time.Seconds(), c)
+		}
+		for _, t := range []struct {
+			tier      string
+			used, max int64
+		}{{"decoded", st.DecodedUsed, st.DecodedBudget}, {"compressed", st.CompressedUsed, st.CompressedBudget}, {"readahead", st.ReadaheadUsed, st.ReadaheadBudget}} {
+			gauge(dHeld, float64(t.used), t.tier)
+			gauge(dBudget, float64(t.max), t.tier)
+		}
+		gauge(dPeak, float64(st.ReadaheadPeak))
+		gauge(dMemfds, float64(st.Memfds))
+		gauge(dMemfdBytes, float64(st.MemfdBytes))
+	}
+	if f := s.serve.Load(); f != nil {
+		st := (*f)()
+		gauge(dServing, 1, st.Serving)
+		counter(dRequests, float64(st.Lookups), "lookup")
+		counter(dRequests, float64(st.Opens), "open")
+		counter(dRequests, float64(st.Reads), "read")
+		counter(dRequests, float64(st.Releases), "release")
+		counter(dReadBytes, float64(st.ReadBytes))
+		gauge(dOpenFiles, float64(st.OpenFiles))
+	}
+	if s.disk != nil {
+		d := s.disk()
+		counter(dHits, float64(d.Hits+d.Revalidated), "disk")
+		counter(dMisses, float64(d.Misses+d.Changed), "disk")
+		gauge(dHeld, float64(d.Used), "disk")
+		gauge(dBudget, float64(d.Max), "disk")
+		gauge(dDiskEntries, float64(d.Entries))
+		counter(dDiskValidations, float64(d.Revalidated), "unchanged")
+		counter(dDiskValidations, float64(d.Changed), "changed")
+		counter(dDiskDropped, float64(d.Dropped))
+		counter(dDiskEvicted, float64(d.Evicted))
+		counter(dDiskWriteErrors, float64(d.WriteErrors))
+	}
+	if s.gpu != nil {
+		g := s.gpu()
+		counter(dGPUBatches, float64(g.Batches))
+		counter(dGPUChunks, float64(g.GPUJobs), "gpu")
+		counter(dGPUChunks, float64(g.CPUJobs), "cpu")
+		counter(dGPUBytes, float64(g.OutBytes))
+		counter(dGPUKernel, g.Kernel.Seconds())
+		counter(dGPUDevice, g.Device.Seconds())
+	}
+}
+
+// decoder wraps the batch decoder of array a to observe each batch's time
+// as zfuse_decode_batch_seconds{codec, decoder}. which is the router's
+// word for a ("gpu: ...", "cpu: ..."); decoder is gpu or cpu.
+func (m *metrics) decoder(a *zarr.Array, d codec.BatchDecoder, which string) codec.BatchDecoder {
+	if m == nil {
+		return d
+	}
+	name := "cpu" // "cpu: ...", "cpu,inner-by-range: ..."
+	if strings.HasPrefix(which, "gpu") {
+		name = "gpu"
+	}
+	return timedBatch{d, m.decodeSeconds.WithLabelValues(a.Codecs, name)}
+}
+
+type timedBatch struct {
+	d   codec.BatchDecoder
+	obs prometheus.Observer
+}
+
+func (t timedBatch) DecodeBatch(ctx context.Context, jobs []codec.Job) error {
+	start := time.Now()
+	err := t.d.DecodeBatch(ctx, jobs)
+	t.obs.Observe(time.Since(start).Seconds())
+	return err
+}
+
+// backoff returns b counting retries for backend.
+func (m *metrics) backoff(backend string) remote.Backoff {
+	if m == nil {
+		return remote.Backoff{}
+	}
+	c := m.storeRetries.WithLabelValues(backend)
+	return remote.Backoff{OnRetry: func(error) { c.Inc() }}
+}
+
+// store wraps src to count and time its requests as backend.
+func (m *metrics) store(src source, backend string) source {
+	if m == nil {
+		return src
+	}
+	return &observedStore{src, backend, m}
+}
+
+// An observedStore is a source whose requests are counted and timed. It
+// has every optional method of a store, falling back where src lacks one
+// as package store's functions do.
+type observedStore struct {
+	src     source
+	backend string
+	m       *metrics
+}
+
+var (
+	_ store.RangeReader = (*observedStore)(nil)
+	_ store.Lister      = (*observedStore)(nil)
+	_ store.Stater      = (*observedStore)(nil)
+	_ store.Versioner   = (*observedStore)(nil)
+)
+
+// observe records one request of op that started at start and read n bytes.
+func (o *observedStore) observe(op string, start time.Time, n int, err error) {
+	o.m.storeRequests.WithLabelValues(o.backend, op).Inc()
+	o.m.storeSeconds.WithLabelValues(o.backend, op).Observe(time.Since(start).Seconds())
+	if n > 0 {
+		o.m.storeBytes.WithLabelValues(o.backend).Add(float64(n))
+	}
+	if err != nil && !errors.Is(err, iofs.ErrNotExist) && !errors.Is(err, store.ErrNotModified) && !errors.Is(err, context.Canceled) {
+		o.m.storeErrors.WithLabelValues(o.backend, op).Inc()
+	}
+}
+
+func (o *observedStore) Close() error { return o.src.Close() }
+
+func (o *observedStore) ReadKey(ctx context.Context, key string) ([]byte, error) {
+	start := time.Now()
+	b, err := o.src.ReadKey(ctx, key)
+	o.observe("read", start, len(b), err)
+	return b, err
+}
+
+func (o *observedStore) ReadKeyRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	start := time.Now()
+	b, err := store.ReadRange(ctx, o.src, key, off, n)
+	o.observe("read_range", start, len(b), err)
+	return b, err
+}
+
+func (o *observedStore) ReadKeyVersion(ctx context.Context, key string, off, n int64, have string) ([]byte, string, error) {
+	v, ok := o.src.(store.Versioner)
+	if !ok {
+		if n < 0 {
+			b, err := o.ReadKey(ctx, key)
+			return b, "", err
+		}
+		b, err := o.ReadKeyRange(ctx, key, off, n)
+		return b, "", err
+	}
+	start := time.Now()
+	b, version, err := v.ReadKeyVersion(ctx, key, off, n, have)
+	op := "read"
+	if n >= 0 {
+		op = "read_range"
+	}
+	o.observe(op, start, len(b), err)
+	return b, version, err
+}
+
+func (o *observedStore) List(ctx context.Context, dir string) ([]store.Entry, error) {
+	start := time.Now()
+	es, err := store.List(ctx, o.src, dir)
+	if !errors.Is(err, store.ErrNotSupported) {
+		o.observe("list", start, 0, err)
+	}
+	return es, err
+}
+
+func (o *observedStore) Stat(ctx context.Context, name string) (store.Entry, error) {
+	start := time.Now()
+	e, err := store.Stat(ctx, o.src, name)
+	o.observe("stat", start, 0, err)
+	return e, err
+}
+
+// chunks wraps the chunk source of the tree to count bytes served and
+// failed reads.
+func (m *metrics) chunks(c fs.Chunks) fs.Chunks {
+	if m == nil {
+		return c
+	}
+	return countedChunks{c, m}
+}
+
+// countedChunks counts the bytes the mount serves and the chunks that fail,
+// as fs asks for them: reads for the page cache, and files opened for the
+// kernel to read itself (passthrough), counted whole.
+type countedChunks struct {
+	fs.Chunks
+	m *metrics
+}
+
+func (c countedChunks) ReadAt(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32, p []byte, off int64) (int, error) {
+	n, err := c.Chunks.ReadAt(ctx, a, path, coords, pid, p, off)
+	c.count(int64(n), err)
+	return n, err
+}
+
+func (c countedChunks) Open(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32) (*readahead.File, error) {
+	f, err := c.Chunks.Open(ctx, a, path, coords, pid)
+	var n int64
+	if err == nil {
+		n = f.Size()
+	}
+	c.count(n, err)
+	return f, err
+}
+
+func (c countedChunks) count(n int64, err error) {
+	switch {
+	case err == nil || errors.Is(err, io.EOF):
+		c.m.servedBytes.Add(float64(n))
+	case !errors.Is(err, iofs.ErrNotExist) && !errors.Is(err, context.Canceled):
+		c.m.chunkErrors.Inc()
+	}
+}

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/zfuse/zfuse/codec"
+	"github.com/zfuse/zfuse/readahead"
+	"github.com/zfuse/zfuse/zarr"
+)
+
+// TestMetricsCollector: the collector reports the loader's snapshot as it
+// is at each scrape, the batch decoder wrapper files each batch under its
+// codec and decoder (gpu or cpu, whatever the router's reason says after
+// it), and every metric passes Prometheus' own lint (names, units, _total).
+func TestMetricsCollector(t *testing.T) {
+	m := newMetrics("127.0.0.1:0")
+	st := readahead.Stats{Reads: 3, DecodedHits: 1, PrefetchUsed: 2, DecodedUsed: 5 << 20, DecodedBudget: 1 << 30,
+		Decode: map[string]readahead.DecodeStats{"zstd(level=1)": {Chunks: 2, Bytes: 2 << 20, Time: time.Second}}}
+	m.watch(func() readahead.Stats { return st }, nil, nil)
+
+	a, err := zarr.ParseV2([]byte(`{"zarr_format": 2, "shape": [4], "chunks": [4], "dtype": "<f4", "fill_value": 0,
+		"order": "C", "filters": null, "compressor": {"id": "zstd", "level": 1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, why := range []string{"cpu: zstd has no GPU kernel", "cpu,inner-by-range: no GPU", "gpu: lz4"} {
+		d := m.decoder(a, codec.Batch(a.Decoder()), why)
+		d.DecodeBatch(context.Background(), []codec.Job{{Dst: make([]byte, 0, 16)}}) // fails: no source; still a batch
+	}
+
+	want := `
+# HELP zfuse_chunk_reads_total Chunk reads by the serving path (first reads of a chunk by the kernel).
+# TYPE zfuse_chunk_reads_total counter
+zfuse_chunk_reads_total 3
+`
+	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(want), "zfuse_chunk_reads_total"); err != nil {
+		t.Error(err)
+	}
+	st.Reads = 7 // the next scrape sees the loader as it is then
+	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(strings.Replace(want, " 3\n", " 7\n", 1)), "zfuse_chunk_reads_total"); err != nil {
+		t.Error(err)
+	}
+	fams, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range fams {
+		for _, mt := range f.GetMetric() {
+			var labels []string
+			for _, l := range mt.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			v := mt.GetCounter().GetValue() + mt.GetGauge().GetValue() + float64(mt.GetHistogram().GetSampleCount())
+			got[f.GetName()+"{"+strings.Join(labels, ",")+"}"] = v
+		}
+	}
+	for k, v := range map[string]float64{
+		"zfuse_cache_hits_total{tier=decoded}":                        1,
+		"zfuse_cache_hits_total{tier=readahead}":                      2,
+		"zfuse_cache_bytes{tier=decoded}":                             5 << 20,
+		"zfuse_cache_budget_bytes{tier=decoded}":                      1 << 30,
+		"zfuse_decoded_bytes_total{codec=zstd(level=1)}":              2 << 20,
+		"zfuse_decode_seconds_total{codec=zstd(level=1)}":             1,
+		"zfuse_decode_batch_seconds{codec=zstd(level=1),decoder=cpu}": 2,
+		"zfuse_decode_batch_seconds{codec=zstd(level=1),decoder=gpu}": 1,
+	} {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+	problems, err := testutil.GatherAndLint(m.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		if strings.HasPrefix(p.Metric, "zfuse_") {
+			t.Errorf("lint: %s: %s", p.Metric, p.Text)
+		}
+	}
+}

@@ -1,0 +1,514 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"golang.org/x/sys/unix"
+
+	"github.com/zfuse/zfuse/cache"
+	"github.com/zfuse/zfuse/zarr"
+)
+
+// zfuse warmup reads the chunk files of an array, of every array under a
+// group, or of a slice of an array, through a zfuse mount, so that the
+// mount decodes them into its caches (and the kernel keeps them in its page
+// cache) ahead of a job. It works from the presented metadata, as any
+// reader does: chunk files are opened by name (an HTTP mount lists none).
+// The summary says how much of what it read the page cache holds (mincore)
+// and, given the mount's --metrics address, what each tier of the mount
+// holds.
+func warmup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fl := flag.NewFlagSet("zfuse warmup", flag.ContinueOnError)
+	slice := fl.String("slice", "", "warm only this slice: `NAME[SEL]`, NAME an array under the path (or nothing for the path itself), SEL numpy-style indices and start:stop ranges per dimension, e.g. 't2m[0:100]' or '[0:10, :, 5]'")
+	jobs := fl.Int("jobs", 8, "chunk files read at once")
+	metricsAddr := fl.String("metrics", "", "the mount's --metrics `ADDR`, to report what its caches hold afterwards")
+	progress := fl.Bool("progress", isTerminal(stderr), "show a progress bar on stderr (default: when stderr is a terminal)")
+	if err := parseFlags(fl, args, 1, stdout); err != nil { // usage.go: help to stdout, bad usage exits 2
+		return err
+	}
+	if *jobs < 1 {
+		return badUsage("warmup", "--jobs %d: want at least 1", *jobs)
+	}
+	root := fl.Arg(0)
+	var arrays []warmArray
+	var err error
+	if *slice != "" {
+		var a warmArray
+		a, err = sliceArray(root, *slice)
+		arrays = []warmArray{a}
+	} else {
+		arrays, err = findArrays(root)
+	}
+	if err != nil {
+		return err
+	}
+	var files []string
+	var total int64
+	for _, a := range arrays {
+		fs := a.files()
+		files = append(files, fs...)
+		total += int64(len(fs)) * a.a.ChunkLen()
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("warmup: no chunks under %s", root)
+	}
+	w := &warmer{files: files, total: total}
+	start := time.Now()
+	stop := func() {}
+	if *progress {
+		stop = w.showProgress(stderr)
+	}
+	w.run(ctx, *jobs)
+	stop()
+	took := time.Since(start)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("warmup interrupted after %d of %d chunk files: %w", w.done.Load(), len(files), err)
+	}
+	return w.report(stdout, root, len(arrays), took, *metricsAddr)
+}
+
+// A warmArray is an array to warm: its directory in the mount, its
+// presented metadata and the range of chunk coordinates, lo[i] <= c[i] <
+// hi[i].
+type warmArray struct {
+	dir    string
+	a      *zarr.Array
+	lo, hi []int
+}
+
+// files lists the array's chunk files in chunk-grid (C) order, the order
+// readahead recognises.
+func (w warmArray) files() []string {
+	var out []string
+	c := slices.Clone(w.lo)
+	for i := range c {
+		if c[i] >= w.hi[i] {
+			return nil
+		}
+	}
+	for {
+		out = append(out, filepath.Join(w.dir, filepath.FromSlash(w.a.ChunkKey(c))))
+		i := len(c) - 1
+		for ; i >= 0; i-- {
+			if c[i]++; c[i] < w.hi[i] {
+				break
+			}
+			c[i] = w.lo[i]
+		}
+		if i < 0 {
+			return out
+		}
+	}
+}
+
+// openArray reads the presented metadata of the array at dir: .zarray, or
+// a zarr.json describing an array. ok is false for anything else.
+func openArray(dir string) (w warmArray, ok bool, err error) {
+	var a *zarr.Array
+	if b, err := os.ReadFile(filepath.Join(dir, zarr.ArrayFile)); err == nil {
+		if a, err = zarr.ParseV2(b); err != nil {
+			return w, false, fmt.Errorf("%s: %w", dir, err)
+		}
+	} else if b, err := os.ReadFile(filepath.Join(dir, zarr.MetadataFile)); err == nil {
+		if a, _, err = zarr.ParseV3(b); err != nil {
+			return w, false, fmt.Errorf("%s: %w", dir, err)
+		}
+	}
+	if a == nil {
+		return w, false, nil
+	}
+	w = warmArray{dir: dir, a: a, lo: make([]int, len(a.Grid())), hi: slices.Clone(a.Grid())}
+	return w, true, nil
+}
+
+// findArrays returns the array at root, or every array under it, skipping
+// those passed through undecoded.
+func findArrays(root string) ([]warmArray, error) {
+	var out []warmArray
+	var walk func(dir string) error
+	walk = func(dir string) error {
+		w, ok, err := openArray(dir)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if w.a.PassThrough == nil {
+				out = append(out, w)
+			}
+			return nil
+		}
+		des, err := os.ReadDir(dir)
+		if err != nil {
+			return err
+		}
+		for _, de := range des {
+			if de.IsDir() && !strings.HasPrefix(de.Name(), ".") {
+				if err := walk(filepath.Join(dir, de.Name())); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk(root); err != nil {
+		return nil, fmt.Errorf("warmup: %w", err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("warmup: no arrays under %s", root)
+	}
+	return out, nil
+}
+
+// sliceArray returns the array and chunk range that --slice names under
+// root.
+func sliceArray(root, expr string) (warmArray, error) {
+	name, sel, err := parseSlice(expr)
+	if err != nil {
+		return warmArray{}, fmt.Errorf("--slice: %w", err)
+	}
+	dir := filepath.Join(root, filepath.FromSlash(name))
+	w, ok, err := openArray(dir)
+	switch {
+	case err != nil:
+		return w, fmt.Errorf("warmup: %w", err)
+	case !ok:
+		return w, fmt.Errorf("--slice: %s is not an array (no .zarray or zarr.json)", dir)
+	case w.a.PassThrough != nil:
+		return w, fmt.Errorf("--slice: %s is passed through undecoded: %v", dir, w.a.PassThrough)
+	}
+	w.lo, w.hi, err = chunkRange(w.a.Shape, w.a.Chunks, sel)
+	if err != nil {
+		return w, fmt.Errorf("--slice %s: %w", expr, err)
+	}
+	return w, nil
+}
+
+// A span is one dimension of a selection: the indices [lo, hi), negative
+// ones counted from the end; hi is open (none) when !hasHi; index selects
+// one element (lo).
+type span struct {
+	lo, hi       int64
+	hasLo, hasHi bool
+	index        bool
+}
+
+// parseSlice parses NAME[SEL]: SEL is a comma-separated list of
+// dimensions, each an index ("5", "-1") or a range ("0:100", ":", "10:",
+// ":-2"); dimensions not given are whole. Steps are not supported (every
+// chunk a strided slice touches is read anyway when the step is smaller
+// than the chunk).
+func parseSlice(expr string) (name string, sel []span, err error) {
+	expr = strings.TrimSpace(expr)
+	open := strings.IndexByte(expr, '[')
+	if open < 0 || !strings.HasSuffix(expr, "]") {
+		return "", nil, fmt.Errorf("%q: want NAME[SEL], e.g. t2m[0:100]", expr)
+	}
+	name = strings.Trim(strings.TrimSpace(expr[:open]), "/")
+	body := strings.TrimSpace(expr[open+1 : len(expr)-1])
+	if body == "" {
+		return name, nil, nil
+	}
+	for part := range strings.SplitSeq(body, ",") {
+		part = strings.TrimSpace(part)
+		var s span
+		lo, hi, isRange := strings.Cut(part, ":")
+		if strings.Contains(hi, ":") {
+			return "", nil, fmt.Errorf("%q: steps (a:b:c) are not supported", part)
+		}
+		s.index = !isRange
+		if lo = strings.TrimSpace(lo); lo != "" || !isRange {
+			if s.lo, err = strconv.ParseInt(lo, 10, 64); err != nil {
+				return "", nil, fmt.Errorf("%q: not an index", part)
+			}
+			s.hasLo = true
+		}
+		if hi = strings.TrimSpace(hi); isRange && hi != "" {
+			if s.hi, err = strconv.ParseInt(hi, 10, 64); err != nil {
+				return "", nil, fmt.Errorf("%q: not an index", part)
+			}
+			s.hasHi = true
+		}
+		sel = append(sel, s)
+	}
+	return name, sel, nil
+}
+
+// chunkRange returns the chunk coordinates [lo[i], hi[i]) that hold the
+// selection sel of an array of shape in chunks of chunk. Indices are
+// numpy's: negative from the end, ranges clipped to the shape, an index
+// out of range an error.
+func chunkRange(shape, chunk []int, sel []span) (lo, hi []int, err error) {
+	if len(sel) > len(shape) {
+		return nil, nil, fmt.Errorf("%d dimensions selected, the array has %d", len(sel), len(shape))
+	}
+	lo, hi = make([]int, len(shape)), make([]int, len(shape))
+	for i, n := range shape {
+		c := int64(chunk[i])
+		a, b := int64(0), int64(n)
+		if i < len(sel) {
+			s := sel[i]
+			norm := func(x int64) int64 {
+				if x < 0 {
+					x += int64(n)
+				}
+				return x
+			}
+			switch {
+			case s.index:
+				a = norm(s.lo)
+				if a < 0 || a >= int64(n) {
+					return nil, nil, fmt.Errorf("index %d is out of range for dimension %d of size %d", s.lo, i, n)
+				}
+				b = a + 1
+			default:
+				if s.hasLo {
+					a = min(max(norm(s.lo), 0), int64(n))
+				}
+				if s.hasHi {
+					b = min(max(norm(s.hi), 0), int64(n))
+				}
+			}
+		}
+		if b <= a {
+			return lo, lo, nil // empty: no chunks
+		}
+		lo[i], hi[i] = int(a/c), int((b+c-1)/c)
+	}
+	return lo, hi, nil
+}
+
+// A warmer reads files with bounded parallelism, counting as it goes.
+type warmer struct {
+	files []string
+	total int64 // decoded bytes of all files
+
+	done, missing, bytes atomic.Int64
+	mu                   sync.Mutex
+	failed               []error
+}
+
+func (w *warmer) run(ctx context.Context, jobs int) {
+	next := make(chan string)
+	var wg sync.WaitGroup
+	for range min(jobs, len(w.files)) {
+		wg.Go(func() {
+			buf := make([]byte, 1<<20)
+			for p := range next {
+				n, err := readFile(p, buf)
+				w.bytes.Add(n)
+				switch {
+				case errors.Is(err, iofs.ErrNotExist):
+					w.missing.Add(1) // a missing chunk: readers use the fill value
+				case err != nil:
+					w.mu.Lock()
+					w.failed = append(w.failed, err)
+					w.mu.Unlock()
+				}
+				w.done.Add(1)
+			}
+		})
+	}
+	for _, p := range w.files {
+		select {
+		case next <- p:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	close(next)
+	wg.Wait()
+}
+
+// readFile reads the file p to its end and returns the bytes read.
+func readFile(p string, buf []byte) (int64, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var n int64
+	for {
+		m, err := f.Read(buf)
+		n += int64(m)
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+// showProgress draws a progress bar on w until stop is called.
+func (w *warmer) showProgress(out io.Writer) (stop func()) {
+	start := time.Now()
+	draw := func() {
+		done, n := w.done.Load(), len(w.files)
+		const width = 30
+		fill := int(int64(width) * done / int64(n))
+		mbs := float64(w.bytes.Load()) / max(time.Since(start).Seconds(), 1e-3) / 1e6
+		fmt.Fprintf(out, "\r[%s%s] %3d%% %d/%d chunk files, %s, %.0f MB/s ",
+			strings.Repeat("=", fill), strings.Repeat(" ", width-fill), 100*done/int64(n), done, n,
+			cache.FormatSize(w.bytes.Load()), mbs)
+	}
+	quit, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				draw()
+			case <-quit:
+				draw()
+				fmt.Fprintln(out)
+				return
+			}
+		}
+	}()
+	return func() { close(quit); <-exited }
+}
+
+// report prints the summary, and fails if some chunk files did not read.
+func (w *warmer) report(out io.Writer, root string, arrays int, took time.Duration, metricsAddr string) error {
+	n := int64(len(w.files))
+	fmt.Fprintf(out, "warmed %s: %d chunk files of %d arrays, %s read (%d missing: fill value) in %v, %.0f MB/s\n",
+		root, n-w.missing.Load()-int64(len(w.failed)), arrays, cache.FormatSize(w.bytes.Load()), w.missing.Load(),
+		took.Round(time.Millisecond), float64(w.bytes.Load())/took.Seconds()/1e6)
+	var present []string
+	for _, p := range w.files {
+		if _, err := os.Stat(p); err == nil {
+			present = append(present, p)
+		}
+	}
+	if f, err := resident(present); err == nil {
+		fmt.Fprintf(out, "page cache: %.1f%% of those files' pages are resident\n", 100*f)
+	}
+	if metricsAddr != "" {
+		tiers, err := mountTiers(metricsAddr)
+		if err != nil {
+			fmt.Fprintf(out, "mount caches: unknown (%v)\n", err)
+		} else {
+			fmt.Fprintf(out, "mount caches:%s\n", tiers)
+		}
+	}
+	if len(w.failed) > 0 {
+		return fmt.Errorf("warmup: %d chunk files did not read; the first: %w", len(w.failed), w.failed[0])
+	}
+	return nil
+}
+
+// mountTiers returns what each tier of the mount holds, from its metrics
+// (zfuse_cache_bytes and zfuse_cache_budget_bytes), as " decoded 1.0GiB of
+// 1.0GiB, ...".
+func mountTiers(addr string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s/metrics: %s", addr, resp.Status)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	byTier := func(name string) map[string]float64 {
+		m := map[string]float64{}
+		if f := fams[name]; f != nil {
+			for _, s := range f.GetMetric() {
+				for _, l := range s.GetLabel() {
+					if l.GetName() == "tier" {
+						m[l.GetValue()] = s.GetGauge().GetValue()
+					}
+				}
+			}
+		}
+		return m
+	}
+	held, budget := byTier("zfuse_cache_bytes"), byTier("zfuse_cache_budget_bytes")
+	if len(held) == 0 {
+		return "", fmt.Errorf("%s/metrics has no zfuse_cache_bytes: is it a zfuse mount's --metrics address?", addr)
+	}
+	var b strings.Builder
+	for _, t := range []string{"decoded", "readahead", "compressed", "disk"} {
+		if v, ok := held[t]; ok {
+			fmt.Fprintf(&b, " %s %s of %s,", t, cache.FormatSize(int64(v)), cache.FormatSize(int64(budget[t])))
+		}
+	}
+	return strings.TrimSuffix(b.String(), ","), nil
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// resident returns the fraction of the pages of files in the page cache
+// (mincore over a read-only mapping of each).
+func resident(files []string) (float64, error) {
+	var in, all int
+	for _, p := range files {
+		f, err := os.Open(p)
+		if err != nil {
+			return 0, err
+		}
+		fi, err := f.Stat()
+		if err != nil || fi.Size() == 0 {
+			f.Close()
+			continue
+		}
+		m, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
+		f.Close()
+		if err != nil {
+			return 0, err
+		}
+		vec := make([]byte, (len(m)+os.Getpagesize()-1)/os.Getpagesize())
+		_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0])))
+		unix.Munmap(m)
+		if errno != 0 {
+			return 0, errno
+		}
+		for _, v := range vec {
+			in += int(v & 1)
+		}
+		all += len(vec)
+	}
+	if all == 0 {
+		return 0, nil
+	}
+	return float64(in) / float64(all), nil
+}
