@@ -261,6 +261,11 @@ func newTestTree(t testing.TB, s *testStore) (*Tree, *logBuffer) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ds.Close() })
+	return treeOver(ds)
+}
+
+// treeOver returns a Tree over st whose log goes to the returned buffer.
+func treeOver(ds store.Store) (*Tree, *logBuffer) {
 	logs := &logBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return New(Config{Store: ds, Log: log, CacheBytes: 1 << 20, Workers: 2}), logs

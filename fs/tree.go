@@ -174,6 +174,9 @@ func (t *Tree) child(ctx context.Context, dir *node, name string) (*node, error)
 	}
 	e, err := store.Stat(ctx, t.store, key)
 	if err != nil {
+		if n := t.unconfirmed(ctx, dir, name, err); n != nil {
+			return n, nil
+		}
 		return nil, err
 	}
 	e.Name = name
@@ -182,6 +185,36 @@ func (t *Tree) child(ctx context.Context, dir *node, name string) (*node, error)
 		return nil, notExist(key)
 	}
 	return n, err
+}
+
+// unconfirmed returns the chunk file name in dir, the directory of a raw
+// array, when the store failed to say whether it exists (err, from Stat,
+// says neither that it does nor that it does not): the file is presented,
+// and reading it fails or succeeds as the store does by then. A failed
+// lookup would hide the chunk instead: zarr-python (os.path.isfile) and
+// other readers take a file they cannot stat for a missing chunk, and read
+// the fill value, silently wrong. It returns nil for other names and
+// errors.
+func (t *Tree) unconfirmed(ctx context.Context, dir *node, name string, err error) *node {
+	x := dir.arr
+	if x == nil || !x.raw() || !doubtful(err) {
+		return nil
+	}
+	rel := join(dir.rel, name)
+	c, ok := x.a.ParseChunkKey(rel)
+	if !ok {
+		return nil
+	}
+	t.log.WarnContext(ctx, "cannot tell whether a chunk exists: presented, and its reads will tell", "key", join(dir.key, name), "err", err)
+	return &node{key: join(dir.key, name), kind: kindChunk, size: x.a.ChunkLen(), arr: x, rel: rel, coords: c}
+}
+
+// doubtful reports whether err, from the store, leaves open whether the
+// key exists (a server error, a timeout), as opposed to saying it does not,
+// refusing the key, or ending with its request.
+func doubtful(err error) bool {
+	return err != nil && !errors.Is(err, iofs.ErrNotExist) && !errors.Is(err, store.ErrOutside) &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
 // children lists what the directory dir holds, sorted by name.
