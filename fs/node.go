@@ -104,6 +104,9 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		return nil, errno(ctx, d.t.log, "lookup", join(d.n.key, name), err)
 	}
 	d.m.attr(n, &out.Attr)
+	if n.unconfirmed {
+		out.SetEntryTimeout(unconfirmedTimeout)
+	}
 	return d.m.inode(ctx, d.EmbeddedInode(), d.t, n), 0
 }
 

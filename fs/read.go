@@ -37,7 +37,13 @@ func (t *Tree) readAt(ctx context.Context, n *node, off, size int64, pid uint32)
 func (t *Tree) chunk(ctx context.Context, n *node, pid uint32) ([]byte, error) {
 	// The array's key prefix in the store, not n.key: the chunk source
 	// finds the stored key (or shard) itself.
-	return t.chunks.Chunk(ctx, n.arr.a, n.arr.path, n.coords, pid)
+	b, err := t.chunks.Chunk(ctx, n.arr.a, n.arr.path, n.coords, pid)
+	if errors.Is(err, iofs.ErrNotExist) {
+		// A file presented, and then missing (an unconfirmed chunk, or a
+		// store that changed): an I/O error, not ENOENT from read(2).
+		return nil, fmt.Errorf("%s: presented, but the store has no such chunk: %v", n.key, err)
+	}
+	return b, err
 }
 
 // clip returns b[off:off+n] limited to b's length.

@@ -28,6 +28,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/singleflight"
 
@@ -111,7 +112,15 @@ type node struct {
 	rel    string   // path relative to arr's directory ("" for the directory itself)
 	coords []int    // kindChunk: grid coordinates; kindDir in a v3 array: the coordinates its path fixes
 	m      *dirMeta // kindDir: what the directory's own metadata makes of it; nil inside arrays
+	// unconfirmed: presented though the store could not say whether it
+	// exists (Tree.unconfirmed); the kernel is to ask again soon.
+	unconfirmed bool
 }
+
+// unconfirmedTimeout is how long the kernel keeps an unconfirmed entry
+// before looking it up again: not at all, the next stat or open asks again
+// (0 would mean go-fuse's default for all entries, an hour).
+const unconfirmedTimeout = time.Nanosecond
 
 func (n *node) name() string { return path.Base(n.key) }
 
@@ -190,7 +199,9 @@ func (t *Tree) child(ctx context.Context, dir *node, name string) (*node, error)
 // unconfirmed returns the chunk file name in dir, the directory of a raw
 // array, when the store failed to say whether it exists (err, from Stat,
 // says neither that it does nor that it does not): the file is presented,
-// and reading it fails or succeeds as the store does by then. A failed
+// and reading it fails or succeeds as the store does by then (EIO where
+// the chunk turns out missing); the kernel looks it up again at its next
+// use (unconfirmedTimeout), when a missing chunk is ENOENT again. A failed
 // lookup would hide the chunk instead: zarr-python (os.path.isfile) and
 // other readers take a file they cannot stat for a missing chunk, and read
 // the fill value, silently wrong. It returns nil for other names and
@@ -206,7 +217,7 @@ func (t *Tree) unconfirmed(ctx context.Context, dir *node, name string, err erro
 		return nil
 	}
 	t.log.WarnContext(ctx, "cannot tell whether a chunk exists: presented, and its reads will tell", "key", join(dir.key, name), "err", err)
-	return &node{key: join(dir.key, name), kind: kindChunk, size: x.a.ChunkLen(), arr: x, rel: rel, coords: c}
+	return &node{key: join(dir.key, name), kind: kindChunk, size: x.a.ChunkLen(), arr: x, rel: rel, coords: c, unconfirmed: true}
 }
 
 // doubtful reports whether err, from the store, leaves open whether the

@@ -59,11 +59,14 @@ func TestUnconfirmedChunk(t *testing.T) {
 	defer ds.Close()
 	flaky := &flakyStore{DirStore: ds, down: map[string]bool{"temp/0.1": true, "temp/1.1": true}}
 	tr, logs := treeOver(flaky)
+	var missing *node // temp/1.1 as looked up while the store was down
 	for _, p := range []string{"temp/0.1", "temp/1.1"} { // present, missing
-		// What stat sees: a chunk file of the decoded size.
-		if n, err := tr.lookup(ctx, p); err != nil || n.kind != kindChunk || n.size != 6*4 {
-			t.Errorf("lookup(%s) with the store down: %+v, %v; want a chunk file of 24 bytes", p, n, err)
+		// What stat sees: a chunk file of the decoded size, for a while.
+		n, err := tr.lookup(ctx, p)
+		if err != nil || n.kind != kindChunk || n.size != 6*4 || !n.unconfirmed {
+			t.Fatalf("lookup(%s) with the store down: %+v, %v; want an unconfirmed chunk file of 24 bytes", p, n, err)
 		}
+		missing = n
 		if _, err := tr.ReadFile(ctx, p); errno(ctx, tr.log, "read", p, err) != syscall.EIO {
 			t.Errorf("ReadFile(%s) with the store down: %v, want EIO", p, err)
 		}
@@ -79,5 +82,9 @@ func TestUnconfirmedChunk(t *testing.T) {
 	}
 	if _, err := tr.ReadFile(ctx, "temp/1.1"); !errors.Is(err, iofs.ErrNotExist) {
 		t.Errorf("ReadFile(temp/1.1) with the store back: %v, want ErrNotExist", err)
+	}
+	// A reader that opened it before the kernel looked it up again: EIO.
+	if _, err := tr.readAt(ctx, missing, 0, missing.size, 0); errno(ctx, tr.log, "read", missing.key, err) != syscall.EIO {
+		t.Errorf("reading the file presented for temp/1.1, with the store back: %v, want EIO", err)
 	}
 }

@@ -251,7 +251,9 @@ func (t *Tree) v3Child(ctx context.Context, dir *node, name string) (*node, erro
 		e, err := store.Stat(ctx, t.store, x.v3.storedDir(x, p))
 		if doubtful(err) { // as Tree.unconfirmed, for the directories on the way to chunks
 			t.log.WarnContext(ctx, "cannot tell whether a chunk directory exists: presented", "key", join(dir.key, name), "err", err)
-			return v3Dir(dir, name, p), nil
+			d := v3Dir(dir, name, p)
+			d.unconfirmed = true
+			return d, nil
 		}
 		if err != nil {
 			return nil, err
