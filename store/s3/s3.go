@@ -14,8 +14,9 @@
 // Retry-After), a server silent for Config.Timeout, broken connections and
 // bodies, and answers that do not answer the request (another range, a
 // body longer or shorter than it) are retried with exponential backoff a
-// bounded number of times. An object whose ETag or size differs from the
-// first response about it is refused (remote.ErrChanged).
+// bounded number of times. An object whose ETag (else Last-Modified) or
+// size differs from the first response about it is refused
+// (remote.ErrChanged).
 package s3store
 
 import (
@@ -323,7 +324,7 @@ func (s *Store) getOnce(ctx context.Context, key string, in *s3.GetObjectInput, 
 	if out.ContentLength != nil {
 		l = *out.ContentLength
 	}
-	fact := remote.Fact{Size: -1, Tag: aws.ToString(out.ETag)}
+	fact := remote.Fact{Size: -1, Tag: tag(out.ETag, out.LastModified)}
 	if n < 0 || status(out.ResultMetadata) == http.StatusOK { // the whole object
 		b, err := remote.ReadBody(ctx, out.Body, l, -1)
 		if err != nil {
@@ -367,6 +368,20 @@ func (s *Store) pastEnd(ctx context.Context, key string, off int64) ([]byte, err
 		return nil, remote.Retryable(fmt.Errorf("%w: InvalidRange for bytes from %d of %d", remote.ErrBadResponse, off, x.Size))
 	}
 	return []byte{}, nil
+}
+
+// tag returns the validator of an object: its ETag, else (servers that
+// keep none, as versitygw's posix backend without xattrs) its
+// Last-Modified time to the second, the precision of an HTTP date (a
+// listing has milliseconds).
+func tag(etag *string, modified *time.Time) string {
+	if e := aws.ToString(etag); e != "" {
+		return e
+	}
+	if modified == nil {
+		return ""
+	}
+	return modified.UTC().Truncate(time.Second).Format(time.RFC3339)
 }
 
 // status returns the HTTP status of the response an SDK result came from,
@@ -417,7 +432,7 @@ func (s *Store) head(ctx context.Context, name string) (store.Entry, error) {
 	s.log.DebugContext(ctx, "s3", "op", "HEAD", "key", name, "err", err)
 	if err == nil {
 		size := aws.ToInt64(out.ContentLength)
-		if err := s.facts.Observe(ctx, name, remote.Fact{Size: size, Tag: aws.ToString(out.ETag)}); err != nil {
+		if err := s.facts.Observe(ctx, name, remote.Fact{Size: size, Tag: tag(out.ETag, out.LastModified)}); err != nil {
 			return store.Entry{}, fmt.Errorf("s3 HEAD %s: %w", name, err)
 		}
 		return store.Entry{Name: path.Base(name), Size: size}, nil
@@ -476,7 +491,7 @@ func (s *Store) list(ctx context.Context, dir string, most int32) ([]store.Entry
 			out = append(out, store.Entry{Name: name, Size: aws.ToInt64(o.Size)})
 			// A listing serves no bytes: a changed value is refused when
 			// it is read, and the version seen first stays the one served.
-			_ = s.facts.Observe(ctx, remote.Join(dir, name), remote.Fact{Size: aws.ToInt64(o.Size), Tag: aws.ToString(o.ETag)})
+			_ = s.facts.Observe(ctx, remote.Join(dir, name), remote.Fact{Size: aws.ToInt64(o.Size), Tag: tag(o.ETag, o.LastModified)})
 		}
 		if most > 0 && len(out) >= int(most) {
 			break
