@@ -133,7 +133,7 @@ func (p *faultProxy) decide(id string) string {
 	case draw >= p.rate:
 		return ""
 	case p.kind == fault5xx:
-		p.burst = 1 + p.rng.IntN(6) // this one and up to six more
+		p.burst = 1 + p.rng.IntN(4) // this one and up to four more
 	}
 	return p.kind
 }

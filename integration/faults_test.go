@@ -12,9 +12,10 @@ import (
 	"time"
 )
 
-// faultRate is the share of requests that get each fault; hangs and 429s
-// cost a second each, so they get fewer.
-var faultRate = map[string]float64{faultHang: 0.1, fault429: 0.1}
+// faultRate is the share of requests that get each fault (default 0.25):
+// hangs and 429s cost a second each, and a 5xx burst takes the next few
+// requests too, so they get fewer.
+var faultRate = map[string]float64{faultHang: 0.05, fault429: 0.05, fault5xx: 0.1}
 
 // TestFaultInjection: a mount of the reliability stores (v2 and sharded
 // v3, compressed and raw) through a fault-injecting proxy in front of the

@@ -27,7 +27,7 @@ import numpy as np
 import zarr
 
 out, size = sys.argv[1], sys.argv[2]
-n = {"small": 4, "load": 24, "crash": 48}[size]  # the first dimension
+n = {"small": 2, "load": 24, "crash": 48}[size]  # the first dimension
 rng = np.random.default_rng(15)
 
 

@@ -287,3 +287,39 @@ func TestReadBody(t *testing.T) {
 		}
 	}
 }
+
+// FuzzContentRange: a Content-Range header parses only into a range that
+// makes sense, and CheckPartial accepts only an answer that is exactly
+// the part of [off, off+n) the value has.
+func FuzzContentRange(f *testing.F) {
+	for _, s := range []string{"bytes 0-99/1234", "bytes */1234", "bytes 0-99/*", "bytes 5-5/6", "bytes 1-0/5", "bytes 0-5", "bytes=0-5/9", ""} {
+		f.Add(s, int64(0), int64(100), int64(100))
+	}
+	f.Fuzz(func(t *testing.T, s string, off, n, got int64) {
+		r, err := remote.ParseContentRange(s)
+		if err == nil {
+			switch {
+			case r.First < 0 && (r.Last != -1 || r.First != -1 || r.Total < 0):
+				t.Fatalf("%q: %+v", s, r)
+			case r.First >= 0 && (r.Last < r.First || (r.Total >= 0 && r.Last >= r.Total)):
+				t.Fatalf("%q: %+v", s, r)
+			}
+			if remote.ContentRangeTotal(s) != r.Total {
+				t.Fatalf("%q: ContentRangeTotal %d, parsed %+v", s, remote.ContentRangeTotal(s), r)
+			}
+		}
+		if off < 0 || n <= 0 || got < 0 {
+			return
+		}
+		total, err := remote.CheckPartial(s, off, n, got)
+		if err != nil {
+			return
+		}
+		switch {
+		case r.First != off || r.Last-r.First+1 != got || got > n:
+			t.Fatalf("accepted %q (%+v) with %d bytes for %d at %d", s, r, got, n, off)
+		case got < n && (total < 0 || off+got != total):
+			t.Fatalf("accepted %q: %d of %d bytes at %d, but the value does not end there (total %d)", s, got, n, off, total)
+		}
+	})
+}

@@ -478,14 +478,13 @@ func (s *Store) list(ctx context.Context, dir string, most int32) ([]store.Entry
 			return nil, s.mapErr(ctx, dir, err)
 		}
 		for _, cp := range page.CommonPrefixes {
-			name := strings.TrimSuffix(strings.TrimPrefix(aws.ToString(cp.Prefix), prefix), "/")
-			if name != "" && !strings.Contains(name, "/") {
+			if name, ok := entryName(aws.ToString(cp.Prefix), prefix, true); ok {
 				out = append(out, store.Entry{Name: name, Dir: true})
 			}
 		}
 		for _, o := range page.Contents {
-			name := strings.TrimPrefix(aws.ToString(o.Key), prefix)
-			if name == "" || strings.Contains(name, "/") { // a "directory marker"
+			name, ok := entryName(aws.ToString(o.Key), prefix, false)
+			if !ok {
 				continue
 			}
 			out = append(out, store.Entry{Name: name, Size: aws.ToInt64(o.Size)})
@@ -497,8 +496,40 @@ func (s *Store) list(ctx context.Context, dir string, most int32) ([]store.Entry
 			break
 		}
 	}
-	slices.SortFunc(out, func(a, b store.Entry) int { return strings.Compare(a.Name, b.Name) })
+	// Sorted by name, one entry per name: a key that is also a prefix of
+	// others ("a" and "a/0") is a directory, which is what leads to the
+	// rest (a Zarr store has no such key), and a name listed twice once.
+	slices.SortFunc(out, func(a, b store.Entry) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		switch {
+		case a.Dir == b.Dir:
+			return 0
+		case a.Dir:
+			return -1
+		}
+		return 1
+	})
+	out = slices.CompactFunc(out, func(a, b store.Entry) bool { return a.Name == b.Name })
 	return out, nil
+}
+
+// entryName returns the name directly under prefix that a listed key (or,
+// with dir, a common prefix ending in "/") stands for. It refuses keys
+// outside prefix, "directory markers" (prefix itself), and names that are
+// not one valid path element ("..", ".", empty, holding "/"), which no
+// key of the store may be.
+func entryName(key, prefix string, dir bool) (string, bool) {
+	name, ok := strings.CutPrefix(key, prefix)
+	if dir {
+		name, ok = strings.CutSuffix(name, "/")
+		ok = ok && strings.HasPrefix(key, prefix)
+	}
+	if !ok || name == "." || name == ".." || strings.Contains(name, "/") || !fs.ValidPath(name) {
+		return "", false
+	}
+	return name, true
 }
 
 // mapErr gives SDK errors the meaning the store promises: not found,
