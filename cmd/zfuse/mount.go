@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -310,21 +309,4 @@ func unmount(log *slog.Logger, srv *fuse.Server, dir string, done <-chan struct{
 		}
 	}
 	<-done
-}
-
-// checkMountpoint explains the usual reasons a mount would fail.
-func checkMountpoint(dir string) error {
-	fi, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, syscall.ENOTCONN):
-		return fmt.Errorf("mountpoint %s is a stale FUSE mount (its server died); clear it with: fusermount3 -u %s", dir, dir)
-	case err != nil:
-		return fmt.Errorf("mountpoint: %w", err)
-	case !fi.IsDir():
-		return fmt.Errorf("mountpoint %s is not a directory", dir)
-	}
-	if on, err := fs.Mounted(dir); err == nil && on {
-		return fmt.Errorf("mountpoint %s is busy: something is already mounted there (unmount it with: fusermount3 -u %s)", dir, dir)
-	}
-	return nil
 }
