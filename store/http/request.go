@@ -73,45 +73,25 @@ func (s *Store) getOnce(ctx context.Context, key string, off, n int64) ([]byte, 
 		return nil, err
 	}
 	defer resp.Body.Close()
-	fact := remote.Fact{Size: -1, Tag: tag(resp.Header)}
 	switch {
 	case resp.StatusCode == http.StatusOK:
-		b, err := remote.ReadBody(ctx, resp.Body, resp.ContentLength, -1)
-		if err != nil {
-			return nil, err
-		}
-		fact.Size = int64(len(b))
-		if err := s.facts.Observe(ctx, key, fact); err != nil {
-			return nil, err
-		}
 		if n >= 0 {
 			s.noRange.Do(func() {
 				s.log.WarnContext(ctx, "the server ignores Range requests: whole values are read for parts of them", "key", key)
 			})
-			b = b[min(off, int64(len(b))):min(off+n, int64(len(b)))]
 		}
-		return b, nil
+		return s.facts.Whole(ctx, key, resp.Body, resp.ContentLength, tag(resp.Header), off, n)
 	case resp.StatusCode == http.StatusPartialContent && n >= 0:
-		b, err := remote.ReadBody(ctx, resp.Body, resp.ContentLength, n)
-		if err != nil {
-			return nil, err
-		}
-		if fact.Size, err = remote.CheckPartial(resp.Header.Get("Content-Range"), off, n, int64(len(b))); err != nil {
-			return nil, err
-		}
-		if err := s.facts.Observe(ctx, key, fact); err != nil {
-			return nil, err
-		}
-		return b, nil
+		return s.facts.Partial(ctx, key, resp.Body, resp.ContentLength, resp.Header.Get("Content-Range"), tag(resp.Header), off, n)
 	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable && n >= 0:
 		// The range starts at or past the end of the value, which the
 		// header must say: an empty answer where the value goes on would
 		// cut it short.
-		fact.Size = remote.ContentRangeTotal(resp.Header.Get("Content-Range"))
-		if fact.Size < 0 || off < fact.Size {
+		size := remote.ContentRangeTotal(resp.Header.Get("Content-Range"))
+		if size < 0 || off < size {
 			return nil, remote.Retryable(fmt.Errorf("%w: 416 for bytes from %d, Content-Range %q", remote.ErrBadResponse, off, resp.Header.Get("Content-Range")))
 		}
-		if err := s.facts.Observe(ctx, key, fact); err != nil {
+		if err := s.facts.Observe(ctx, key, remote.Fact{Size: size, Tag: tag(resp.Header)}); err != nil {
 			return nil, err
 		}
 		return []byte{}, nil

@@ -1,8 +1,10 @@
 package remote
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -130,4 +132,41 @@ func ParseRetryAfter(h string, now time.Time) time.Duration {
 		d = t.Sub(now)
 	}
 	return max(0, min(d, MaxRetryAfter))
+}
+
+// Whole reads the body of an answer that holds all of key's value (cl
+// bytes, -1: unknown) from the version with validator tag, checks it
+// against what was known of key (Observe), and returns its bytes in [off,
+// off+n), or all of them when n < 0.
+func (f *Facts) Whole(ctx context.Context, key string, body io.Reader, cl int64, tag string, off, n int64) ([]byte, error) {
+	b, err := ReadBody(ctx, body, cl, -1)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Observe(ctx, key, Fact{Size: int64(len(b)), Tag: tag}); err != nil {
+		return nil, err
+	}
+	if n >= 0 {
+		b = b[min(off, int64(len(b))):min(off+n, int64(len(b)))]
+	}
+	return b, nil
+}
+
+// Partial reads the body of a 206 answer (cl bytes, -1: unknown; Content-Range
+// cr; validator tag) to a request for [off, off+n) of key's value, and
+// returns it if it answers the request (CheckPartial) and comes from the
+// version known (Observe).
+func (f *Facts) Partial(ctx context.Context, key string, body io.Reader, cl int64, cr, tag string, off, n int64) ([]byte, error) {
+	b, err := ReadBody(ctx, body, cl, n)
+	if err != nil {
+		return nil, err
+	}
+	size, err := CheckPartial(cr, off, n, int64(len(b)))
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Observe(ctx, key, Fact{Size: size, Tag: tag}); err != nil {
+		return nil, err
+	}
+	return b, nil
 }

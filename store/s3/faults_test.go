@@ -1,16 +1,13 @@
 package s3store_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"io/fs"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/zfuse/zfuse/store/remote"
@@ -26,54 +23,16 @@ import (
 // read succeeds.
 func TestFaults(t *testing.T) {
 	fakeCredentials(t)
-	value := make([]byte, 1000)
-	for i := range value {
-		value[i] = byte(i * 7)
-	}
-	const off, n = 100, 200
-	want := value[off : off+n]
-	for _, f := range remotetest.Faults(value, off, n) {
-		for _, always := range []bool{false, true} {
-			name := f.Name + "/once"
-			if always {
-				name = f.Name + "/always"
-			}
-			t.Run(name, func(t *testing.T) {
-				synctest.Test(t, func(t *testing.T) {
-					srv := &remotetest.Server{Prefix: bucket + "/", Values: map[string][]byte{"st/.zgroup": []byte(`{"zarr_format":2}`), "st/a/0": value},
-						Key: "st/a/0", Fault: f.Respond}
-					s, err := s3store.Open(t.Context(), s3store.Config{Bucket: bucket, Prefix: "st", Endpoint: "http://s3.invalid", PathStyle: true,
-						Region: "us-east-1", Transport: srv, Timeout: 5 * time.Second, Backoff: remote.Backoff{Attempts: 3, Base: time.Millisecond}})
-					if err != nil {
-						t.Fatal(err)
-					}
-					ctx := t.Context()
-					if b, err := s.ReadKeyRange(ctx, "a/0", 0, 10); err != nil || !bytes.Equal(b, value[:10]) {
-						t.Fatalf("before the fault: %v", err) // sees the version
-					}
-					srv.SetFaults(1)
-					if always {
-						srv.SetFaults(1 << 30)
-					}
-					start := time.Now()
-					b, err := s.ReadKeyRange(ctx, "a/0", off, n)
-					took := time.Since(start)
-					switch {
-					case always && (err == nil || errors.Is(err, fs.ErrNotExist)):
-						t.Errorf("%d bytes (right: %v), %v; want an error, not ErrNotExist", len(b), bytes.Equal(b, want), err)
-					case !always && (err != nil || !bytes.Equal(b, want)):
-						t.Errorf("%d bytes (right: %v), %v; want the value's bytes", len(b), bytes.Equal(b, want), err)
-					case !always && took < f.Wait:
-						t.Errorf("read after %v, want at least %v", took, f.Wait)
-					}
-					srv.SetFaults(0)
-					if b, err := s.ReadKeyRange(ctx, "a/0", off, n); err != nil || !bytes.Equal(b, want) {
-						t.Errorf("after the faults: %d bytes, %v", len(b), err)
-					}
-				})
-			})
+	remotetest.Run(t, func(t *testing.T, srv *remotetest.Server, value []byte) func(context.Context, int64, int64) ([]byte, error) {
+		srv.Prefix, srv.Key = bucket+"/", "st/a/0"
+		srv.Values = map[string][]byte{"st/.zgroup": []byte(`{"zarr_format":2}`), "st/a/0": value}
+		s, err := s3store.Open(t.Context(), s3store.Config{Bucket: bucket, Prefix: "st", Endpoint: "http://s3.invalid", PathStyle: true,
+			Region: "us-east-1", Transport: srv, Timeout: 5 * time.Second, Backoff: remote.Backoff{Attempts: 3, Base: time.Millisecond}})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		return func(ctx context.Context, off, n int64) ([]byte, error) { return s.ReadKeyRange(ctx, "a/0", off, n) }
+	})
 }
 
 // listing answers S3 listings with body while it is set, else as next does.

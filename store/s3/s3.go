@@ -324,32 +324,11 @@ func (s *Store) getOnce(ctx context.Context, key string, in *s3.GetObjectInput, 
 	if out.ContentLength != nil {
 		l = *out.ContentLength
 	}
-	fact := remote.Fact{Size: -1, Tag: tag(out.ETag, out.LastModified)}
+	t := tag(out.ETag, out.LastModified)
 	if n < 0 || status(out.ResultMetadata) == http.StatusOK { // the whole object
-		b, err := remote.ReadBody(ctx, out.Body, l, -1)
-		if err != nil {
-			return nil, err
-		}
-		fact.Size = int64(len(b))
-		if err := s.facts.Observe(ctx, key, fact); err != nil {
-			return nil, err
-		}
-		if n >= 0 {
-			b = b[min(off, int64(len(b))):min(off+n, int64(len(b)))]
-		}
-		return b, nil
+		return s.facts.Whole(ctx, key, out.Body, l, t, off, n)
 	}
-	b, err := remote.ReadBody(ctx, out.Body, l, n)
-	if err != nil {
-		return nil, err
-	}
-	if fact.Size, err = remote.CheckPartial(aws.ToString(out.ContentRange), off, n, int64(len(b))); err != nil {
-		return nil, err
-	}
-	if err := s.facts.Observe(ctx, key, fact); err != nil {
-		return nil, err
-	}
-	return b, nil
+	return s.facts.Partial(ctx, key, out.Body, l, aws.ToString(out.ContentRange), t, off, n)
 }
 
 // pastEnd answers a ranged read that the server says starts at or past the

@@ -10,13 +10,17 @@ package remotetest
 
 import (
 	"bytes"
+	"context"
 	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"strings"
 	"sync"
+	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -236,5 +240,62 @@ func Faults(value []byte, off, n int) []Fault {
 			return Answer(r, 429, S3Error("TooManyRequests"), -1, "Retry-After", "3")
 		}, 3 * time.Second},
 		{"never answers", nil, 0},
+	}
+}
+
+// Check runs fault f against a store that srv serves, through read (a
+// ReadKeyRange of srv.Key), for the bytes [off, off+n) of value: first a
+// read before any fault (the client sees the version), then f once (the
+// next attempt must read the right bytes, no sooner than f.Wait) or, with
+// always, on every request (the read must fail, and not with ErrNotExist,
+// which reads as a fill value), then no fault (the read must succeed).
+// Call it inside a synctest bubble.
+func Check(t *testing.T, srv *Server, read func(ctx context.Context, off, n int64) ([]byte, error), value []byte, off, n int, f Fault, always bool) {
+	t.Helper()
+	ctx := t.Context()
+	want := value[off : off+n]
+	if b, err := read(ctx, 0, 10); err != nil || !bytes.Equal(b, value[:10]) {
+		t.Fatalf("before the fault: %v", err)
+	}
+	srv.SetFaults(1)
+	if always {
+		srv.SetFaults(1 << 30)
+	}
+	start := time.Now()
+	b, err := read(ctx, int64(off), int64(n))
+	took := time.Since(start)
+	switch {
+	case always && (err == nil || errors.Is(err, fs.ErrNotExist)):
+		t.Errorf("%d bytes (right: %v), %v; want an error, not ErrNotExist", len(b), bytes.Equal(b, want), err)
+	case !always && (err != nil || !bytes.Equal(b, want)):
+		t.Errorf("%d bytes (right: %v), %v; want the value's bytes", len(b), bytes.Equal(b, want), err)
+	case !always && took < f.Wait:
+		t.Errorf("read after %v, want at least %v", took, f.Wait)
+	}
+	srv.SetFaults(0)
+	if b, err := read(ctx, int64(off), int64(n)); err != nil || !bytes.Equal(b, want) {
+		t.Errorf("after the faults: %d bytes, %v", len(b), err)
+	}
+}
+
+// Run runs open's store through every fault of Faults, given once and
+// always, each in its own subtest and synctest bubble: open returns a read
+// of srv.Key's range for a store served by srv; Check does the rest.
+func Run(t *testing.T, open func(t *testing.T, srv *Server, value []byte) func(ctx context.Context, off, n int64) ([]byte, error)) {
+	value := make([]byte, 1000)
+	for i := range value {
+		value[i] = byte(i * 7)
+	}
+	const off, n = 100, 200
+	for _, f := range Faults(value, off, n) {
+		for _, always := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/always=%v", f.Name, always), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					srv := &Server{Fault: f.Respond}
+					read := open(t, srv, value)
+					Check(t, srv, read, value, off, n, f, always)
+				})
+			})
+		}
 	}
 }
