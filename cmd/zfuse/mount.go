@@ -200,7 +200,7 @@ type mountOpts struct {
 // With o.statsFile, the counters are written there as JSON on SIGUSR1 and
 // at unmount.
 func mount(ctx context.Context, log *slog.Logger, tree *fs.Tree, source, dir string, o mountOpts) error {
-	if err := checkMountpoint(dir); err != nil {
+	if err := checkMountpoint(log, dir); err != nil {
 		return err
 	}
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set && o.memLimit > 0 {
