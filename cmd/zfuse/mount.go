@@ -268,15 +268,16 @@ wait:
 
 // A statsDoc is what --stats-file holds.
 type statsDoc struct {
-	Time  time.Time       `json:"time"`
-	Pid   int             `json:"pid"`
-	Stats readahead.Stats `json:"stats"`
+	Time       time.Time       `json:"time"`
+	Pid        int             `json:"pid"`
+	Goroutines int             `json:"goroutines"` // when written: a leak shows as growth between two
+	Stats      readahead.Stats `json:"stats"`
 }
 
 // writeStats writes s to path as JSON, atomically: readers see the old
 // file or the new one, never half of one.
 func writeStats(path string, s readahead.Stats) error {
-	b, err := json.MarshalIndent(statsDoc{Time: time.Now(), Pid: os.Getpid(), Stats: s}, "", "  ")
+	b, err := json.MarshalIndent(statsDoc{Time: time.Now(), Pid: os.Getpid(), Goroutines: runtime.NumGoroutine(), Stats: s}, "", "  ")
 	if err != nil {
 		return err
 	}
