@@ -3,7 +3,9 @@ byte with the uncompressed twin stores stores.py wrote.
 
 usage:
   readers.py files MOUNT WANT [options]   plain file reads of every chunk file
-  readers.py zarr MOUNT WANT ARRAY...     zarr-python reads, one chunk region at a time
+  readers.py zarr MOUNT WANT [--seconds S] ARRAY...
+                                          zarr-python reads, one chunk region at a time
+                                          (--seconds: again and again for S seconds)
 
 The chunk files are all the chunk keys of the arrays under WANT (from each
 .zarray): those WANT has must read equal to it, the others must be missing
@@ -178,11 +180,23 @@ def files(mount, want, args):
     return tally.summary(start)
 
 
-def zarr_reads(mount, want, arrays):
+def zarr_reads(mount, want, args):
+    seconds = 0.0
+    if args[:1] == ["--seconds"]:
+        seconds, args = float(args[1]), args[2:]
+    tally, start = Tally(), time.time()
+    arrays = list(args)
+    while seconds > 0 and time.time() - start < seconds:  # --seconds: round after round
+        zarr_round(mount, want, arrays, tally)
+    if seconds <= 0:
+        zarr_round(mount, want, arrays, tally)
+    return tally.summary(start)
+
+
+def zarr_round(mount, want, arrays, tally):
     import numpy as np
     import zarr
 
-    tally, start = Tally(), time.time()
     for arr in arrays:
         zw = zarr.open(os.path.join(want, arr), mode="r")
         grid = [range(0, s, c) for s, c in zip(zw.shape, zw.chunks)]
@@ -213,7 +227,6 @@ def zarr_reads(mount, want, arrays):
             expect = zw[reg]
             same = np.array_equal(got, expect, equal_nan=got.dtype.kind in "fc")
             tally.add("ok" if same else "wrong", arr, got.nbytes, "" if same else f"values differ in {reg}")
-    return tally.summary(start)
 
 
 def main():
