@@ -1,7 +1,7 @@
 # zfuse build and test targets. Every target is a plain go command.
 GO ?= go
 
-.PHONY: all build deps check test unit integration fuzz bench bench-mount bench-c kernels gpu
+.PHONY: all build deps check test unit integration fuzz soak bench bench-mount bench-c kernels gpu
 
 all: build
 
@@ -69,6 +69,16 @@ fuzz:
 			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime=$(FUZZTIME) $$p || exit 1; \
 		done; \
 	done
+
+# soak: the long run, not in CI: TestSoak for SOAK (10 minutes; any Go
+# duration, e.g. make soak SOAK=2h) on a local and an HTTP mount, every
+# read compared with the source; it prints reads, bytes, errors and RSS
+# over time, and fails on any wrong byte or error. -run: that test only;
+# -v: the summary; -count=1: never a cached result; -timeout: the soak's
+# own watchdog (SOAK + 3 minutes) ends a hang first.
+SOAK ?= 10m
+soak:
+	ZFUSE_SOAK=$(SOAK) $(GO) test -count=1 -v -run '^TestSoak$$' -timeout 24h ./integration
 
 # bench: decoder and chunk-loader benchmarks, 6 runs each for benchstat.
 bench:
