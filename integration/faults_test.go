@@ -82,6 +82,15 @@ func faultRounds(t *testing.T, px *faultProxy, source string, flags []string, di
 			after := readers(t, m, want, 3*time.Minute, readArgs...)
 			m.stop(t, syscall.SIGTERM)
 			t.Logf("%s: %d requests, %d faults, %d retries; under the fault %v; after %v", kind, st.Requests, st.Faults, st.Retries, under, after)
+			if under.EIO > 0 { // what the mount said of them
+				var errs []string
+				for l := range strings.Lines(m.Stderr.String()) {
+					if strings.Contains(l, "level=ERROR") && len(errs) < 3 {
+						errs = append(errs, strings.TrimSpace(l))
+					}
+				}
+				t.Logf("%s: the mount's first errors:\n%s", kind, strings.Join(errs, "\n"))
+			}
 			switch {
 			case under.Wrong > 0 || len(under.Errors) > 0:
 				t.Errorf("under %s: %v; want the source's bytes or EIO", kind, under)

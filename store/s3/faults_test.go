@@ -35,16 +35,22 @@ func TestFaults(t *testing.T) {
 	})
 }
 
-// listing answers S3 listings with body while it is set, else as next does.
+// listing answers S3 listings with body while it is set, else as next
+// does; the first cut of them with half of it.
 type listing struct {
 	next http.RoundTripper
 	mu   sync.Mutex
 	body []byte
+	cut  int
 }
 
 func (l *listing) RoundTrip(r *http.Request) (*http.Response, error) {
 	l.mu.Lock()
 	body := l.body
+	if l.cut > 0 && body != nil {
+		l.cut--
+		body = body[:len(body)/2]
+	}
 	l.mu.Unlock()
 	if body == nil || r.URL.Query().Get("list-type") != "2" {
 		return l.next.RoundTrip(r)
@@ -90,12 +96,28 @@ func fakeCredentials(t testing.TB) {
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
 }
 
+// TestListingCut: a listing whose body ends early (XML that does not
+// parse) is tried again, not an error for the directory (EIO on a lookup,
+// which zarr-python takes for a missing array).
+func TestListingCut(t *testing.T) {
+	s, l := listingStore(t)
+	l.mu.Lock()
+	l.body = []byte(`<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>zarr</Name><Prefix>st/a/</Prefix><IsTruncated>false</IsTruncated>` +
+		`<Contents><Key>st/a/0.0</Key><Size>10</Size></Contents><Contents><Key>st/a/0.1</Key><Size>10</Size></Contents></ListBucketResult>`)
+	l.cut = 2
+	l.mu.Unlock()
+	es, err := s.List(t.Context(), "a")
+	if err != nil || len(es) != 2 {
+		t.Errorf("List after two listings cut short: %v, %v; want 2 entries", es, err)
+	}
+}
+
 // listingStore opens an S3 store whose listings l answers.
 func listingStore(t testing.TB) (*s3store.Store, *listing) {
 	fakeCredentials(t)
 	l := &listing{next: &remotetest.Server{Prefix: bucket + "/", Values: map[string][]byte{"st/.zgroup": []byte(`{"zarr_format":2}`)}}}
 	s, err := s3store.Open(t.Context(), s3store.Config{Bucket: bucket, Prefix: "st", Endpoint: "http://s3.invalid", PathStyle: true,
-		Region: "us-east-1", Transport: l, Backoff: remote.Backoff{Attempts: 1}})
+		Region: "us-east-1", Transport: l, Backoff: remote.Backoff{Attempts: 3, Base: time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -449,12 +449,23 @@ func (s *Store) list(ctx context.Context, dir string, most int32) ([]store.Entry
 	var out []store.Entry
 	p := s3.NewListObjectsV2Paginator(s.client, in)
 	for p.HasMorePages() {
-		page, err := call(ctx, s, func(ctx context.Context) (*s3.ListObjectsV2Output, error) {
-			return p.NextPage(ctx)
+		// The SDK retries a request until its headers; a listing whose body
+		// breaks (it does not parse) is tried again here. NextPage moves on
+		// only after a page parsed.
+		var page *s3.ListObjectsV2Output
+		err := s.backoff.Do(ctx, func(ctx context.Context) error {
+			var err error
+			page, err = call(ctx, s, func(ctx context.Context) (*s3.ListObjectsV2Output, error) {
+				return p.NextPage(ctx)
+			})
+			s.log.DebugContext(ctx, "s3", "op", "LIST", "key", dir, "err", err)
+			if err != nil {
+				return s.mapErr(ctx, dir, err)
+			}
+			return nil
 		})
-		s.log.DebugContext(ctx, "s3", "op", "LIST", "key", dir, "err", err)
 		if err != nil {
-			return nil, s.mapErr(ctx, dir, err)
+			return nil, err
 		}
 		for _, cp := range page.CommonPrefixes {
 			if name, ok := entryName(aws.ToString(cp.Prefix), prefix, true); ok {
@@ -538,8 +549,14 @@ func (s *Store) mapErr(ctx context.Context, key string, err error) error {
 	case status == http.StatusForbidden || status == http.StatusUnauthorized:
 		return fmt.Errorf("%s: %w", cmp(code, strconv.Itoa(status)), fs.ErrPermission)
 	}
-	// The SDK retried what was worth it. Its errors may wrap a
-	// syscall.Errno (ECONNREFUSED), which must not reach readers as such.
+	// The SDK retried what was worth it, except a body that broke before
+	// it parsed (a listing cut short), which another attempt may cure. Its
+	// errors may wrap a syscall.Errno (ECONNREFUSED), which must not reach
+	// readers as such.
+	var de *smithy.DeserializationError
+	if errors.As(err, &de) {
+		return remote.Retryable(remote.Unavailable(err))
+	}
 	return remote.Unavailable(err)
 }
 
