@@ -59,8 +59,10 @@ func TestUnconfirmedChunk(t *testing.T) {
 	defer ds.Close()
 	flaky := &flakyStore{DirStore: ds, down: map[string]bool{"temp/0.1": true, "temp/1.1": true}}
 	tr, logs := treeOver(flaky)
-	var missing *node                                    // temp/1.1 as looked up while the store was down
-	for _, p := range []string{"temp/0.1", "temp/1.1"} { // present, missing
+	// temp/0.1 is there, temp/1.1 missing; missing is temp/1.1 as looked
+	// up while the store was down.
+	var missing *node
+	for _, p := range []string{"temp/0.1", "temp/1.1"} {
 		// What stat sees: a chunk file of the decoded size, for a while.
 		n, err := tr.lookup(ctx, p)
 		if err != nil || n.kind != kindChunk || n.size != 6*4 || !n.unconfirmed {
