@@ -1,7 +1,7 @@
 # zfuse build and test targets. Every target is a plain go command.
 GO ?= go
 
-.PHONY: all build deps check test unit integration fuzz bench bench-mount bench-c kernels gpu
+.PHONY: all build deps check test unit integration fuzz soak bench bench-mount bench-c kernels gpu
 
 all: build
 
@@ -66,14 +66,30 @@ integration:
 	$(GO) test -race -count=1 -p 1 -timeout 20m ./integration/...
 	GOMAXPROCS=1 $(GO) test -race -count=1 -p 1 -timeout 20m ./integration/...
 
-# fuzz: each fuzz target for a fixed number of executions (decoders, metadata
-# and shard index parsers, the disk cache's entry files, warmup's --slice).
+# fuzz: every fuzz target of the module (the packages whose tests have a
+# func FuzzX), each on top of its seed corpus (f.Add, testdata/fuzz/) for
+# FUZZTIME: 10000 executions by default; CI runs a few seconds each
+# (.ci/run: make fuzz FUZZTIME=3s). -run '^$$': no other tests; -fuzz: one
+# target at a time (go test fuzzes one per run). An input that fails is
+# written to the package's testdata/fuzz/FuzzX/ and stops the run: fix the
+# code, and commit the input as a regression test.
+FUZZTIME ?= 10000x
 fuzz:
-	for p in ./codec ./zarr ./gpu ./store/diskcache ./cmd/zfuse; do \
-		for t in $$($(GO) test -list '^Fuzz' $$p | grep ^Fuzz); do \
-			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime=10000x $$p || exit 1; \
+	for p in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+		for t in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$p/*_test.go | cut -d' ' -f2); do \
+			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime=$(FUZZTIME) $$p || exit 1; \
 		done; \
 	done
+
+# soak: the long run, not in CI: TestSoak for SOAK (10 minutes; any Go
+# duration, e.g. make soak SOAK=2h) on a local and an HTTP mount, every
+# read compared with the source; it prints reads, bytes, errors and RSS
+# over time, and fails on any wrong byte or error. -run: that test only;
+# -v: the summary; -count=1: never a cached result; -timeout: the soak's
+# own watchdog (SOAK + 3 minutes) ends a hang first.
+SOAK ?= 10m
+soak:
+	ZFUSE_SOAK=$(SOAK) $(GO) test -count=1 -v -run '^TestSoak$$' -timeout 24h ./integration
 
 # bench: decoder and chunk-loader benchmarks, 6 runs each for benchstat.
 bench:

@@ -133,6 +133,9 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		return nil, errno(ctx, d.t.log, "lookup", join(d.n.key, name), err)
 	}
 	d.m.attr(n, &out.Attr)
+	if n.unconfirmed {
+		out.SetEntryTimeout(unconfirmedTimeout)
+	}
 	return d.m.inode(ctx, d.EmbeddedInode(), d.t, n), 0
 }
 
@@ -185,7 +188,7 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, u
 	case serving == Passthrough && f.n.kind == kindChunk:
 		cf, err := f.t.chunks.Open(ctx, f.n.arr.a, f.n.arr.path, f.n.coords, f.pid(ctx))
 		if err != nil {
-			return nil, 0, f.errno(ctx, "open", err)
+			return nil, 0, f.errno(ctx, "open", presentedErr(f.n, err))
 		}
 		// O_DIRECT is not passed through: a memfd cannot do direct I/O.
 		h := &chunkHandle{f: cf, passthrough: !direct, n: &f.m.n}

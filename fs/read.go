@@ -30,9 +30,20 @@ func (t *Tree) readAt(ctx context.Context, n *node, dest []byte, off int64, pid 
 		if errors.Is(err, io.EOF) {
 			err = nil
 		}
-		return dest[:k], err
+		return dest[:k], presentedErr(n, err)
 	}
 	return store.ReadRange(ctx, t.store, n.key, off, int64(len(dest)))
+}
+
+// presentedErr is the error of reading (or opening) the chunk file n when
+// its chunk source says err: a file that is presented, and then turns out
+// missing (an unconfirmed chunk, or a store that changed), is an I/O
+// error, not ENOENT from read(2).
+func presentedErr(n *node, err error) error {
+	if errors.Is(err, iofs.ErrNotExist) {
+		return fmt.Errorf("%s: presented, but the store has no such chunk: %v", n.key, err)
+	}
+	return err
 }
 
 // clip returns b[off:off+n] limited to b's length.

@@ -263,6 +263,12 @@ func newTestTree(t testing.TB, s *testStore, set ...func(*Config)) (*Tree, *logB
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ds.Close() })
+	return treeOver(t, ds, set...)
+}
+
+// treeOver returns a Tree over ds whose log goes to the returned buffer,
+// with the changes set makes to its Config.
+func treeOver(t testing.TB, ds store.Store, set ...func(*Config)) (*Tree, *logBuffer) {
 	logs := &logBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg := Config{Store: ds, Log: log, Chunks: testLoader(t, ds, log)}

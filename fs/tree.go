@@ -30,6 +30,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/singleflight"
 
@@ -102,7 +103,15 @@ type node struct {
 	rel    string   // path relative to arr's directory ("" for the directory itself)
 	coords []int    // kindChunk: grid coordinates; kindDir in a v3 array: the coordinates its path fixes
 	m      *dirMeta // kindDir: what the directory's own metadata makes of it; nil inside arrays
+	// unconfirmed: presented though the store could not say whether it
+	// exists (Tree.unconfirmed); the kernel is to ask again soon.
+	unconfirmed bool
 }
+
+// unconfirmedTimeout is how long the kernel keeps an unconfirmed entry
+// before looking it up again: not at all, the next stat or open asks again
+// (0 would mean go-fuse's default for all entries, an hour).
+const unconfirmedTimeout = time.Nanosecond
 
 func (n *node) name() string { return path.Base(n.key) }
 
@@ -169,6 +178,9 @@ func (t *Tree) child(ctx context.Context, dir *node, name string) (*node, error)
 	}
 	e, err := store.Stat(ctx, t.store, key)
 	if err != nil {
+		if n := t.unconfirmed(ctx, dir, name, err); n != nil {
+			return n, nil
+		}
 		return nil, err
 	}
 	e.Name = name
@@ -177,6 +189,38 @@ func (t *Tree) child(ctx context.Context, dir *node, name string) (*node, error)
 		return nil, notExist(key)
 	}
 	return n, err
+}
+
+// unconfirmed returns the chunk file name in dir, the directory of a raw
+// array, when the store failed to say whether it exists (err, from Stat,
+// says neither that it does nor that it does not): the file is presented,
+// and reading it fails or succeeds as the store does by then (EIO where
+// the chunk turns out missing); the kernel looks it up again at its next
+// use (unconfirmedTimeout), when a missing chunk is ENOENT again. A failed
+// lookup would hide the chunk instead: zarr-python (os.path.isfile) and
+// other readers take a file they cannot stat for a missing chunk, and read
+// the fill value, silently wrong. It returns nil for other names and
+// errors.
+func (t *Tree) unconfirmed(ctx context.Context, dir *node, name string, err error) *node {
+	x := dir.arr
+	if x == nil || !x.raw() || !doubtful(err) {
+		return nil
+	}
+	rel := join(dir.rel, name)
+	c, ok := x.a.ParseChunkKey(rel)
+	if !ok {
+		return nil
+	}
+	t.log.WarnContext(ctx, "cannot tell whether a chunk exists: presented, and its reads will tell", "key", join(dir.key, name), "err", err)
+	return &node{key: join(dir.key, name), kind: kindChunk, size: x.a.ChunkLen(), arr: x, rel: rel, coords: c, unconfirmed: true}
+}
+
+// doubtful reports whether err, from the store, leaves open whether the
+// key exists (a server error, a timeout), as opposed to saying it does not,
+// refusing the key, or ending with its request.
+func doubtful(err error) bool {
+	return err != nil && !errors.Is(err, iofs.ErrNotExist) && !errors.Is(err, store.ErrOutside) &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
 // children lists what the directory dir holds, sorted by name.

@@ -234,6 +234,9 @@ func (t *Tree) v3Child(ctx context.Context, dir *node, name string) (*node, erro
 		skey := join(x.path, key)
 		e, err := store.Stat(ctx, t.store, skey)
 		if err != nil {
+			if n := t.unconfirmed(ctx, dir, name, err); n != nil {
+				return n, nil
+			}
 			return nil, err
 		}
 		if e.Dir {
@@ -243,6 +246,12 @@ func (t *Tree) v3Child(ctx context.Context, dir *node, name string) (*node, erro
 	}
 	if p, ok := x.v3.parseDir(x.a, rel); ok {
 		e, err := store.Stat(ctx, t.store, x.v3.storedDir(x, p))
+		if doubtful(err) { // as Tree.unconfirmed, for the directories on the way to chunks
+			t.log.WarnContext(ctx, "cannot tell whether a chunk directory exists: presented", "key", join(dir.key, name), "err", err)
+			d := v3Dir(dir, name, p)
+			d.unconfirmed = true
+			return d, nil
+		}
 		if err != nil {
 			return nil, err
 		}

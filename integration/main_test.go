@@ -261,7 +261,13 @@ func mount(t testing.TB, src string, flags ...string) *mounted {
 // and has the test's end stop it with SIGTERM.
 func startMount(t testing.TB, bin, src string, flags ...string) *mounted {
 	t.Helper()
-	m := &mounted{Dir: t.TempDir(), Stderr: &syncBuffer{}, exited: make(chan struct{})}
+	return startMountAt(t, bin, src, t.TempDir(), flags...)
+}
+
+// startMountAt is startMount on the mountpoint dir.
+func startMountAt(t testing.TB, bin, src, dir string, flags ...string) *mounted {
+	t.Helper()
+	m := &mounted{Dir: dir, Stderr: &syncBuffer{}, exited: make(chan struct{})}
 	m.cmd = exec.Command(bin, append(append([]string{"mount"}, flags...), src, m.Dir)...)
 	m.cmd.Stderr = m.Stderr
 	if err := m.cmd.Start(); err != nil {

@@ -27,6 +27,7 @@ type staging struct {
 	peak    int64              // highest used so far
 	entries map[string]*staged // pending or ready, not yet read
 	ready   []*staged          // filled entries in order of expiry; may hold gone ones
+	goneIn  int                // gone entries in ready: at most half of it (see take)
 
 	// Counters, under mu.
 	staged, stagedBytes int64 // entries reserved
@@ -144,6 +145,21 @@ func (s *staging) take(key string) *staged {
 	s.removeLocked(e)
 	s.taken++
 	s.takenBytes += e.size
+	if e.expires != (time.Time{}) { // in ready, with its chunk
+		// Taken entries would wait in ready, holding their chunks, until
+		// their TTL passed: a TTL's worth of prefetched bytes beyond the
+		// budget. Drop them once they are half of it.
+		if s.goneIn++; s.goneIn > len(s.ready)/2 {
+			live := s.ready[:0]
+			for _, r := range s.ready {
+				if !r.gone {
+					live = append(live, r)
+				}
+			}
+			clear(s.ready[len(live):])
+			s.ready, s.goneIn = live, 0
+		}
+	}
 	return e
 }
 
@@ -190,7 +206,9 @@ func (s *staging) expireLocked(now time.Time) []*chunk {
 			break
 		}
 		n++
-		if !e.gone {
+		if e.gone {
+			s.goneIn--
+		} else {
 			s.removeLocked(e)
 			s.wasted++
 			s.wastedBytes += e.size

@@ -228,7 +228,7 @@ func mustJSON(t *testing.T, v any) string {
 
 // sharedDir finds ../shared beside the checkout (or $ZFUSE_SHARED). It skips
 // the test when absent, except in CI, where it fails.
-func sharedDir(t *testing.T) string {
+func sharedDir(t testing.TB) string {
 	t.Helper()
 	if d := os.Getenv("ZFUSE_SHARED"); d != "" {
 		return d

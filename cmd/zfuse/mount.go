@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -218,7 +217,7 @@ type mountOpts struct {
 // With o.statsFile, the counters are written there as JSON on SIGUSR1 and
 // at unmount.
 func mount(ctx context.Context, log *slog.Logger, tree *fs.Tree, source, dir string, o mountOpts) error {
-	if err := checkMountpoint(dir); err != nil {
+	if err := checkMountpoint(log, dir); err != nil {
 		return err
 	}
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set && o.memLimit > 0 {
@@ -296,16 +295,17 @@ wait:
 
 // A statsDoc is what --stats-file holds.
 type statsDoc struct {
-	Time  time.Time       `json:"time"`
-	Pid   int             `json:"pid"`
-	Stats readahead.Stats `json:"stats"`
-	Serve fs.ServeStats   `json:"serve"`
+	Time       time.Time       `json:"time"`
+	Pid        int             `json:"pid"`
+	Goroutines int             `json:"goroutines"` // when written: a leak shows as growth between two
+	Stats      readahead.Stats `json:"stats"`
+	Serve      fs.ServeStats   `json:"serve"`
 }
 
 // writeStats writes s to path as JSON, atomically: readers see the old
 // file or the new one, never half of one.
 func writeStats(path string, s readahead.Stats, ss fs.ServeStats) error {
-	b, err := json.MarshalIndent(statsDoc{Time: time.Now(), Pid: os.Getpid(), Stats: s, Serve: ss}, "", "  ")
+	b, err := json.MarshalIndent(statsDoc{Time: time.Now(), Pid: os.Getpid(), Goroutines: runtime.NumGoroutine(), Stats: s, Serve: ss}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -338,29 +338,6 @@ func unmount(log *slog.Logger, srv *fuse.Server, dir string, done <-chan struct{
 		}
 	}
 	<-done
-}
-
-// checkMountpoint explains the usual reasons a mount would fail. A
-// mountpoint /dev/fd/N is libfuse's convention for a privileged parent
-// that opened /dev/fuse, mounted it and passed it on as descriptor N:
-// there is nothing to check.
-func checkMountpoint(dir string) error {
-	if passedFuseFd(dir) {
-		return nil
-	}
-	fi, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, syscall.ENOTCONN):
-		return fmt.Errorf("mountpoint %s is a stale FUSE mount (its server died); clear it with: fusermount3 -u %s", dir, dir)
-	case err != nil:
-		return fmt.Errorf("mountpoint: %w", err)
-	case !fi.IsDir():
-		return fmt.Errorf("mountpoint %s is not a directory", dir)
-	}
-	if on, err := fs.Mounted(dir); err == nil && on {
-		return fmt.Errorf("mountpoint %s is busy: something is already mounted there (unmount it with: fusermount3 -u %s)", dir, dir)
-	}
-	return nil
 }
 
 // passedFuseFd reports whether dir is /dev/fd/N: a /dev/fuse descriptor

@@ -26,6 +26,7 @@ type sourceFlags struct {
 	s3Region    string
 	s3PathStyle bool
 	maxInflight int
+	timeout     time.Duration
 	arrays      stringList
 	cacheDir    string         // --cache-dir: see withDiskCache
 	cacheSize   cache.Size     // --cache-dir-size
@@ -45,6 +46,7 @@ func addSourceFlags(fl *flag.FlagSet) *sourceFlags {
 	fl.StringVar(&f.s3Region, "s3-region", "", "s3:// SOURCE: the region; default: $AWS_REGION or the shared config, else us-east-1")
 	fl.BoolVar(&f.s3PathStyle, "s3-path-style", false, "s3:// SOURCE: put the bucket in the URL path, not the host name (most non-AWS servers need this)")
 	fl.IntVar(&f.maxInflight, "http-max-inflight", 64, "http(s):// and s3:// SOURCE: requests in flight at once")
+	fl.DurationVar(&f.timeout, "http-timeout", httpstore.DefaultTimeout, "http(s):// and s3:// SOURCE: how long a server may stay silent, before it answers or within a body, before the request is tried again")
 	fl.Var(&f.arrays, "array", "http(s):// SOURCE without consolidated metadata: the path of an array or group to serve (repeatable); HTTP cannot list directories")
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "http(s):// and s3:// SOURCE: keep stored (compressed) chunks in this directory across mounts, validated by ETag/Last-Modified; one mount per directory")
 	f.cacheSize = 10 << 30
@@ -73,7 +75,7 @@ func openSource(ctx context.Context, arg string, f *sourceFlags, log *slog.Logge
 			// The mount table and the logs show SOURCE.
 			return nil, fmt.Errorf("SOURCE %s: credentials in the URL would show in the mount table and the logs; put them in a query token or a proxy", redactSource(arg))
 		}
-		return httpstore.Open(ctx, httpstore.Config{URL: arg, Hints: f.arrays, MaxInFlight: f.maxInflight, Backoff: f.backoff, Log: log})
+		return httpstore.Open(ctx, httpstore.Config{URL: arg, Hints: f.arrays, MaxInFlight: f.maxInflight, Timeout: f.timeout, Backoff: f.backoff, Log: log})
 	case "s3":
 		bucket, prefix, err := s3store.ParseURL(arg)
 		if err != nil {
@@ -82,7 +84,7 @@ func openSource(ctx context.Context, arg string, f *sourceFlags, log *slog.Logge
 		return s3store.Open(ctx, s3store.Config{
 			Bucket: bucket, Prefix: prefix,
 			Endpoint: f.s3Endpoint, Region: f.s3Region, PathStyle: f.s3PathStyle,
-			MaxInFlight: f.maxInflight, Backoff: f.backoff, Log: log,
+			MaxInFlight: f.maxInflight, Timeout: f.timeout, Backoff: f.backoff, Log: log,
 		})
 	}
 	return nil, fmt.Errorf("SOURCE %s: unsupported scheme %q (want a directory, http://, https:// or s3://)", redactSource(arg), scheme)

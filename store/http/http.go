@@ -19,9 +19,14 @@
 //     kernel looks their files up), costs no request. See remote.Facts.
 //
 // Errors: 404 and 410 satisfy errors.Is(err, fs.ErrNotExist); 401 and 403
-// satisfy errors.Is(err, fs.ErrPermission); 5xx, 408, 429, timeouts and
-// connection errors are retried with exponential backoff a bounded number
-// of times, then returned.
+// satisfy errors.Is(err, fs.ErrPermission); 5xx, 408, 429 (after at least
+// its Retry-After), a server silent for Config.Timeout, broken connections
+// and bodies, and answers that do not answer the request
+// (remote.ErrBadResponse: another range, a missing Content-Range, a body
+// longer or shorter than the range) are retried with exponential backoff a
+// bounded number of times, then returned. A value whose ETag (else
+// Last-Modified) or size differs from the first response about it is
+// refused (remote.ErrChanged), so bytes of two versions are never mixed.
 package httpstore
 
 import (
@@ -43,6 +48,10 @@ import (
 	"github.com/zfuse/zfuse/store/remote"
 )
 
+// DefaultTimeout is Config.Timeout's default: servers answer in well under
+// a second, or are gone.
+const DefaultTimeout = 15 * time.Second
+
 // Config configures a Store.
 type Config struct {
 	URL string // base URL: the store root; http or https
@@ -53,7 +62,10 @@ type Config struct {
 	// connections kept per host are at least as many.
 	MaxInFlight int
 	Backoff     remote.Backoff // retries; the zero value uses its defaults
-	Timeout     time.Duration  // per attempt, body included; 0 means 60s
+	// Timeout is how long a server may stay silent, before its response
+	// headers or within a body, before the attempt is given up (and
+	// retried); 0 means 15s. See remote.Watchdog.
+	Timeout time.Duration
 	// Transport, if set, replaces the default one (tests).
 	Transport http.RoundTripper
 	Log       *slog.Logger // nil means discard
@@ -66,7 +78,6 @@ type Store struct {
 	client  *http.Client
 	limit   remote.Limit
 	backoff remote.Backoff
-	timeout time.Duration
 	log     *slog.Logger
 	cat     *catalog
 	facts   *remote.Facts
@@ -106,10 +117,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		t.DisableCompression = true      // ranges of the stored bytes, not of a gzip stream
 		rt = t
 	}
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
 	s := &Store{
 		base: u,
 		client: &http.Client{
-			Transport: rt,
+			Transport: remote.Watchdog{Next: rt.RoundTrip, Silence: timeout},
 			// A redirect from "key" to "key/" says key is a directory: stop
 			// there. Follow any other.
 			CheckRedirect: func(req *http.Request, via []*http.Request) error {
@@ -124,13 +139,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		},
 		limit:   remote.NewLimit(inflight),
 		backoff: cfg.Backoff,
-		timeout: cfg.Timeout,
 		log:     cfg.Log,
 		cat:     newCatalog(),
 		docs:    map[string][]byte{},
-	}
-	if s.timeout <= 0 {
-		s.timeout = 60 * time.Second
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

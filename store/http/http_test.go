@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -464,37 +463,37 @@ func TestMaxInFlight(t *testing.T) {
 	}
 }
 
-// TestChangeWarns: a value that changes on the server during the mount is
-// logged at Warn, naming the key.
-func TestChangeWarns(t *testing.T) {
+// TestChangeRefused: a value that changes on the server during the mount
+// (Go's file server: a new Last-Modified and size) is refused with
+// ErrChanged naming the key, not served; once the server has the first
+// version again, it reads again.
+func TestChangeRefused(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.CopyFS(dir, os.DirFS(conformance(t, "zarrita.js/fixtures/v2/data.zarr"))); err != nil {
 		t.Fatal(err)
 	}
 	srv := serve(t, dir)
-	var logs bytes.Buffer
-	var mu sync.Mutex
-	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return logs.Write(p)
-	}), nil))
-	hs := open(t, httpstore.Config{URL: srv.URL, Log: log})
+	hs := open(t, httpstore.Config{URL: srv.URL, Backoff: remote.Backoff{Attempts: 2, Base: time.Millisecond}})
 	const key = "1d.chunked.i2/0"
-	if _, err := hs.ReadKey(t.Context(), key); err != nil {
+	old, err := hs.ReadKey(t.Context(), key)
+	if err != nil {
 		t.Fatal(err)
 	}
 	p := filepath.Join(dir, filepath.FromSlash(key))
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
 	os.WriteFile(p, []byte("new value"), 0o644)
 	later := time.Now().Add(time.Hour)
 	os.Chtimes(p, later, later)
-	if b, err := hs.ReadKey(t.Context(), key); err != nil || string(b) != "new value" {
-		t.Fatalf("%q, %v", b, err)
+	if b, err := hs.ReadKey(t.Context(), key); !errors.Is(err, remote.ErrChanged) || !strings.Contains(err.Error(), key) {
+		t.Errorf("changed value: %q, %v; want ErrChanged naming %s", b, err, key)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), key) {
-		t.Errorf("no warning naming %s:\n%s", key, logs.String())
+	os.WriteFile(p, old, 0o644)
+	os.Chtimes(p, fi.ModTime(), fi.ModTime())
+	if b, err := hs.ReadKey(t.Context(), key); err != nil || !bytes.Equal(b, old) {
+		t.Errorf("the first version again: %q, %v", b, err)
 	}
 }
 

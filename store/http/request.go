@@ -69,9 +69,12 @@ func (s *Store) getVersion(ctx context.Context, key string, off, n int64, have s
 	return body, version, nil
 }
 
-// getOnce is one attempt of getVersion.
+// getOnce is one attempt of getVersion. A response is used only when it
+// answers the request (a 206's Content-Range is the range asked for, its
+// body that long) and comes from the version of the value seen first
+// (remote.Facts).
 func (s *Store) getOnce(ctx context.Context, key string, off, n int64, have string) ([]byte, string, error) {
-	resp, cancel, err := s.send(ctx, http.MethodGet, key, func(h http.Header) {
+	resp, err := s.send(ctx, http.MethodGet, key, func(h http.Header) {
 		if n >= 0 {
 			h.Set("Range", fmt.Sprintf("bytes=%d-%d", off, off+n-1))
 		}
@@ -80,45 +83,39 @@ func (s *Store) getOnce(ctx context.Context, key string, off, n int64, have stri
 	if err != nil {
 		return nil, "", err
 	}
-	defer cancel()
 	defer resp.Body.Close()
-	fact := remote.Fact{Size: -1, Tag: tag(resp.Header)}
+	version := tag(resp.Header)
 	switch {
 	case resp.StatusCode == http.StatusOK:
-		b, err := remote.ReadBody(ctx, resp.Body, resp.ContentLength)
-		if err != nil {
-			return nil, "", err
-		}
-		fact.Size = int64(len(b))
-		s.facts.Observe(ctx, key, fact)
 		if n >= 0 {
 			s.noRange.Do(func() {
 				s.log.WarnContext(ctx, "the server ignores Range requests: whole values are read for parts of them", "key", key)
 			})
-			b = b[min(off, int64(len(b))):min(off+n, int64(len(b)))]
 		}
-		return b, fact.Tag, nil
-	case resp.StatusCode == http.StatusPartialContent:
-		fact.Size = remote.ContentRangeTotal(resp.Header.Get("Content-Range"))
-		s.facts.Observe(ctx, key, fact)
-		b, err := remote.ReadBody(ctx, resp.Body, resp.ContentLength)
-		if err != nil {
+		b, err := s.facts.Whole(ctx, key, resp.Body, resp.ContentLength, version, off, n)
+		return b, version, err
+	case resp.StatusCode == http.StatusPartialContent && n >= 0:
+		b, err := s.facts.Partial(ctx, key, resp.Body, resp.ContentLength, resp.Header.Get("Content-Range"), version, off, n)
+		return b, version, err
+	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable && n >= 0:
+		// The range starts at or past the end of the value, which the
+		// header must say: an empty answer where the value goes on would
+		// cut it short.
+		size := remote.ContentRangeTotal(resp.Header.Get("Content-Range"))
+		if size < 0 || off < size {
+			return nil, "", remote.Retryable(fmt.Errorf("%w: 416 for bytes from %d, Content-Range %q", remote.ErrBadResponse, off, resp.Header.Get("Content-Range")))
+		}
+		if err := s.facts.Observe(ctx, key, remote.Fact{Size: size, Tag: version}); err != nil {
 			return nil, "", err
 		}
-		if int64(len(b)) > n {
-			return nil, "", fmt.Errorf("asked for %d bytes at %d, got %d", n, off, len(b))
-		}
-		return b, fact.Tag, nil
-	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable:
-		// The range starts at or past the end of the value.
-		fact.Size = remote.ContentRangeTotal(resp.Header.Get("Content-Range"))
-		s.facts.Observe(ctx, key, fact)
-		return []byte{}, fact.Tag, nil
+		return []byte{}, version, nil
 	case resp.StatusCode == http.StatusNotModified && have != "":
-		if fact.Tag == "" {
-			fact.Tag = have // a 304 need not repeat the validators
+		if version == "" {
+			version = have // a 304 need not repeat the validators
 		}
-		s.facts.Observe(ctx, key, fact)
+		if err := s.facts.Observe(ctx, key, remote.Fact{Size: -1, Tag: version}); err != nil {
+			return nil, "", err
+		}
 		return nil, have, store.ErrNotModified
 	}
 	return nil, "", s.failed(ctx, key, resp)
@@ -154,16 +151,17 @@ func (s *Store) head(ctx context.Context, key string) (store.Entry, error) {
 
 func (s *Store) headOnce(ctx context.Context, key string) (store.Entry, error) {
 	name := key[strings.LastIndexByte(key, '/')+1:]
-	resp, cancel, err := s.send(ctx, http.MethodHead, key, nil)
+	resp, err := s.send(ctx, http.MethodHead, key, nil)
 	if err != nil {
 		return store.Entry{}, err
 	}
-	defer cancel()
 	resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusOK:
 		if resp.ContentLength >= 0 {
-			s.facts.Observe(ctx, key, remote.Fact{Size: resp.ContentLength, Tag: tag(resp.Header)})
+			if err := s.facts.Observe(ctx, key, remote.Fact{Size: resp.ContentLength, Tag: tag(resp.Header)}); err != nil {
+				return store.Entry{}, err
+			}
 			return store.Entry{Name: name, Size: resp.ContentLength}, nil
 		}
 	case http.StatusMethodNotAllowed, http.StatusNotImplemented:
@@ -184,19 +182,18 @@ func (s *Store) headOnce(ctx context.Context, key string) (store.Entry, error) {
 	return store.Entry{Name: name, Size: int64(len(b))}, err
 }
 
-// send makes one request, holding a slot of the in-flight limit until it
-// returns. The attempt's timeout covers reading the body: call cancel
-// after. Errors that another attempt may cure are marked retryable.
-func (s *Store) send(ctx context.Context, method, key string, set func(http.Header)) (*http.Response, context.CancelFunc, error) {
+// send makes one request, holding a slot of the in-flight limit until the
+// response headers arrive. The client's remote.Watchdog cancels a request
+// whose server stays silent, before its headers or in its body. Errors that
+// another attempt may cure are marked retryable.
+func (s *Store) send(ctx context.Context, method, key string, set func(http.Header)) (*http.Response, error) {
 	if err := s.limit.Acquire(ctx); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer s.limit.Release()
-	actx, cancel := context.WithTimeout(ctx, s.timeout)
-	req, err := http.NewRequestWithContext(actx, method, s.url(key), nil)
+	req, err := http.NewRequestWithContext(ctx, method, s.url(key), nil)
 	if err != nil {
-		cancel()
-		return nil, nil, err
+		return nil, err
 	}
 	if set != nil {
 		set(req.Header)
@@ -204,15 +201,14 @@ func (s *Store) send(ctx context.Context, method, key string, set func(http.Head
 	start := time.Now()
 	resp, err := s.client.Do(req)
 	if err != nil {
-		cancel()
 		if ctx.Err() != nil {
-			return nil, nil, ctx.Err()
+			return nil, ctx.Err()
 		}
-		s.log.DebugContext(ctx, "http request failed", "op", method, "key", key, "err", err)
-		return nil, nil, remote.Retryable(remote.Unavailable(unwrapURL(err)))
+		s.log.DebugContext(ctx, "http request failed", "op", method, "key", key, "err", unwrapURL(err))
+		return nil, remote.Retryable(remote.Unavailable(unwrapURL(err)))
 	}
 	s.log.DebugContext(ctx, "http", "op", method, "key", key, "status", resp.StatusCode, "took", time.Since(start))
-	return resp, cancel, nil
+	return resp, nil
 }
 
 // failed turns an unusable response into an error.
@@ -220,14 +216,16 @@ func (s *Store) failed(ctx context.Context, key string, resp *http.Response) err
 	err := statusError{resp.Status}
 	switch c := resp.StatusCode; {
 	case c == http.StatusNotFound || c == http.StatusGone:
-		s.facts.Observe(ctx, key, remote.Fact{Missing: true})
+		if err := s.facts.Observe(ctx, key, remote.Fact{Missing: true}); err != nil {
+			return err // it was there: an error, not a missing chunk (a fill value)
+		}
 		return fmt.Errorf("%w: %w", err, fs.ErrNotExist)
 	case isDirRedirect(resp):
 		return errNotKey
 	case c == http.StatusUnauthorized || c == http.StatusForbidden:
 		return fmt.Errorf("%w: %w", err, fs.ErrPermission)
 	case c == http.StatusRequestTimeout || c == http.StatusTooManyRequests || c >= 500:
-		return remote.Retryable(err)
+		return remote.RetryableAfter(err, resp.Header.Get("Retry-After"))
 	}
 	return err
 }

@@ -2,8 +2,10 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 )
 
@@ -18,7 +20,8 @@ type Fact struct {
 // fetched right now, so that Stat after (or during) a read costs no request:
 // readahead fetches the next chunks before the kernel looks their files up.
 // It holds at most a fixed number of keys, forgetting arbitrary ones when
-// full. It is safe for concurrent use.
+// full (and with them the version pinned for them, see Observe). It is safe
+// for concurrent use.
 type Facts struct {
 	max int          // immutable
 	log *slog.Logger // immutable
@@ -35,8 +38,8 @@ type flight struct {
 	n    int
 }
 
-// NewFacts returns a table of at most max keys (0 means 1<<18). Changes it
-// notices are logged to log at Warn (nil means discard).
+// NewFacts returns a table of at most max keys (0 means 1<<18). Keys that
+// appear during the mount are logged to log at Warn (nil means discard).
 func NewFacts(max int, log *slog.Logger) *Facts {
 	if max <= 0 {
 		max = 1 << 18
@@ -55,42 +58,77 @@ func (f *Facts) Get(key string) (Fact, bool) {
 	return x, ok
 }
 
-// Observe records what a response said about key. If it contradicts what
-// an earlier response said (another ETag or size, or a key that appeared or
-// vanished), the value changed on the server during the mount: that is
-// logged at Warn, as what is served may now mix old and new data.
-func (f *Facts) Observe(ctx context.Context, key string, x Fact) {
+// ErrChanged means a response came from another version of a value than
+// the first response about it: another ETag (or Last-Modified) or size, or
+// a 404 for a key that was there.
+var ErrChanged = errors.New("remote: value changed on the server during the mount")
+
+// Observe records what a response said about key and checks it against
+// what was known. The first version of a value seen is the one the mount
+// serves: a response from another version is refused, Observe returns an
+// error wrapping ErrChanged (marked Retryable) and keeps the first
+// version's fact. So bytes of two versions are never combined (a shard's
+// index with its chunks, a size with a body), a key that vanishes reads
+// as an error rather than as missing (a fill value), and once the server
+// serves the first version again, reads succeed again. A key seen missing
+// that appears is logged and recorded as present.
+func (f *Facts) Observe(ctx context.Context, key string, x Fact) error {
 	f.mu.Lock()
 	old, ok := f.facts[key]
-	if ok && x.Size < 0 && !x.Missing {
-		x.Size = old.Size // a response without a size says nothing new about it
-	}
-	if !ok && len(f.facts) >= f.max {
-		n := 0
-		for k := range f.facts { // map order is random enough
-			delete(f.facts, k)
-			if n++; n >= f.max/8+1 {
-				break
-			}
+	switch {
+	case !ok:
+		f.makeRoom()
+	case old.Missing:
+		if !x.Missing {
+			defer f.log.WarnContext(ctx, "a key missing before appeared on the server during the mount", "key", key, "now", describe(x))
 		}
+	case changed(old, x):
+		f.mu.Unlock()
+		return Retryable(fmt.Errorf("%w: %s was %s, now %s", ErrChanged, key, describe(old), describe(x)))
+	default:
+		// The same version: learn what was not known (a range's answer
+		// may not say the size, a server may omit the tag).
+		if old.Size < 0 {
+			old.Size = x.Size
+		}
+		if old.Tag == "" {
+			old.Tag = x.Tag
+		}
+		x = old
 	}
 	f.facts[key] = x
 	f.mu.Unlock()
-	if ok && changed(old, x) {
-		f.log.WarnContext(ctx, "value changed on the server during the mount; reads may mix old and new data",
-			"key", key, "was", describe(old), "now", describe(x))
+	return nil
+}
+
+// makeRoom forgets an eighth of the keys if the table is full. f.mu is held.
+func (f *Facts) makeRoom() {
+	if len(f.facts) < f.max {
+		return
+	}
+	n := 0
+	for k := range f.facts { // map order is random enough
+		delete(f.facts, k)
+		if n++; n >= f.max/8+1 {
+			return
+		}
 	}
 }
 
+// changed reports whether b contradicts a, a fact about a key that exists.
 func changed(a, b Fact) bool {
 	switch {
-	case a.Missing || b.Missing:
-		return a.Missing != b.Missing
-	case a.Tag != "" && b.Tag != "" && a.Tag != b.Tag:
+	case b.Missing:
+		return true
+	case a.Tag != "" && b.Tag != "" && sameTag(a.Tag) != sameTag(b.Tag):
 		return true
 	}
 	return a.Size >= 0 && b.Size >= 0 && a.Size != b.Size
 }
+
+// sameTag is a validator as compared: without the weak marker and quotes
+// (servers and listings differ in those alone).
+func sameTag(t string) string { return strings.Trim(strings.TrimPrefix(t, "W/"), `"`) }
 
 func describe(x Fact) string {
 	if x.Missing {

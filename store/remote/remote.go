@@ -1,12 +1,15 @@
 // Package remote holds what the HTTP and S3 stores share: a bound on
-// requests in flight, retries with exponential backoff, and a table of what
-// earlier responses said about each key (its size, that it is missing, its
-// ETag), which answers Stat without another request and notices values that
-// change during a mount.
+// requests in flight, retries with exponential backoff (and Retry-After), a
+// watchdog on silent servers, the checks that a response answers its
+// request (Content-Range, body length), and a table of what earlier
+// responses said about each key (its size, that it is missing, its ETag),
+// which answers Stat without another request and refuses values that change
+// during a mount.
 //
 // The one fact to know: a store is assumed not to change while it is
-// mounted. The table keeps what a response said for the life of the mount,
-// and a change seen later is logged, not followed.
+// mounted. The table keeps the first version seen of each value for the
+// life of the mount; a response from another version is an error, not
+// followed.
 //
 // remote imports only package store of zfuse.
 package remote
@@ -18,8 +21,6 @@ import (
 	"io"
 	"io/fs"
 	"math/rand/v2"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/zfuse/zfuse/store"
@@ -55,8 +56,11 @@ var ErrUnavailable = errors.New("remote: server unavailable")
 func Unavailable(err error) error { return fmt.Errorf("%w: %v", ErrUnavailable, err) }
 
 // errRetry marks an error that another attempt may cure (a 5xx, a refused
-// or reset connection, a timeout).
-type errRetry struct{ err error }
+// or reset connection, a timeout), not before after.
+type errRetry struct {
+	err   error
+	after time.Duration
+}
 
 func (e errRetry) Error() string { return e.err.Error() }
 func (e errRetry) Unwrap() error { return e.err }
@@ -66,7 +70,16 @@ func Retryable(err error) error {
 	if err == nil {
 		return nil
 	}
-	return errRetry{err}
+	return errRetry{err: err}
+}
+
+// RetryableAfter marks err as worth another attempt after at least the
+// wait a Retry-After header value h asks for (see ParseRetryAfter).
+func RetryableAfter(err error, h string) error {
+	if err == nil {
+		return nil
+	}
+	return errRetry{err: err, after: ParseRetryAfter(h, time.Now())}
 }
 
 // IsRetryable reports whether err was marked with Retryable.
@@ -95,8 +108,9 @@ func (b Backoff) Retried(err error) {
 
 // Do calls op until it succeeds, fails with an error not marked Retryable,
 // ctx ends, or the attempts are used up. Waits grow exponentially from Base
-// to Max with full jitter. The error of the last try is returned, saying
-// how many tries were made when there was more than one.
+// to Max with full jitter, and are at least what a RetryableAfter error
+// asks for. The error of the last try is returned, saying how many tries
+// were made when there was more than one.
 func (b Backoff) Do(ctx context.Context, op func(ctx context.Context) error) error {
 	attempts, wait, most := b.Attempts, b.Base, b.Max
 	if attempts <= 0 {
@@ -122,6 +136,10 @@ func (b Backoff) Do(ctx context.Context, op func(ctx context.Context) error) err
 		b.Retried(err)
 		// Half fixed, half random: spreads the retries of many readers.
 		d := wait/2 + rand.N(wait/2+1)
+		var r errRetry
+		if errors.As(err, &r) {
+			d = max(d, r.after)
+		}
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:
@@ -133,16 +151,26 @@ func (b Backoff) Do(ctx context.Context, op func(ctx context.Context) error) err
 	}
 }
 
-// ReadBody reads a response body of n bytes (n < 0: length unknown). A body
-// that ends early is retryable and unavailable (the connection broke),
-// unless ctx ended.
-func ReadBody(ctx context.Context, r io.Reader, n int64) ([]byte, error) {
+// ReadBody reads a response body of n bytes (n < 0: length unknown), and
+// refuses one longer than most bytes (most < 0: no limit) before reading
+// it. A body that ends early is retryable and unavailable (the connection
+// broke), unless ctx ended; one too long wraps ErrBadResponse, retryable.
+func ReadBody(ctx context.Context, r io.Reader, n, most int64) ([]byte, error) {
+	if most >= 0 && n > most {
+		return nil, Retryable(fmt.Errorf("%w: a body of %d bytes, asked for %d", ErrBadResponse, n, most))
+	}
 	var b []byte
 	var err error
-	if n >= 0 {
+	switch {
+	case n >= 0:
 		b = make([]byte, n)
 		_, err = io.ReadFull(r, b)
-	} else {
+	case most >= 0:
+		b, err = io.ReadAll(io.LimitReader(r, most+1))
+		if err == nil && int64(len(b)) > most {
+			return nil, Retryable(fmt.Errorf("%w: a body of more than %d bytes, asked for %d", ErrBadResponse, most, most))
+		}
+	default:
 		b, err = io.ReadAll(r)
 	}
 	switch {
@@ -168,18 +196,4 @@ func Join(dir, name string) string {
 		return name
 	}
 	return dir + "/" + name
-}
-
-// ContentRangeTotal returns the complete length from a Content-Range
-// header ("bytes 0-99/1234" or "bytes */1234"), -1 if it does not say.
-func ContentRangeTotal(cr string) int64 {
-	i := strings.LastIndexByte(cr, '/')
-	if i < 0 {
-		return -1
-	}
-	n, err := strconv.ParseInt(cr[i+1:], 10, 64)
-	if err != nil {
-		return -1
-	}
-	return n
 }

@@ -10,8 +10,13 @@
 // Listing is ListObjectsV2 with delimiter "/" (paginated), Stat is
 // HeadObject (a listing for directories), reads are ranged GetObject. 404
 // satisfies errors.Is(err, fs.ErrNotExist) and 401/403 errors.Is(err,
-// fs.ErrPermission); 5xx, throttling, timeouts and connection errors are
-// retried with exponential backoff a bounded number of times.
+// fs.ErrPermission); 5xx, throttling and 429 (after at least their
+// Retry-After), a server silent for Config.Timeout, broken connections and
+// bodies, and answers that do not answer the request (another range, a
+// body longer or shorter than it) are retried with exponential backoff a
+// bounded number of times. An object whose ETag (else Last-Modified) or
+// size differs from the first response about it is refused
+// (remote.ErrChanged).
 package s3store
 
 import (
@@ -30,16 +35,22 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/store/remote"
 )
+
+// DefaultTimeout is Config.Timeout's default.
+const DefaultTimeout = 15 * time.Second
 
 // Config configures a Store.
 type Config struct {
@@ -54,8 +65,13 @@ type Config struct {
 	// connections kept are at least as many.
 	MaxInFlight int
 	Backoff     remote.Backoff // retries; the zero value uses its defaults
-	Timeout     time.Duration  // per attempt, body included; 0 means 60s
-	Log         *slog.Logger   // nil means discard
+	// Timeout is how long a server may stay silent, before its response
+	// headers or within a body, before the attempt is given up (and
+	// retried); 0 means 15s. See remote.Watchdog.
+	Timeout time.Duration
+	// Transport, if set, replaces the default one (tests).
+	Transport http.RoundTripper
+	Log       *slog.Logger // nil means discard
 }
 
 // ParseURL splits "s3://bucket/prefix" into bucket and prefix.
@@ -75,8 +91,7 @@ type Store struct {
 	bucket  string
 	prefix  string // "" or ending in "/"
 	limit   remote.Limit
-	backoff remote.Backoff // the SDK does most retries; OnRetry counts them
-	timeout time.Duration
+	backoff remote.Backoff // for bodies that break after the SDK's retries; OnRetry counts every retry
 	log     *slog.Logger
 	facts   *remote.Facts
 	name    string // s3://bucket/prefix, for logs
@@ -126,6 +141,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 				o.MaxBackoff = b.Max
 				o.Backoff = jitter(b)
 				o.RateLimiter = ratelimit.None // an outage must not use up a retry budget
+				// 429 and 408 are throttling and a timeout for S3-compatible
+				// servers that send no S3 error code with them.
+				o.Retryables = append(o.Retryables, retry.RetryableHTTPStatusCode{Codes: map[int]struct{}{
+					http.StatusTooManyRequests: {}, http.StatusRequestTimeout: {}}})
 			})
 		}),
 		// Ranged reads carry no whole-object checksum to check.
@@ -147,11 +166,21 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		log.InfoContext(ctx, "no AWS credentials found: sending unsigned requests")
 		awsCfg.Credentials = aws.AnonymousCredentials{}
 	}
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
 	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
 		o.UsePathStyle = cfg.PathStyle
+		if cfg.Transport != nil {
+			o.HTTPClient = &http.Client{Transport: cfg.Transport}
+		}
+		// Around the configured client (which took AWS_CA_BUNDLE), so
+		// that a silent server costs an attempt, which the SDK retries.
+		o.HTTPClient = remote.Watchdog{Next: o.HTTPClient.Do, Silence: timeout}
 	})
 	prefix := strings.Trim(cfg.Prefix, "/")
 	if prefix != "" {
@@ -163,13 +192,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		prefix:  prefix,
 		limit:   remote.NewLimit(inflight),
 		backoff: b,
-		timeout: cfg.Timeout,
 		log:     log,
 		facts:   remote.NewFacts(0, log),
 		name:    "s3://" + cfg.Bucket + "/" + strings.TrimSuffix(prefix, "/"),
-	}
-	if s.timeout <= 0 {
-		s.timeout = 60 * time.Second
 	}
 	if _, err := s.list(ctx, ".", 1); err != nil {
 		return nil, fmt.Errorf("s3store: %s: %w", s.name, err)
@@ -178,7 +203,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// jitter is b's exponential backoff with half of each wait random.
+// jitter is b's exponential backoff with half of each wait random, and at
+// least what a Retry-After header in the failed response asks for.
 func jitter(b remote.Backoff) retry.BackoffDelayer {
 	return retry.BackoffDelayerFunc(func(attempt int, err error) (time.Duration, error) {
 		b.Retried(err) // the SDK asks for the delay before each retry
@@ -187,7 +213,12 @@ func jitter(b remote.Backoff) retry.BackoffDelayer {
 			d *= 2
 		}
 		d = min(d, b.Max)
-		return d/2 + rand.N(d/2+1), nil
+		d = d/2 + rand.N(d/2+1)
+		var re *awshttp.ResponseError
+		if errors.As(err, &re) && re.Response != nil {
+			d = max(d, remote.ParseRetryAfter(re.Response.Header.Get("Retry-After"), time.Now()))
+		}
+		return d, nil
 	})
 }
 
@@ -216,20 +247,14 @@ func (s *Store) key(k string) string {
 }
 
 // call runs one SDK operation (with the SDK's retries) while holding a slot
-// of the in-flight limit, under the per-attempt timeout.
-func call[T any](ctx context.Context, s *Store, op func(ctx context.Context) (T, error)) (T, context.CancelFunc, error) {
-	var zero T
+// of the in-flight limit.
+func call[T any](ctx context.Context, s *Store, op func(ctx context.Context) (T, error)) (T, error) {
 	if err := s.limit.Acquire(ctx); err != nil {
-		return zero, nil, err
+		var zero T
+		return zero, err
 	}
 	defer s.limit.Release()
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	v, err := op(ctx)
-	if err != nil {
-		cancel()
-		return zero, nil, err
-	}
-	return v, cancel, nil
+	return op(ctx)
 }
 
 // ReadKey returns key's value. The caller owns the slice.
@@ -290,16 +315,13 @@ func (s *Store) readVersion(ctx context.Context, key string, off, n int64, have 
 	start := time.Now()
 	var b []byte
 	var version string
-	var err error
-	// The body is read under the SDK's retries' care only up to the
-	// headers: a connection that breaks in the body is tried again here.
-	for try := 1; ; try++ {
-		b, version, err = s.getOnce(ctx, key, in, n)
-		if err == nil || !remote.IsRetryable(err) || try >= 3 || ctx.Err() != nil {
-			break
-		}
-		s.backoff.Retried(err)
-	}
+	// The SDK retries a request until its response headers arrive; a
+	// body that breaks or does not answer the request is tried again here.
+	err := s.backoff.Do(ctx, func(ctx context.Context) error {
+		var err error
+		b, version, err = s.getOnce(ctx, key, in, off, n)
+		return err
+	})
 	s.log.DebugContext(ctx, "s3", "op", "GET", "key", key, "off", off, "n", n, "took", time.Since(start), "err", err)
 	if errors.Is(err, store.ErrNotModified) {
 		s.facts.Observe(ctx, key, remote.Fact{Size: -1, Tag: have})
@@ -328,36 +350,75 @@ func setCondition(in *s3.GetObjectInput, have string) {
 	}
 }
 
-func (s *Store) getOnce(ctx context.Context, key string, in *s3.GetObjectInput, n int64) ([]byte, string, error) {
-	out, cancel, err := call(ctx, s, func(ctx context.Context) (*s3.GetObjectOutput, error) {
+// getOnce is one GetObject and the reading of its body, and the object's
+// version. Its answer is used only when it answers the request (a ranged
+// answer's Content-Range is the range asked for, its body that long) and
+// comes from the version of the object seen first (remote.Facts).
+func (s *Store) getOnce(ctx context.Context, key string, in *s3.GetObjectInput, off, n int64) ([]byte, string, error) {
+	out, err := call(ctx, s, func(ctx context.Context) (*s3.GetObjectOutput, error) {
 		return s.client.GetObject(ctx, in)
 	})
 	if err != nil {
-		if isInvalidRange(err) { // the range starts at or past the end
-			return []byte{}, "", nil
+		if isInvalidRange(err) {
+			b, err := s.pastEnd(ctx, key, off)
+			return b, "", err
 		}
 		return nil, "", s.mapErr(ctx, key, err)
 	}
-	defer cancel()
 	defer out.Body.Close()
-	size := aws.ToInt64(out.ContentLength)
-	if in.Range != nil {
-		size = remote.ContentRangeTotal(aws.ToString(out.ContentRange))
-	}
-	version := aws.ToString(out.ETag)
-	if version == "" && out.LastModified != nil {
-		version = out.LastModified.UTC().Format(http.TimeFormat)
-	}
-	s.facts.Observe(ctx, key, remote.Fact{Size: size, Tag: version})
 	l := int64(-1) // length unknown
 	if out.ContentLength != nil {
 		l = *out.ContentLength
 	}
-	if n >= 0 && l > n {
-		return nil, "", fmt.Errorf("asked for %d bytes, got %d", n, l)
+	t := tag(out.ETag, out.LastModified)
+	var b []byte
+	if n < 0 || status(out.ResultMetadata) == http.StatusOK { // the whole object
+		b, err = s.facts.Whole(ctx, key, out.Body, l, t, off, n)
+	} else {
+		b, err = s.facts.Partial(ctx, key, out.Body, l, aws.ToString(out.ContentRange), t, off, n)
 	}
-	b, err := remote.ReadBody(ctx, out.Body, l)
-	return b, version, err
+	return b, t, err
+}
+
+// pastEnd answers a ranged read that the server says starts at or past the
+// end of the value (InvalidRange): with no bytes, once the value's size
+// confirms it. An empty answer where the value goes on would cut it short.
+func (s *Store) pastEnd(ctx context.Context, key string, off int64) ([]byte, error) {
+	x, ok := s.facts.Get(key)
+	if !ok || x.Size < 0 {
+		e, err := s.head(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		x.Size = e.Size
+	}
+	if off < x.Size {
+		return nil, remote.Retryable(fmt.Errorf("%w: InvalidRange for bytes from %d of %d", remote.ErrBadResponse, off, x.Size))
+	}
+	return []byte{}, nil
+}
+
+// tag returns the validator of an object: its ETag, else (servers that
+// keep none, as versitygw's posix backend without xattrs) its
+// Last-Modified time as an HTTP date, to the second (a listing has
+// milliseconds), which a conditional GET's If-Modified-Since takes back.
+func tag(etag *string, modified *time.Time) string {
+	if e := aws.ToString(etag); e != "" {
+		return e
+	}
+	if modified == nil {
+		return ""
+	}
+	return modified.UTC().Truncate(time.Second).Format(http.TimeFormat)
+}
+
+// status returns the HTTP status of the response an SDK result came from,
+// 0 if unknown.
+func status(md middleware.Metadata) int {
+	if r, ok := awsmiddleware.GetRawResponse(md).(*smithyhttp.Response); ok {
+		return r.StatusCode
+	}
+	return 0
 }
 
 // Stat describes name: HeadObject, and for a name that is no object, a
@@ -393,14 +454,15 @@ func (s *Store) Stat(ctx context.Context, name string) (store.Entry, error) {
 
 // head describes the object name with HeadObject.
 func (s *Store) head(ctx context.Context, name string) (store.Entry, error) {
-	out, cancel, err := call(ctx, s, func(ctx context.Context) (*s3.HeadObjectOutput, error) {
+	out, err := call(ctx, s, func(ctx context.Context) (*s3.HeadObjectOutput, error) {
 		return s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(name))})
 	})
 	s.log.DebugContext(ctx, "s3", "op", "HEAD", "key", name, "err", err)
 	if err == nil {
-		cancel()
 		size := aws.ToInt64(out.ContentLength)
-		s.facts.Observe(ctx, name, remote.Fact{Size: size, Tag: aws.ToString(out.ETag)})
+		if err := s.facts.Observe(ctx, name, remote.Fact{Size: size, Tag: tag(out.ETag, out.LastModified)}); err != nil {
+			return store.Entry{}, fmt.Errorf("s3 HEAD %s: %w", name, err)
+		}
 		return store.Entry{Name: path.Base(name), Size: size}, nil
 	}
 	return store.Entry{}, fmt.Errorf("s3 HEAD %s: %w", name, s.mapErr(ctx, name, err))
@@ -436,34 +498,77 @@ func (s *Store) list(ctx context.Context, dir string, most int32) ([]store.Entry
 	var out []store.Entry
 	p := s3.NewListObjectsV2Paginator(s.client, in)
 	for p.HasMorePages() {
-		page, cancel, err := call(ctx, s, func(ctx context.Context) (*s3.ListObjectsV2Output, error) {
-			return p.NextPage(ctx)
+		// The SDK retries a request until its headers; a listing whose body
+		// breaks (it does not parse) is tried again here. NextPage moves on
+		// only after a page parsed.
+		var page *s3.ListObjectsV2Output
+		err := s.backoff.Do(ctx, func(ctx context.Context) error {
+			var err error
+			page, err = call(ctx, s, func(ctx context.Context) (*s3.ListObjectsV2Output, error) {
+				return p.NextPage(ctx)
+			})
+			s.log.DebugContext(ctx, "s3", "op", "LIST", "key", dir, "err", err)
+			if err != nil {
+				return s.mapErr(ctx, dir, err)
+			}
+			return nil
 		})
-		s.log.DebugContext(ctx, "s3", "op", "LIST", "key", dir, "err", err)
 		if err != nil {
-			return nil, s.mapErr(ctx, dir, err)
+			return nil, err
 		}
-		cancel()
 		for _, cp := range page.CommonPrefixes {
-			name := strings.TrimSuffix(strings.TrimPrefix(aws.ToString(cp.Prefix), prefix), "/")
-			if name != "" && !strings.Contains(name, "/") {
+			if name, ok := entryName(aws.ToString(cp.Prefix), prefix, true); ok {
 				out = append(out, store.Entry{Name: name, Dir: true})
 			}
 		}
 		for _, o := range page.Contents {
-			name := strings.TrimPrefix(aws.ToString(o.Key), prefix)
-			if name == "" || strings.Contains(name, "/") { // a "directory marker"
+			name, ok := entryName(aws.ToString(o.Key), prefix, false)
+			if !ok {
 				continue
 			}
 			out = append(out, store.Entry{Name: name, Size: aws.ToInt64(o.Size)})
-			s.facts.Observe(ctx, remote.Join(dir, name), remote.Fact{Size: aws.ToInt64(o.Size), Tag: aws.ToString(o.ETag)})
+			// A listing serves no bytes: a changed value is refused when
+			// it is read, and the version seen first stays the one served.
+			_ = s.facts.Observe(ctx, remote.Join(dir, name), remote.Fact{Size: aws.ToInt64(o.Size), Tag: tag(o.ETag, o.LastModified)})
 		}
 		if most > 0 && len(out) >= int(most) {
 			break
 		}
 	}
-	slices.SortFunc(out, func(a, b store.Entry) int { return strings.Compare(a.Name, b.Name) })
+	// Sorted by name, one entry per name: a key that is also a prefix of
+	// others ("a" and "a/0") is a directory, which is what leads to the
+	// rest (a Zarr store has no such key), and a name listed twice once.
+	slices.SortFunc(out, func(a, b store.Entry) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		switch {
+		case a.Dir == b.Dir:
+			return 0
+		case a.Dir:
+			return -1
+		}
+		return 1
+	})
+	out = slices.CompactFunc(out, func(a, b store.Entry) bool { return a.Name == b.Name })
 	return out, nil
+}
+
+// entryName returns the name directly under prefix that a listed key (or,
+// with dir, a common prefix ending in "/") stands for. It refuses keys
+// outside prefix, "directory markers" (prefix itself), and names that are
+// not one valid path element ("..", ".", empty, holding "/"), which no
+// key of the store may be.
+func entryName(key, prefix string, dir bool) (string, bool) {
+	name, ok := strings.CutPrefix(key, prefix)
+	if dir {
+		name, ok = strings.CutSuffix(name, "/")
+		ok = ok && strings.HasPrefix(key, prefix)
+	}
+	if !ok || name == "." || name == ".." || strings.Contains(name, "/") || !fs.ValidPath(name) {
+		return "", false
+	}
+	return name, true
 }
 
 // mapErr gives SDK errors the meaning the store promises: not found,
@@ -486,15 +591,23 @@ func (s *Store) mapErr(ctx context.Context, key string, err error) error {
 	case status == http.StatusNotModified:
 		return store.ErrNotModified // a conditional GET of an unchanged object
 	case status == http.StatusNotFound || code == "NoSuchKey" || code == "NotFound":
-		s.facts.Observe(ctx, key, remote.Fact{Missing: true})
+		if err := s.facts.Observe(ctx, key, remote.Fact{Missing: true}); err != nil {
+			return err // it was there: an error, not a missing chunk (a fill value)
+		}
 		return fmt.Errorf("%s: %w", cmp(code, "404"), fs.ErrNotExist)
 	case code == "NoSuchBucket":
 		return fmt.Errorf("no such bucket %q: %w", s.bucket, fs.ErrNotExist)
 	case status == http.StatusForbidden || status == http.StatusUnauthorized:
 		return fmt.Errorf("%s: %w", cmp(code, strconv.Itoa(status)), fs.ErrPermission)
 	}
-	// The SDK retried what was worth it. Its errors may wrap a
-	// syscall.Errno (ECONNREFUSED), which must not reach readers as such.
+	// The SDK retried what was worth it, except a body that broke before
+	// it parsed (a listing cut short), which another attempt may cure. Its
+	// errors may wrap a syscall.Errno (ECONNREFUSED), which must not reach
+	// readers as such.
+	var de *smithy.DeserializationError
+	if errors.As(err, &de) {
+		return remote.Retryable(remote.Unavailable(err))
+	}
 	return remote.Unavailable(err)
 }
 

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	zfs "github.com/zfuse/zfuse/fs"
+)
+
+// statTimeout bounds how long checkMountpoint waits for stat of the
+// mountpoint: a FUSE server that is alive but stuck (a zfuse killed in
+// the first milliseconds of its mount hangs in its own FLUSH) never
+// answers, and stat would wait for ever.
+const statTimeout = 5 * time.Second
+
+// checkMountpoint explains the usual reasons a mount would fail, and
+// clears the mountpoint itself where that is safe: a stale zfuse mount,
+// whose zfuse died (SIGKILL, a crash, the OOM killer) and whose kernel
+// connection is gone (stat says ENOTCONN), serves nothing to anyone, so it
+// is unmounted (fusermount3 -u, lazily if a process still holds a file
+// there) with a warning on log. Anything else is left alone and refused
+// with the command that clears it: a live mount, a stale mount of another
+// file system, a mountpoint that does not answer. A mountpoint /dev/fd/N
+// is libfuse's convention for a privileged parent that opened /dev/fuse,
+// mounted it and passed it on as descriptor N: there is nothing to check.
+func checkMountpoint(log *slog.Logger, dir string) error {
+	if passedFuseFd(dir) {
+		return nil
+	}
+	fi, err := statWithin(dir, statTimeout)
+	switch {
+	case errors.Is(err, syscall.ENOTCONN):
+		m := mountOf(dir)
+		if m.fstype != "fuse.zfuse" {
+			return fmt.Errorf("mountpoint %s is a stale FUSE mount (%s; its server died); clear it with: fusermount3 -u %s", dir, m.fstype, dir)
+		}
+		if err := unmountStale(dir); err != nil {
+			return fmt.Errorf("mountpoint %s is a stale zfuse mount (its zfuse died) that could not be cleared (%v); clear it with: fusermount3 -u -z %s", dir, err, dir)
+		}
+		log.Warn("cleared a stale mount a zfuse that died left on the mountpoint", "mountpoint", dir, "source", m.source)
+		if fi, err = statWithin(dir, statTimeout); err != nil {
+			return fmt.Errorf("mountpoint: %w", err)
+		}
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		m := mountOf(dir)
+		if m.fstype == "" {
+			return fmt.Errorf("mountpoint %s does not answer within %v: the file system it lies in is stuck", dir, statTimeout)
+		}
+		return fmt.Errorf("mountpoint %s does not answer within %v: the server of the %s mount there (%s) is stuck; as root, abort it with: echo 1 > /sys/fs/fuse/connections/%s/abort; then clear it with: fusermount3 -u -z %s",
+			dir, statTimeout, m.fstype, m.source, m.minor(), dir)
+	case err != nil:
+		return fmt.Errorf("mountpoint: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("mountpoint %s is not a directory", dir)
+	}
+	if on, err := zfs.Mounted(dir); err == nil && on {
+		return fmt.Errorf("mountpoint %s is busy: something is already mounted there (unmount it with: fusermount3 -u %s)", dir, dir)
+	}
+	return nil
+}
+
+// statWithin stats dir, giving up after d with an error wrapping
+// os.ErrDeadlineExceeded (the stat goes on, in a goroutine that ends with
+// the process or when the server answers).
+func statWithin(dir string, d time.Duration) (fs.FileInfo, error) {
+	type result struct {
+		fi  fs.FileInfo
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		fi, err := os.Stat(dir)
+		ch <- result{fi, err}
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		return r.fi, r.err
+	case <-t.C:
+		return nil, fmt.Errorf("stat %s: no answer within %v: %w", dir, d, os.ErrDeadlineExceeded)
+	}
+}
+
+// unmountStale unmounts the dead FUSE mount at dir: fusermount3 -u, and
+// where a process still holds something under it, -u -z (the mount serves
+// nothing, so detaching it loses nothing).
+func unmountStale(dir string) error {
+	out, err := exec.Command("fusermount3", "-u", dir).CombinedOutput()
+	if err == nil {
+		return nil
+	}
+	if out2, err2 := exec.Command("fusermount3", "-u", "-z", dir).CombinedOutput(); err2 != nil {
+		return fmt.Errorf("fusermount3 -u: %v %s; -u -z: %v %s", err, strings.TrimSpace(string(out)), err2, strings.TrimSpace(string(out2)))
+	}
+	return nil
+}
+
+// A mountEntry is what /proc/self/mountinfo says of the mount at a
+// directory; empty fields where it says nothing.
+type mountEntry struct {
+	dev    string // MAJOR:MINOR
+	fstype string // "fuse.zfuse" for ours
+	source string
+}
+
+// minor is the minor device number, which names a FUSE mount's connection
+// in /sys/fs/fuse/connections.
+func (m mountEntry) minor() string {
+	_, minor, _ := strings.Cut(m.dev, ":")
+	return minor
+}
+
+// mountOf returns the top mount at dir, from /proc/self/mountinfo (which
+// does not stat dir, so a stale or stuck mount does not hang it).
+func mountOf(dir string) mountEntry {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return mountEntry{}
+	}
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return mountEntry{}
+	}
+	defer f.Close()
+	var m mountEntry
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// ID PARENT MAJOR:MINOR ROOT MOUNTPOINT OPTIONS [TAGS...] - FSTYPE SOURCE SUPER
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if ok && len(f) > 4 && len(g) > 1 && unescapeOctal(f[4]) == abs {
+			m = mountEntry{dev: f[2], fstype: g[0], source: unescapeOctal(g[1])}
+		}
+	}
+	return m
+}
+
+// unescapeOctal undoes mountinfo's escapes (\040 for a space).
+func unescapeOctal(s string) string {
+	r := strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`)
+	return r.Replace(s)
+}
