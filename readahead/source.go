@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	iofs "io/fs"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/zfuse/zfuse/codec"
@@ -174,6 +176,7 @@ func (l *Loader) decode(ctx context.Context, a *zarr.Array, refs []chunkRef, src
 	}
 	took := time.Since(start)
 	var bytes, bad int64
+	var toFile []int // decoded chunks to write to memfds
 	for i := range jobs {
 		j := &jobs[i]
 		errs[i] = j.Err
@@ -191,16 +194,14 @@ func (l *Loader) decode(ctx context.Context, a *zarr.Array, refs []chunkRef, src
 				pool.put(bufs[i])
 			}
 		case files:
-			cs[i], errs[i] = newMemfd(j.Dst, &l.memfds)
-			if pool != nil {
-				pool.put(bufs[i])
-			}
+			toFile = append(toFile, i)
 			bytes += int64(len(j.Dst))
 		default:
 			cs[i] = heapChunk(j.Dst, pool)
 			bytes += int64(len(j.Dst))
 		}
 	}
+	l.toMemfds(jobs, bufs, toFile, cs, errs)
 	l.mu.Lock()
 	ds := l.decodeStats[a.Codecs]
 	if ds == nil {
@@ -214,6 +215,31 @@ func (l *Loader) decode(ctx context.Context, a *zarr.Array, refs []chunkRef, src
 	ds.Time += took
 	l.mu.Unlock()
 	return cs, errs
+}
+
+// toMemfds writes the decoded chunks jobs[i].Dst, i in which, to new
+// memfds (cs[i], or the reason in errs[i]), on as many goroutines as there
+// are CPUs: allocating a memfd's pages costs more than decoding into them
+// (see newMemfd), so one goroutine would hold the batch up. Pooled buffers
+// go back to the pool.
+func (l *Loader) toMemfds(jobs []codec.Job, bufs [][]byte, which []int, cs []*chunk, errs []error) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(len(which), runtime.GOMAXPROCS(0)) {
+		wg.Go(func() {
+			for i := range next {
+				cs[i], errs[i] = newMemfd(jobs[i].Dst, &l.memfds)
+				if bufs[i] != nil {
+					l.bufs.put(bufs[i])
+				}
+			}
+		})
+	}
+	for _, i := range which {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }
 
 // batchDecoder returns a's batch decoder, made once per array.
