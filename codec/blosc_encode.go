@@ -297,11 +297,15 @@ func (e *BloscEncoder) compress(d, src []byte, split bool) int {
 	case "lz4":
 		return lz4Compress(d, src, 10-e.Clevel) // c-blosc's acceleration for clevel
 	case "lz4hc":
-		n, err := lz4.CompressBlockHC(src, d, lz4.CompressionLevel(1<<(8+e.Clevel)), nil, nil)
-		if err != nil || n >= len(src) {
-			return 0
-		}
-		return n
+		// pierrec gives up early when dst is smaller than the LZ4 bound,
+		// which a Blosc stream's room always is.
+		return fitInto(d, src, lz4Bound(len(src)), func(b []byte) ([]byte, error) {
+			n, err := lz4.CompressBlockHC(src, b[len(b):cap(b)], lz4.CompressionLevel(1<<(8+e.Clevel)), nil, nil)
+			if n == 0 && err == nil {
+				n = cap(b) // incompressible: more than fits
+			}
+			return b[:len(b)+n], err
+		})
 	case "zlib":
 		return fitInto(d, src, deflateBound(len(src)), func(b []byte) ([]byte, error) { return zlibEncode(b, src, e.Clevel) })
 	case "zstd":

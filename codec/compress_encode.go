@@ -118,6 +118,10 @@ func zstdEncode(dst, src []byte, level int, crc bool) ([]byte, error) {
 			// data has few matches but skewed bytes (1.29x smaller for the
 			// README's benchmark array, where the default stores it raw).
 			zstd.WithAllLitEntropyCompression(true),
+			// One segment: the frame header always holds the content size,
+			// which numcodecs 0.11 needs (klauspost leaves it out below
+			// 256 bytes otherwise).
+			zstd.WithSingleSegment(true),
 			zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)),
 		)
 		if err != nil {
