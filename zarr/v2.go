@@ -26,6 +26,7 @@ type v2Array struct {
 	Filters    []json.RawMessage `json:"filters"`
 	Order      string            `json:"order"`
 	Separator  *string           `json:"dimension_separator"`
+	Fill       json.RawMessage   `json:"fill_value"`
 }
 
 // ParseV2 parses a v2 .zarray document. Metadata that is malformed or
@@ -65,6 +66,7 @@ func ParseV2(zarray []byte) (*Array, error) {
 		a.DType = string(bytes.Join(bytes.Fields(m.DType), nil)) // structured: compact JSON
 	}
 	a.ItemSize = size
+	a.Fill = v2FillBytes(a.DType, size, m.Fill)
 	if err := a.setShape(*m.Shape, *m.Chunks); err != nil {
 		return nil, err
 	}
