@@ -9,9 +9,22 @@ import (
 // everything: the decoder types encode too.
 
 func init() {
-	for _, id := range []string{"crc32", "adler32", "crc32c", "fletcher32", "jenkins_lookup3", "shuffle", "delta"} {
+	for _, id := range []string{"crc32", "adler32", "crc32c", "fletcher32", "jenkins_lookup3", "shuffle"} {
 		registerEncoder(id, asEncoder(id))
 	}
+	registerEncoder("delta", newDeltaEncoder)
+}
+
+// newDeltaEncoder refuses, up front, the deltas Encode does not write.
+func newDeltaEncoder(c Config, itemSize int) (Encoder, error) {
+	e, err := asEncoder("delta")(c, itemSize)
+	if err != nil {
+		return nil, err
+	}
+	if d := e.(*Delta); d.AsType != d.DType || !isIntKind(d.DType) {
+		return nil, fmt.Errorf("%w: delta encodes integers stored as themselves, not %s as %s", ErrConfig, d.DType, d.AsType)
+	}
+	return e, nil
 }
 
 var (

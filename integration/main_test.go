@@ -346,22 +346,27 @@ func isMounted(t testing.TB, dir string) bool {
 
 // checkPy runs testdata/check.py with args and turns each line it prints
 // into a subtest of t that fails with the check's error.
-func checkPy(t *testing.T, args ...string) {
+func checkPy(t *testing.T, args ...string) { pyChecks(t, "check.py", args...) }
+
+// pyChecks runs the Python check script testdata/SCRIPT with args; each
+// JSON line it prints, {"name", "err"}, becomes a subtest of t that fails
+// with err.
+func pyChecks(t *testing.T, script string, args ...string) {
 	t.Helper()
 	needPython(t)
-	cmd := exec.Command(python, append([]string{filepath.Join(repo, "integration", "testdata", "check.py")}, args...)...)
+	cmd := exec.Command(python, append([]string{filepath.Join(repo, "integration", "testdata", script)}, args...)...)
 	cmd.Env = append(os.Environ(), "PYTHONUTF8=1")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("check.py %v: %v\n%s", args, err, stderr.String())
+		t.Fatalf("%s %v: %v\n%s", script, args, err, stderr.String())
 	}
 	n := 0
 	for line := range bytes.Lines(out) {
 		var r struct{ Name, Err string }
 		if err := json.Unmarshal(line, &r); err != nil {
-			t.Fatalf("check.py printed %q: %v", line, err)
+			t.Fatalf("%s printed %q: %v", script, line, err)
 		}
 		n++
 		t.Run(r.Name, func(t *testing.T) {
@@ -371,7 +376,7 @@ func checkPy(t *testing.T, args ...string) {
 		})
 	}
 	if n == 0 {
-		t.Fatalf("check.py %v checked nothing\n%s", args, stderr.String())
+		t.Fatalf("%s %v checked nothing\n%s", script, args, stderr.String())
 	}
 }
 

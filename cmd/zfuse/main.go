@@ -4,6 +4,7 @@
 //	zfuse mount [flags] SOURCE MOUNTPOINT   serve SOURCE at MOUNTPOINT until SIGINT/SIGTERM
 //	zfuse cat [flags] SOURCE PATH           print one file exactly as the mount serves it
 //	zfuse info [flags] SOURCE               list the arrays and how each is presented
+//	zfuse compress [flags] SOURCE DEST      write SOURCE's arrays as a compressed store
 //	zfuse bench [flags]                     measure the mount against baselines on this machine
 //	zfuse version                           print the version
 package main
@@ -37,6 +38,7 @@ const usage = `usage:
   zfuse mount [flags] SOURCE MOUNTPOINT
   zfuse cat [flags] SOURCE PATH
   zfuse info [flags] SOURCE
+  zfuse compress [flags] SOURCE DEST
   zfuse bench [flags]
   zfuse version
 Run "zfuse CMD -h" for a command's flags.`
@@ -53,6 +55,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if cmd == "bench" {
 		return bench(ctx, args, stdout, stderr)
+	}
+	if cmd == "compress" {
+		return compress(ctx, args, stdout, stderr)
 	}
 	fl := flag.NewFlagSet("zfuse "+cmd, flag.ContinueOnError)
 	fl.SetOutput(stderr)
