@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,6 +65,7 @@ type compressFlags struct {
 	memory     cache.Size
 	progress   string
 	logLevel   string
+	cpuProfile string
 }
 
 func addCompressFlags(fl *flag.FlagSet) *compressFlags {
@@ -81,6 +83,7 @@ func addCompressFlags(fl *flag.FlagSet) *compressFlags {
 	fl.Var(&f.memory, "memory", "bound on the chunk bytes in flight (read, encoded, being written), e.g. 512MiB")
 	fl.StringVar(&f.progress, "progress", "auto", "progress on stderr: auto (a bar on a terminal, plain lines otherwise), bar, plain, none")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a CPU profile of the run to this file, for go tool pprof")
 	return f
 }
 
@@ -109,6 +112,17 @@ func compress(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	source, dest := fl.Arg(0), fl.Arg(1)
 	if err := checkDest(source, dest, f.resume); err != nil {
 		return err
+	}
+	if f.cpuProfile != "" {
+		pf, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	lf := &loaderFlags{workers: max(f.workers, 1), decoder: f.decoder}
 	dec, err := lf.decoders(log, true)

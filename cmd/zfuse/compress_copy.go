@@ -413,6 +413,26 @@ func (c *copier) copyArray(ctx context.Context, pa *planArray, keep bool, st *ar
 	return ctx.Err()
 }
 
+// bufs are encode buffers, reused: a run allocates as many as it has in
+// flight, not one per chunk (each a page fault per 4 KiB when fresh).
+var bufs sync.Pool // of *[]byte
+
+// getBuf returns an empty buffer of capacity n or more.
+func getBuf(n int) []byte {
+	if p, _ := bufs.Get().(*[]byte); p != nil && cap(*p) >= n {
+		return (*p)[:0]
+	}
+	return make([]byte, 0, n)
+}
+
+// putBuf returns b's array to bufs; the caller keeps no reference to it.
+func putBuf(b []byte) {
+	if cap(b) > 0 {
+		b = b[:0]
+		bufs.Put(&b)
+	}
+}
+
 // pid names compress's reads to the chunk loader.
 var pid = uint32(os.Getpid())
 
@@ -455,6 +475,11 @@ func (c *copier) unit(ctx context.Context, pa *planArray, enc codec.BatchEncoder
 	}
 	var jobs []codec.Job
 	var idx []int
+	defer func() {
+		for _, j := range jobs {
+			putBuf(j.Dst)
+		}
+	}()
 	nkept := 0
 	for i, raw := range raws {
 		if kept[i] && u.shard == nil {
@@ -462,7 +487,7 @@ func (c *copier) unit(ctx context.Context, pa *planArray, enc codec.BatchEncoder
 			continue
 		}
 		if raw != nil {
-			jobs = append(jobs, codec.Job{Src: raw, Dst: make([]byte, 0, pa.enc.Chunk().MaxEncodedLen(len(raw)))})
+			jobs = append(jobs, codec.Job{Src: raw, Dst: getBuf(pa.enc.Chunk().MaxEncodedLen(len(raw)))})
 			idx = append(idx, i)
 		}
 	}

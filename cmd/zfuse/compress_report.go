@@ -69,7 +69,9 @@ func (p *progress) loop() {
 		select {
 		case <-p.done:
 			if p.mode == "bar" {
-				fmt.Fprintf(p.w, "\r%s\n", p.line())
+				fmt.Fprintf(p.w, "\r%s\x1b[K\n", p.line())
+			} else {
+				fmt.Fprintln(p.w, "compress:", p.line())
 			}
 			return
 		case now := <-t.C:

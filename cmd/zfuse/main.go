@@ -40,6 +40,7 @@ const usage = `usage:
   zfuse info [flags] SOURCE
   zfuse compress [flags] SOURCE DEST
   zfuse bench [flags]
+  zfuse bench compress [flags]
   zfuse version
 Run "zfuse CMD -h" for a command's flags.`
 
@@ -54,6 +55,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if cmd == "bench" {
+		if len(args) > 0 && args[0] == "compress" { // bench_compress.go
+			return benchCompress(ctx, args[1:], stdout, stderr)
+		}
 		return bench(ctx, args, stdout, stderr)
 	}
 	if cmd == "compress" {
