@@ -26,7 +26,8 @@ import (
 //     ../shared/conformance, encoded by zfuse with each fixture
 //     configuration of the codecs zfuse encodes: numcodecs decodes the
 //     result to the array, and zfuse decodes zfuse's and numcodecs' own
-//     encodings (the fixture files) to the same bytes.
+//     encodings (the fixture files) to the same bytes. And c-blosc 1.18's
+//     compat buffers, decoded and encoded again with their compressor.
 func TestNumcodecsEncode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: does not run Python")
@@ -170,6 +171,29 @@ func TestNumcodecsEncode(t *testing.T) {
 	}
 	if len(refused) == 0 {
 		t.Error("expected snappy and float delta fixtures to be refused")
+	}
+
+	// c-blosc's compat buffers (int32 0..999999 from c-blosc 1.18.0):
+	// decoded, encoded again with the same compressor and shuffle at
+	// clevel 9, decoded by numcodecs.
+	compat, _ := filepath.Glob(filepath.Join(confDir(t, "c-blosc"), "compat", "blosc-1.18.0-*.cdata"))
+	if len(compat) < 5 {
+		t.Fatalf("found %d c-blosc 1.18.0 compat files", len(compat))
+	}
+	for _, p := range compat {
+		src := confMust(os.ReadFile(p))
+		h := confMust(ParseBlosc(src))
+		raw := confMust(DecodeFull(Blosc{}, make([]byte, 0, h.Nbytes), src))
+		cname := strings.Split(strings.TrimSuffix(filepath.Base(p), ".cdata"), "-")[2]
+		e := &BloscEncoder{Cname: cname, Clevel: 9, Shuffle: h.Shuffle(), Typesize: h.Typesize}
+		ours := confMust(e.Encode(make([]byte, 0, e.MaxEncodedLen(len(raw))), raw))
+		name := "c-blosc/" + filepath.Base(p)
+		rawFile, goFile := filepath.Join(dir, filepath.Base(p)+".raw"), filepath.Join(dir, filepath.Base(p)+".go")
+		if err := errors.Join(os.WriteFile(rawFile, raw, 0o644), os.WriteFile(goFile, ours, 0o644)); err != nil {
+			t.Fatal(err)
+		}
+		cfg := confMust(json.Marshal(map[string]any{"id": "blosc", "cname": cname, "clevel": 9, "shuffle": h.Shuffle()}))
+		checks = append(checks, item{name, cfg, goFile, rawFile})
 	}
 
 	list := filepath.Join(dir, "check.json")
