@@ -53,7 +53,11 @@ func benchCompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	work := *dir
-	if work == "" {
+	if work != "" {
+		if err := os.MkdirAll(work, 0o755); err != nil {
+			return err
+		}
+	} else {
 		var err error
 		if work, err = os.MkdirTemp("", "zfuse-bench-compress-"); err != nil {
 			return err

@@ -392,6 +392,9 @@ func unravelGrid(i int64, grid []int) []int {
 func (c *copier) copyArray(ctx context.Context, pa *planArray, keep bool, st *arrayStats) error {
 	d := pa.enc.Array()
 	n, at := units(d)
+	if n == 0 || d.NumChunks() == 0 {
+		return nil // an empty array: metadata only
+	}
 	first := at(0)
 	weight := int64(len(first.coords)) * (d.ChunkLen() + int64(pa.enc.Chunk().MaxEncodedLen(int(d.ChunkLen()))))
 	sem := semaphore.NewWeighted(max(c.memory, weight))
