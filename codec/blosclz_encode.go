@@ -220,18 +220,9 @@ func blosclzCompress(out, in []byte, clevel int, split bool) int {
 		out[op] = blosclzMaxCopy - 1
 		op++
 	}
-	for ip <= bound {
-		if op+2 > olimit {
+	for ; ip <= bound; ip++ {
+		if !literal(ip) {
 			return 0
-		}
-		out[op] = in[ip]
-		op++
-		ip++
-		cp++
-		if cp == blosclzMaxCopy {
-			cp = 0
-			out[op] = blosclzMaxCopy - 1
-			op++
 		}
 	}
 	if cp > 0 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"runtime"
 	"sync"
 
@@ -170,6 +171,12 @@ type byteWriter struct{ b []byte }
 
 func (w *byteWriter) Write(p []byte) (int, error) { w.b = append(w.b, p...); return len(p), nil }
 
+// A deflater is a pooled compress/zlib or compress/gzip writer.
+type deflater interface {
+	io.WriteCloser
+	Reset(w io.Writer)
+}
+
 var (
 	zlibWriters = [11]sync.Pool{} // by level+1
 	gzipWriters = [11]sync.Pool{}
@@ -181,50 +188,37 @@ var (
 // uncompressed (ratio 1.01 for the README's benchmark chunks, where C zlib
 // level 1 gets 1.35 and the standard library 1.29).
 func zlibEncode(dst, src []byte, level int) ([]byte, error) {
-	level = min(max(level, -1), 9)
-	w := &byteWriter{b: dst}
-	zw, _ := zlibWriters[level+1].Get().(*zlib.Writer)
-	if zw == nil {
-		var err error
-		if zw, err = zlib.NewWriterLevel(w, level); err != nil {
-			return dst, fmt.Errorf("%w: zlib: %v", ErrConfig, err)
-		}
-	} else {
-		zw.Reset(w)
-	}
-	defer zlibWriters[level+1].Put(zw)
-	if _, err := zw.Write(src); err != nil {
-		return dst, err
-	}
-	if err := zw.Close(); err != nil {
-		return dst, err
-	}
-	zw.Reset(nil)
-	return w.b, nil
+	return deflate(dst, src, level, &zlibWriters, func(w io.Writer, l int) (deflater, error) { return zlib.NewWriterLevel(w, l) })
 }
 
 // gzipEncode appends one gzip member of src at level to dst, as Python's
 // gzip.GzipFile writes it (the modification time is left zero).
 func gzipEncode(dst, src []byte, level int) ([]byte, error) {
+	return deflate(dst, src, level, &gzipWriters, func(w io.Writer, l int) (deflater, error) { return gzip.NewWriterLevel(w, l) })
+}
+
+// deflate compresses src onto dst with a writer from pools (by level),
+// made by fresh when the pool is empty.
+func deflate(dst, src []byte, level int, pools *[11]sync.Pool, fresh func(io.Writer, int) (deflater, error)) ([]byte, error) {
 	level = min(max(level, -1), 9)
 	w := &byteWriter{b: dst}
-	gw, _ := gzipWriters[level+1].Get().(*gzip.Writer)
-	if gw == nil {
+	d, _ := pools[level+1].Get().(deflater)
+	if d == nil {
 		var err error
-		if gw, err = gzip.NewWriterLevel(w, level); err != nil {
-			return dst, fmt.Errorf("%w: gzip: %v", ErrConfig, err)
+		if d, err = fresh(w, level); err != nil {
+			return dst, fmt.Errorf("%w: deflate level %d: %v", ErrConfig, level, err)
 		}
 	} else {
-		gw.Reset(w)
+		d.Reset(w)
 	}
-	defer gzipWriters[level+1].Put(gw)
-	if _, err := gw.Write(src); err != nil {
+	defer pools[level+1].Put(d)
+	if _, err := d.Write(src); err != nil {
 		return dst, err
 	}
-	if err := gw.Close(); err != nil {
+	if err := d.Close(); err != nil {
 		return dst, err
 	}
-	gw.Reset(nil)
+	d.Reset(nil) // keep no reference to dst
 	return w.b, nil
 }
 

@@ -28,36 +28,12 @@ import json
 import math
 import os
 import sys
-import traceback
 
 import numcodecs
 import numpy as np
 import zarr
 
-
-def report(name, err=""):
-    print(json.dumps({"name": name, "err": err}), flush=True)
-
-
-def checked(name, fn, *args):
-    try:
-        err = fn(*args) or ""
-    except Exception as e:
-        err = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
-    report(name, err)
-
-
-def differ(want, got):
-    want, got = np.asarray(want), np.asarray(got)
-    if want.dtype != got.dtype or want.shape != got.shape:
-        return f"got {got.dtype}{got.shape}, want {want.dtype}{want.shape}"
-    if want.dtype.kind in "fc":
-        same = np.array_equal(want, got, equal_nan=True)
-    elif want.dtype.kind == "V" or want.dtype.names:
-        same = want.tobytes() == got.tobytes()
-    else:
-        same = np.array_equal(want, got)
-    return "" if same else f"values differ:\ngot  {got.ravel()[:8]}...\nwant {want.ravel()[:8]}..."
+from check import checked, differ, report  # check.py, beside this file
 
 
 def same_fill(a, b, nullfill=False):
