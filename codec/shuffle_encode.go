@@ -91,7 +91,9 @@ func shuffle8(dst, src []byte, n int) {
 // with n = len(src)/typesize elements, if n%8 != 0 the block is copied
 // verbatim; otherwise bit k of byte j of element i goes to bit i%8 of
 // byte i/8 of plane 8*j+k (planes of n/8 bytes), and the tail bytes are
-// copied verbatim.
+// copied verbatim. It byte-shuffles first (the SSE2 kernels), then
+// transposes each byte position's 8x8 bit matrices, the decoder's steps
+// backwards.
 func bitShuffle(dst, src []byte, typesize int) {
 	if len(dst) != len(src) {
 		panic("codec: bitShuffle: len(dst) != len(src)")
@@ -103,23 +105,20 @@ func bitShuffle(dst, src []byte, typesize int) {
 		return
 	}
 	nb := n / 8
+	planes := src[:n*typesize]
+	if typesize > 1 {
+		p := getBuf(n * typesize)
+		defer putBuf(p)
+		planes = (*p)[:n*typesize]
+		byteShuffle(planes, src[:n*typesize], typesize)
+	}
 	for j := range typesize {
-		planes := dst[8*j*nb : 8*(j+1)*nb]
+		in := planes[j*n : (j+1)*n] // byte j of every element
+		out := dst[8*j*nb : 8*(j+1)*nb]
 		for q := range nb {
-			// Byte j of elements 8q..8q+7 as one matrix; its transpose
-			// holds the eight plane bytes.
-			var x uint64
-			if typesize == 1 {
-				x = binary.LittleEndian.Uint64(src[8*q:])
-			} else {
-				s := src[8*q*typesize+j:]
-				for e := range 8 {
-					x |= uint64(s[e*typesize]) << (8 * e)
-				}
-			}
-			x = transpose8x8(x)
+			x := transpose8x8(binary.LittleEndian.Uint64(in[8*q:]))
 			for k := range 8 {
-				planes[k*nb+q] = byte(x >> (8 * k))
+				out[k*nb+q] = byte(x >> (8 * k))
 			}
 		}
 	}
