@@ -291,10 +291,15 @@ func (c *copier) writeGroups(p *compressPlan) error {
 }
 
 // copyStored copies every value under an array that cannot be encoded as
-// it is stored: all keys under it when the store lists, else its metadata
-// and the keys of its chunk grid.
+// it is stored: the keys of its chunk grid (remote stores may not list
+// chunk keys), then whatever else the store lists under it.
 func (c *copier) copyStored(ctx context.Context, pa *planArray) error {
+	done := map[string]bool{}
 	copyKey := func(key string) error {
+		if done[key] {
+			return nil
+		}
+		done[key] = true
 		b, err := c.src.ReadKey(ctx, key)
 		if errors.Is(err, iofs.ErrNotExist) {
 			return nil
@@ -302,8 +307,16 @@ func (c *copier) copyStored(ctx context.Context, pa *planArray) error {
 		if err != nil {
 			return err
 		}
-		rel := strings.TrimPrefix(strings.TrimPrefix(key, strings.TrimPrefix(pa.path, ".")), "/")
+		rel := strings.TrimPrefix(strings.TrimPrefix(key, pa.srcDir), "/")
 		return c.write(c.path(pa.path, rel), b)
+	}
+	if a := pa.src; a != nil {
+		for i := range a.NumChunks() {
+			key, _, _ := a.StoredKey(a.Coords(i))
+			if err := copyKey(path.Join(pa.srcDir, key)); err != nil {
+				return err
+			}
+		}
 	}
 	var walk func(dir string) error
 	walk = func(dir string) error {
@@ -325,20 +338,13 @@ func (c *copier) copyStored(ctx context.Context, pa *planArray) error {
 		return nil
 	}
 	err := walk(pa.path)
-	if !errors.Is(err, store.ErrNotSupported) {
-		return err
-	}
-	if pa.src == nil {
-		c.log.Warn("array copied without its chunks: the store cannot list them and its metadata does not parse", "key", pa.path)
+	if errors.Is(err, store.ErrNotSupported) {
+		if pa.src == nil {
+			c.log.Warn("array copied without its chunks: the store cannot list them and its metadata does not parse", "key", pa.path)
+		}
 		return nil
 	}
-	for i := range pa.src.NumChunks() {
-		key, _, _ := pa.src.StoredKey(pa.src.Coords(i))
-		if err := copyKey(path.Join(pa.srcDir, key)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return err
 }
 
 // A unit is a piece of one array's copy: the new chunks it writes, in
