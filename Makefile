@@ -1,7 +1,7 @@
 # zfuse build and test targets. Every target is a plain go command.
 GO ?= go
 
-.PHONY: all build deps check test unit integration fuzz soak bench bench-mount bench-c kernels gpu
+.PHONY: all build deps check test unit integration fuzz soak bench bench-mount bench-c bench-compress kernels gpu
 
 all: build
 
@@ -107,6 +107,14 @@ bench-mount: build
 # bench-c: Go vs C (numcodecs) decode speed on the same numcodecs-written bytes.
 bench-c:
 	/usr/bin/python3 codec/testdata/bench_c.py
+
+# bench-compress: the README's Compress table. zfuse bench compress writes a
+# 1 GiB float32 array uncompressed with zarr-python, then in alternating
+# rounds times Blosc-lz4 encoding (zfuse's pool against numcodecs 0.11 with
+# as many Blosc threads), the Blosc-lz4 and Zstd ratios against c-blosc and
+# libzstd, and zfuse compress against zarr-python's zarr.copy.
+bench-compress: build
+	bin/zfuse bench compress
 
 # kernels: regenerate the committed PTX from gpu/kernels/*.cu with nvcc
 # (Debian 12: nvidia-cuda-toolkit from the non-free component; normal builds

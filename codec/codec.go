@@ -70,14 +70,5 @@ func Batch(d Decoder) BatchDecoder { return loop{d} }
 type loop struct{ d Decoder }
 
 func (l loop) DecodeBatch(ctx context.Context, jobs []Job) error {
-	for i := range jobs {
-		if err := ctx.Err(); err != nil {
-			for j := i; j < len(jobs); j++ {
-				jobs[j].Err = err
-			}
-			return err
-		}
-		jobs[i].Dst, jobs[i].Err = l.d.Decode(jobs[i].Dst[:0], jobs[i].Src)
-	}
-	return nil
+	return runLoop(ctx, jobs, l.d.Decode)
 }

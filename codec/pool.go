@@ -10,10 +10,11 @@ import (
 // ErrPoolClosed is the error of jobs handed to a Pool after Close.
 var ErrPoolClosed = errors.New("codec: pool closed")
 
-// A Pool is a fixed set of worker goroutines that decode chunks on the CPU.
-// However many batches run at once, at most Workers decodes run at a time,
-// so a burst of readahead cannot oversubscribe the machine. Each BatchDecoder
-// from Batch shares the pool's workers.
+// A Pool is a fixed set of worker goroutines that decode (and encode)
+// chunks on the CPU. However many batches run at once, at most Workers
+// chunks are worked on at a time, so a burst of readahead cannot
+// oversubscribe the machine. Each BatchDecoder from Batch and each
+// BatchEncoder from EncoderBatch shares the pool's workers.
 //
 // A Pool is safe for concurrent use. Close stops its goroutines.
 type Pool struct {
@@ -24,10 +25,11 @@ type Pool struct {
 	wg      sync.WaitGroup // the workers
 }
 
-// poolTask is one job of one batch; the batch waits on wg.
+// poolTask is one job of one batch; the batch waits on wg. run is the
+// Decode or Encode method of the batch's codec.
 type poolTask struct {
 	ctx context.Context
-	d   Decoder
+	run func(dst, src []byte) ([]byte, error)
 	job *Job
 	wg  *sync.WaitGroup
 }
@@ -56,7 +58,7 @@ func (p *Pool) work() {
 			if err := t.ctx.Err(); err != nil {
 				t.job.Err = err // not started before ctx ended
 			} else {
-				t.job.Dst, t.job.Err = t.d.Decode(t.job.Dst[:0], t.job.Src)
+				t.job.Dst, t.job.Err = t.run(t.job.Dst[:0], t.job.Src)
 			}
 			t.wg.Done()
 		}
@@ -84,20 +86,40 @@ type poolBatch struct {
 // DecodeBatch hands the jobs to the workers in order and waits for them.
 // Jobs not started when ctx ends get ctx.Err(), which is also returned.
 func (b poolBatch) DecodeBatch(ctx context.Context, jobs []Job) error {
+	return b.p.run(ctx, jobs, b.d.Decode)
+}
+
+// EncoderBatch returns a BatchEncoder that encodes with e on the pool's
+// workers. It agrees with codec.EncoderBatch(e) byte for byte.
+func (p *Pool) EncoderBatch(e Encoder) BatchEncoder { return poolEncode{p, e} }
+
+type poolEncode struct {
+	p *Pool
+	e Encoder
+}
+
+// EncodeBatch hands the jobs to the workers in order and waits for them,
+// as DecodeBatch does.
+func (b poolEncode) EncodeBatch(ctx context.Context, jobs []Job) error {
+	return b.p.run(ctx, jobs, b.e.Encode)
+}
+
+// run hands jobs to the workers, each to be done with fn, and waits.
+func (p *Pool) run(ctx context.Context, jobs []Job, fn func(dst, src []byte) ([]byte, error)) error {
 	var wg sync.WaitGroup
 	var stop error
 	i := 0
 hand:
 	for ; i < len(jobs); i++ {
 		wg.Add(1)
-		t := poolTask{ctx: ctx, d: b.d, job: &jobs[i], wg: &wg}
+		t := poolTask{ctx: ctx, run: fn, job: &jobs[i], wg: &wg}
 		select {
-		case b.p.tasks <- t:
+		case p.tasks <- t:
 		case <-ctx.Done():
 			wg.Done()
 			stop = ctx.Err()
 			break hand
-		case <-b.p.done:
+		case <-p.done:
 			wg.Done()
 			stop = ErrPoolClosed
 			break hand

@@ -115,9 +115,11 @@ func NewConfig(c Config) (Decoder, error) {
 }
 
 // IDs returns the registered codec ids, sorted.
-func IDs() []string {
-	ids := make([]string, 0, len(constructors))
-	for id := range constructors {
+func IDs() []string { return sortedIDs(constructors) }
+
+func sortedIDs[V any](m map[string]V) []string {
+	ids := make([]string, 0, len(m))
+	for id := range m {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)

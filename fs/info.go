@@ -2,6 +2,10 @@ package fs
 
 import (
 	"context"
+	"errors"
+	iofs "io/fs"
+
+	"github.com/zfuse/zfuse/store"
 
 	"github.com/zfuse/zfuse/zarr"
 )
@@ -37,23 +41,66 @@ type ArrayInfo struct {
 // lists directories and reads the indexes of sharded arrays; it decodes
 // nothing.
 func (t *Tree) Arrays(ctx context.Context) ([]ArrayInfo, error) {
+	var out []ArrayInfo
+	err := t.walkDirs(ctx, func(dir *node) error {
+		x := dir.arr
+		if x == nil {
+			return nil
+		}
+		info := ArrayInfo{Path: dir.key, Format: dir.m.format, Array: x.a, Shards: dir.m.shards,
+			PassThrough: x.why, Hidden: dir.m.skip, ZarrJSON: dir.m.zarrJSON}
+		if info.Hidden != nil {
+			info.PassThrough = nil
+			out = append(out, info)
+			return nil
+		}
+		err := t.count(ctx, dir, &info)
+		out = append(out, info)
+		return err
+	})
+	return out, err
+}
+
+// A GroupInfo describes one group of the store, for zfuse compress.
+type GroupInfo struct {
+	Path   string // store key of the group directory ("." for the root)
+	Format int    // zarr_format of its metadata: 2 or 3
+}
+
+// Groups walks the whole presented tree, as Arrays does, and lists every
+// directory whose metadata makes it a group (a v3 zarr.json, a v2
+// .zgroup), in path order.
+func (t *Tree) Groups(ctx context.Context) ([]GroupInfo, error) {
+	var out []GroupInfo
+	err := t.walkDirs(ctx, func(dir *node) error {
+		switch {
+		case dir.arr != nil || dir.m == nil:
+		case dir.m.format == 3:
+			out = append(out, GroupInfo{Path: dir.key, Format: 3})
+		default: // v2 groups are plain directories of the tree
+			_, err := store.Stat(ctx, t.store, join(dir.key, zarr.GroupFile))
+			if err == nil {
+				out = append(out, GroupInfo{Path: dir.key, Format: 2})
+			} else if !errors.Is(err, iofs.ErrNotExist) {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// walkDirs calls visit for the root and every directory below it that is
+// not inside an array (arrays are leaves: their directories hold chunks),
+// in path order.
+func (t *Tree) walkDirs(ctx context.Context, visit func(dir *node) error) error {
 	root, err := t.root(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var out []ArrayInfo
 	var walk func(dir *node) error
 	walk = func(dir *node) error {
-		if x := dir.arr; x != nil { // arrays are leaves: directories inside hold chunks
-			info := ArrayInfo{Path: dir.key, Format: dir.m.format, Array: x.a, Shards: dir.m.shards,
-				PassThrough: x.why, Hidden: dir.m.skip, ZarrJSON: dir.m.zarrJSON}
-			if info.Hidden != nil {
-				info.PassThrough = nil
-				out = append(out, info)
-				return nil
-			}
-			err := t.count(ctx, dir, &info)
-			out = append(out, info)
+		if err := visit(dir); err != nil || dir.arr != nil {
 			return err
 		}
 		ns, err := t.list(ctx, dir)
@@ -69,7 +116,7 @@ func (t *Tree) Arrays(ctx context.Context) ([]ArrayInfo, error) {
 		}
 		return nil
 	}
-	return out, walk(root)
+	return walk(root)
 }
 
 // count adds up the chunk files under dir, a directory in an array.

@@ -66,6 +66,7 @@ func ParseV2(zarray []byte) (*Array, error) {
 		a.DType = string(bytes.Join(bytes.Fields(m.DType), nil)) // structured: compact JSON
 	}
 	a.ItemSize = size
+	a.Fill = v2FillBytes(a.DType, size, m.FillValue)
 	if err := a.setShape(*m.Shape, *m.Chunks); err != nil {
 		return nil, err
 	}

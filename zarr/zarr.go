@@ -36,10 +36,11 @@ type Array struct {
 	Separator string // chunk key separator, "." or "/"
 	Codecs    string // the stored pipeline in words, e.g. "blosc(lz4, shuffle) | delta(<i4)"
 
+	Fill []byte // one element holding fill_value in the presented byte order; nil when undefined (or, in v2, unreadable). Read-only.
+
 	// Zarr v3 only (see v3.go).
 	DataType string // data_type as written: "int16", or compact JSON for an extension type
 	Endian   string // byte order of the presented chunks: "little", "big", or "" for 1-byte types
-	Fill     []byte // one element holding fill_value in the presented byte order; nil when undefined. Read-only.
 
 	// PassThrough, when non-nil, says why the array cannot be presented raw
 	// (object dtype, a codec zfuse cannot decode); its files are then served

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -56,8 +55,8 @@ func (r *benchResults) epoch(c cell, e int) (med, lo, hi float64, ok bool) {
 	if len(xs) == 0 {
 		return 0, 0, 0, false
 	}
-	slices.Sort(xs)
-	return median(xs), xs[0], xs[len(xs)-1], true
+	med, lo, hi = median(xs) // bench_compress.go
+	return med, lo, hi, true
 }
 
 // ratio returns the median over rounds of a's rate ÷ b's in epoch e, each
@@ -73,16 +72,8 @@ func (r *benchResults) ratio(a, b cell, e int) (med, lo, hi float64, ok bool) {
 	if len(xs) == 0 {
 		return 0, 0, 0, false
 	}
-	slices.Sort(xs)
-	return median(xs), xs[0], xs[len(xs)-1], true
-}
-
-func median(xs []float64) float64 {
-	n := len(xs)
-	if n%2 == 1 {
-		return xs[n/2]
-	}
-	return (xs[n/2-1] + xs[n/2]) / 2
+	med, lo, hi = median(xs) // bench_compress.go
+	return med, lo, hi, true
 }
 
 // report prints the setting, the matrix, the mounts' memory and the

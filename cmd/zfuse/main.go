@@ -5,6 +5,7 @@
 //	zfuse cat [flags] SOURCE PATH           print one file exactly as the mount serves it
 //	zfuse info [flags] SOURCE               list the arrays and how each is presented
 //	zfuse warmup [flags] MOUNTPOINT/PATH    decode an array, group or slice into a mount's caches
+//	zfuse compress [flags] SOURCE DEST      write SOURCE's arrays as a compressed store
 //	zfuse bench [flags]                     measure the mount against baselines on this machine
 //	zfuse version                           print the version
 //	zfuse help [COMMAND]                    print the usage, or a command's flags
@@ -61,9 +62,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		_, err := fmt.Fprintln(stdout, "zfuse", version())
 		return err
 	case "bench":
+		if len(args) > 0 && args[0] == "compress" { // bench_compress.go
+			return benchCompress(ctx, args[1:], stdout, stderr)
+		}
 		return bench(ctx, args, stdout, stderr)
 	case "warmup":
 		return warmup(ctx, args, stdout, stderr) // warmup.go
+	case "compress":
+		return compress(ctx, args, stdout, stderr) // compress.go
 	}
 	nargs := map[string]int{"mount": 2, "cat": 2, "info": 1}[cmd]
 	if nargs == 0 {

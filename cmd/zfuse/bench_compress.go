@@ -1,0 +1,295 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/zfuse/zfuse/cache"
+	"github.com/zfuse/zfuse/codec"
+)
+
+// zfuse bench compress measures the encode half against the C libraries
+// on this machine, in one run, alternating the two sides every round:
+//
+//   - encode throughput: every chunk of the array, Blosc(lz4, clevel 5,
+//     shuffle), numcodecs 0.11 with blosc.set_nthreads(cores) against the
+//     CPU pool of --workers (one EncodeBatch);
+//   - ratios: the same Blosc-lz4 against c-blosc's, and Zstd level 3
+//     against libzstd's (through numcodecs);
+//   - end to end: zfuse compress of the uncompressed store (read, encode,
+//     write) against zarr-python 2.13 copying it with the same compressor
+//     (zarr.copy), both writing to the same disk.
+//
+// The input is zfuse bench's: a float32 array, smooth field plus noise, in
+// 1 MiB chunks, written uncompressed by zarr-python (bench_compress.py).
+
+//go:embed bench_compress.py
+var benchCompressPy []byte
+
+func benchCompress(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fl := flag.NewFlagSet("zfuse bench compress", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	size := cache.Size(1 << 30)
+	fl.Var(&size, "size", "decoded size of the array")
+	rounds := fl.Int("rounds", 3, "rounds; each side's median and spread are reported")
+	workers := fl.Int("workers", runtime.NumCPU(), "zfuse's CPU workers; numcodecs gets as many Blosc threads")
+	dir := fl.String("dir", "", "where the stores go (default: a temporary directory, removed at the end)")
+	python := fl.String("python", "/usr/bin/python3", "Python with zarr 2.13 and numcodecs 0.11")
+	if err := fl.Parse(args); err != nil {
+		return err
+	}
+	work := *dir
+	if work != "" {
+		if err := os.MkdirAll(work, 0o755); err != nil {
+			return err
+		}
+	} else {
+		var err error
+		if work, err = os.MkdirTemp("", "zfuse-bench-compress-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(work)
+	}
+	py := filepath.Join(work, "bench_compress.py")
+	if err := os.WriteFile(py, benchCompressPy, 0o644); err != nil {
+		return err
+	}
+	pyRun := func(args ...string) (map[string]float64, error) {
+		var out, errb bytes.Buffer
+		cmd := exec.CommandContext(ctx, *python, append([]string{py}, args...)...)
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("bench_compress.py %s: %v\n%s", args[0], err, &errb)
+		}
+		var r map[string]float64
+		err := json.Unmarshal(out.Bytes(), &r)
+		return r, err
+	}
+	say := func(format string, a ...any) { fmt.Fprintf(stderr, "bench compress: "+format+"\n", a...) }
+
+	raw := filepath.Join(work, "raw.zarr")
+	if _, err := os.Stat(filepath.Join(raw, ".zarray")); err != nil {
+		say("writing %s of float32 with zarr-python into %s...", size, raw)
+		cmd := exec.CommandContext(ctx, *python, py, "write", raw, strconv.FormatInt(int64(size), 10))
+		cmd.Stderr = stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("bench_compress.py write: %w", err)
+		}
+	}
+	chunks, err := readChunks(raw)
+	if err != nil {
+		return err
+	}
+	var total int64
+	for _, c := range chunks {
+		total += int64(len(c))
+	}
+	pool := codec.NewPool(*workers)
+	defer pool.Close()
+	lz, err := codec.NewEncoder(json.RawMessage(`{"id":"blosc","cname":"lz4","clevel":5,"shuffle":1}`), 4)
+	if err != nil {
+		return err
+	}
+	zs, err := codec.NewEncoder(json.RawMessage(`{"id":"zstd","level":3}`), 4)
+	if err != nil {
+		return err
+	}
+	// Batches of 16 chunks into the same 16 output buffers, as zfuse
+	// compress reuses its buffers (and as numcodecs' output is malloc'd
+	// and freed per chunk): fresh output memory for all 1024 chunks at
+	// once would time page faults, not encoding.
+	goEncode := func(e codec.Encoder) (float64, int64, error) {
+		const batch = 16
+		bufs := make([][]byte, batch)
+		for i := range bufs {
+			bufs[i] = make([]byte, e.MaxEncodedLen(len(chunks[0])))
+		}
+		be := pool.EncoderBatch(e)
+		jobs := make([]codec.Job, batch)
+		var n int64
+		start := time.Now()
+		for i := 0; i < len(chunks); i += batch {
+			part := chunks[i:min(i+batch, len(chunks))]
+			for k, c := range part {
+				jobs[k] = codec.Job{Src: c, Dst: bufs[k][:0]}
+			}
+			if err := be.EncodeBatch(ctx, jobs[:len(part)]); err != nil {
+				return 0, 0, err
+			}
+			for _, j := range jobs[:len(part)] {
+				if j.Err != nil {
+					return 0, 0, j.Err
+				}
+				n += int64(len(j.Dst))
+			}
+		}
+		return time.Since(start).Seconds(), n, nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	threads := strconv.Itoa(*workers)
+	var m benchCompressRuns
+	load0 := loadAvg()
+	start := time.Now()
+	for r := range *rounds {
+		// Alternate which side goes first, so that neither always meets
+		// a warmer (or busier) machine.
+		sides := []func() error{
+			func() error { // C: numcodecs
+				res, err := pyRun("encode", raw, threads, "blosc-lz4")
+				if err != nil {
+					return err
+				}
+				m.cEnc = append(m.cEnc, float64(total)/res["seconds"]/1e9)
+				m.cLZ4 = int64(res["encoded"])
+				if res, err = pyRun("encode", raw, threads, "zstd"); err != nil {
+					return err
+				}
+				m.cZstd = int64(res["encoded"])
+				dest := filepath.Join(work, "py.zarr")
+				res, err = pyRun("copy", raw, dest, threads)
+				os.RemoveAll(dest)
+				if err != nil {
+					return err
+				}
+				m.pyCopy = append(m.pyCopy, float64(total)/res["seconds"]/1e9)
+				return nil
+			},
+			func() error { // Go: zfuse
+				sec, n, err := goEncode(lz)
+				if err != nil {
+					return err
+				}
+				m.goEnc = append(m.goEnc, float64(total)/sec/1e9)
+				m.goLZ4 = n
+				if _, m.goZstd, err = goEncode(zs); err != nil {
+					return err
+				}
+				dest := filepath.Join(work, "zfuse.zarr")
+				t0 := time.Now()
+				cmd := exec.CommandContext(ctx, self, "compress", "--progress", "none", "--workers", threads, "--codec", "blosc:lz4:5:shuffle", raw, dest)
+				var errb bytes.Buffer
+				cmd.Stderr = &errb
+				err = cmd.Run()
+				sec = time.Since(t0).Seconds()
+				os.RemoveAll(dest)
+				if err != nil {
+					return fmt.Errorf("zfuse compress: %v\n%s", err, &errb)
+				}
+				m.zCopy = append(m.zCopy, float64(total)/sec/1e9)
+				return nil
+			},
+		}
+		if r%2 == 1 {
+			slices.Reverse(sides)
+		}
+		for _, side := range sides {
+			if err := side(); err != nil {
+				return err
+			}
+		}
+		say("round %d of %d done", r+1, *rounds)
+	}
+	m.report(stdout, total, len(chunks), *workers, start, load0)
+	return nil
+}
+
+// readChunks reads every chunk file of the array at dir.
+func readChunks(dir string) ([][]byte, error) {
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out [][]byte
+	for _, e := range es {
+		if strings.HasPrefix(e.Name(), ".") || e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no chunk files in %s", dir)
+	}
+	return out, nil
+}
+
+// benchCompressRuns are the measurements, GB/s per round.
+type benchCompressRuns struct {
+	cEnc, goEnc, pyCopy, zCopy []float64
+	cLZ4, goLZ4, cZstd, goZstd int64 // encoded bytes
+}
+
+// median returns the median and the range of v.
+func median(v []float64) (med, lo, hi float64) {
+	s := slices.Sorted(slices.Values(v))
+	n := len(s)
+	med = s[n/2]
+	if n%2 == 0 {
+		med = (s[n/2-1] + s[n/2]) / 2
+	}
+	return med, s[0], s[n-1]
+}
+
+func (m benchCompressRuns) report(w io.Writer, total int64, nchunks, workers int, start time.Time, load0 string) {
+	fmt.Fprintf(w, "zfuse bench compress, %s: %s, %d cores, %s/%s, %s\n", start.UTC().Format("2006-01-02 15:04 MST"), cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+	fmt.Fprintf(w, "array: float32, %s in %d chunks of 1 MiB, smooth field plus noise (zfuse bench's), stored uncompressed\n", human(total), nchunks)
+	fmt.Fprintf(w, "zfuse: --workers %d; numcodecs 0.11: blosc.set_nthreads(%d); %d rounds alternating, median [min-max]; rates are 1e9 bytes/s of decoded data\n", workers, workers, len(m.goEnc))
+	fmt.Fprintf(w, "load average (1, 5, 15 min) at the start %s, at the end %s\n\n", load0, loadAvg())
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(name string, v []float64) {
+		med, lo, hi := median(v)
+		fmt.Fprintf(tw, "%s\t%.2f GB/s [%.2f-%.2f]\n", name, med, lo, hi)
+	}
+	row("Blosc(lz4, 5, shuffle) encode, numcodecs", m.cEnc)
+	row("Blosc(lz4, 5, shuffle) encode, zfuse pool", m.goEnc)
+	row("copy into Blosc-lz4, zarr-python zarr.copy", m.pyCopy)
+	row("copy into Blosc-lz4, zfuse compress", m.zCopy)
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "target\tmeasured\twanted\t")
+	ratioC, ratioGo := float64(total)/float64(m.cLZ4), float64(total)/float64(m.goLZ4)
+	zC, zGo := float64(total)/float64(m.cZstd), float64(total)/float64(m.goZstd)
+	// Speed ratios pair the two sides of each round (the same load), and
+	// their median and range are reported.
+	paired := func(a, b []float64) (med, lo, hi float64) {
+		r := make([]float64, len(a))
+		for i := range a {
+			r[i] = a[i] / b[i]
+		}
+		return median(r)
+	}
+	enc, encLo, encHi := paired(m.goEnc, m.cEnc)
+	cp, cpLo, cpHi := paired(m.zCopy, m.pyCopy)
+	met := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "NOT MET"
+	}
+	fmt.Fprintf(tw, "Blosc-lz4 encode, zfuse / numcodecs (per round)\t%.2fx [%.2f-%.2f]\t>= 2x\t%s\n", enc, encLo, encHi, met(enc >= 2))
+	fmt.Fprintf(tw, "Blosc-lz4 ratio, zfuse %.4f / c-blosc %.4f\t%.4f\t>= 0.98\t%s\n", ratioGo, ratioC, ratioGo/ratioC, met(ratioGo/ratioC >= 0.98))
+	fmt.Fprintf(tw, "Zstd(3) ratio, zfuse %.4f / libzstd %.4f\t%.4f\t>= 0.95\t%s\n", zGo, zC, zGo/zC, met(zGo/zC >= 0.95))
+	fmt.Fprintf(tw, "zfuse compress / zarr-python copy (per round)\t%.2fx [%.2f-%.2f]\t>= 2x\t%s\n", cp, cpLo, cpHi, met(cp >= 2))
+	tw.Flush()
+}
