@@ -11,13 +11,17 @@ import (
 
 	"github.com/zfuse/zfuse/store"
 	httpstore "github.com/zfuse/zfuse/store/http"
+	"github.com/zfuse/zfuse/store/remote"
 )
 
 // TestReadKeyVersion: a value's version is its ETag (else Last-Modified); a
 // read conditional on the current version is ErrNotModified without a body,
-// for whole values and ranges alike; once the value changes, the same read
-// returns the new bytes and the new version. Go's file server sends
-// Last-Modified (If-Modified-Since); the ETag case adds one per file.
+// for whole values and ranges alike. Once the value changes, the store
+// that saw the old version refuses the new one (remote.ErrChanged: a mount
+// never mixes two versions of a value), and a new store (the next mount)
+// gets the new bytes and the new version from the same conditional read.
+// Go's file server sends Last-Modified (If-Modified-Since); the ETag case
+// adds one per file.
 func TestReadKeyVersion(t *testing.T) {
 	for _, etag := range []bool{false, true} {
 		name := "last-modified"
@@ -66,11 +70,15 @@ func TestReadKeyVersion(t *testing.T) {
 			changed := bytes.Repeat([]byte("ABCDEFGH"), 1000)
 			os.WriteFile(chunk, changed, 0o644)
 			os.Chtimes(chunk, past.Add(time.Minute), past.Add(time.Minute))
-			b, v3, err := s.ReadKeyVersion(ctx, "0.0", 8, 16, v)
-			if err != nil || !bytes.Equal(b, changed[8:24]) || v3 == v || v3 == "" {
-				t.Errorf("range read after a change: %q, version %q (was %q), %v", b, v3, v, err)
+			if _, _, err := s.ReadKeyVersion(ctx, "0.0", 8, 16, v); !errors.Is(err, remote.ErrChanged) {
+				t.Errorf("range read after a change, by the store that read the old version: %v, want ErrChanged", err)
 			}
-			if _, err := s.ReadKey(ctx, "0.0"); err != nil {
+			next := open(t, httpstore.Config{URL: srv.URL})
+			b, v3, err := next.ReadKeyVersion(ctx, "0.0", 8, 16, v)
+			if err != nil || !bytes.Equal(b, changed[8:24]) || v3 == v || v3 == "" {
+				t.Errorf("range read after a change, by a new store: %q, version %q (was %q), %v", b, v3, v, err)
+			}
+			if _, err := next.ReadKey(ctx, "0.0"); err != nil {
 				t.Error(err)
 			}
 		})

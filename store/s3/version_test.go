@@ -9,13 +9,16 @@ import (
 	"time"
 
 	"github.com/zfuse/zfuse/store"
+	"github.com/zfuse/zfuse/store/remote"
 )
 
 // TestReadKeyVersion: the version of an object is its ETag, else its
 // Last-Modified (versitygw --nometa sends no ETag for files put in its
 // directory); a GET conditional on it is ErrNotModified, whole or ranged;
-// after the object is rewritten the same GET returns the new bytes and
-// another version. versitygw compares If-Modified-Since with the file's
+// after the object is rewritten, the store that read the old version
+// refuses the new one (remote.ErrChanged: a mount never mixes versions),
+// and a new store (the next mount) gets the new bytes and another version
+// from the same GET. versitygw compares If-Modified-Since with the file's
 // mtime to the nanosecond, so the test gives its files whole seconds.
 func TestReadKeyVersion(t *testing.T) {
 	const rel = "zarrita.js/fixtures/v2/data.zarr"
@@ -49,7 +52,10 @@ func TestReadKeyVersion(t *testing.T) {
 	if err := os.Chtimes(file, past.Add(time.Minute), past.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	b, v3, err := s.ReadKeyVersion(ctx, key, 0, -1, v)
+	if _, _, err := s.ReadKeyVersion(ctx, key, 0, -1, v); !errors.Is(err, remote.ErrChanged) {
+		t.Errorf("read after a rewrite, by the store that read the old version: %v, want ErrChanged", err)
+	}
+	b, v3, err := g.open(t, storeName(rel), nil).ReadKeyVersion(ctx, key, 0, -1, v)
 	if err != nil || !bytes.Equal(b, changed) || v3 == v {
 		t.Errorf("read after a rewrite: %d bytes, version %q (was %q), %v", len(b), v3, v, err)
 	}
