@@ -34,7 +34,7 @@ type Config struct {
 
 // A Cache maps string keys to immutable byte slices within a byte budget.
 // A key names one value for the life of the cache (as a chunk key names one
-// chunk): every Add or load of a key gives a value of the same size, or the
+// chunk): every add or load of a key gives a value of the same size, or the
 // budget accounting drifts (ristretto updates a cost in place, without
 // evicting). It is safe for concurrent use. Close it to stop its goroutines.
 type Cache struct {
@@ -75,9 +75,9 @@ func New(cfg Config) (*Cache, error) {
 	return c, nil
 }
 
-// Get returns the value kept under key. The value is shared: do not modify
+// lookup returns the value kept under key. The value is shared: do not modify
 // it. A Get also tells the admission policy that key is wanted.
-func (c *Cache) Get(key string) ([]byte, bool) {
+func (c *Cache) lookup(key string) ([]byte, bool) {
 	v, ok := c.get(key)
 	if ok {
 		c.hits.Add(1)
@@ -94,9 +94,9 @@ func (c *Cache) get(key string) ([]byte, bool) {
 	return c.rc.Get(key)
 }
 
-// Has reports whether a value is kept under key, without counting a hit or
+// has reports whether a value is kept under key, without counting a hit or
 // a miss and without telling the admission policy.
-func (c *Cache) Has(key string) bool {
+func (c *Cache) has(key string) bool {
 	if c.rc == nil {
 		return false
 	}
@@ -104,20 +104,20 @@ func (c *Cache) Has(key string) bool {
 	return ok
 }
 
-// Add offers v to the cache under key. The cache takes v as it is (it must
+// add offers v to the cache under key. The cache takes v as it is (it must
 // not be modified afterwards). Adding is asynchronous: the value becomes
-// visible to Get a little later (at the latest after Wait), and it may be
-// dropped or rejected by the admission policy. Add reports false if it was
+// visible to get a little later (at the latest after wait), and it may be
+// dropped or rejected by the admission policy. add reports false if it was
 // dropped at once.
-func (c *Cache) Add(key string, v []byte) bool {
+func (c *Cache) add(key string, v []byte) bool {
 	if c.rc == nil {
 		return false
 	}
 	return c.rc.Set(key, v, int64(cap(v)))
 }
 
-// Wait blocks until every earlier Add has been applied (kept or rejected).
-func (c *Cache) Wait() {
+// wait blocks until every earlier add has been applied (kept or rejected).
+func (c *Cache) wait() {
 	if c.rc != nil {
 		c.rc.Wait()
 	}
@@ -130,7 +130,7 @@ func (c *Cache) Wait() {
 // that loads without error is offered to the cache before it is returned.
 // load must return a value that nobody modifies afterwards.
 func (c *Cache) Load(ctx context.Context, key string, load func(context.Context) ([]byte, error)) ([]byte, error) {
-	if v, ok := c.Get(key); ok {
+	if v, ok := c.lookup(key); ok {
 		return v, nil
 	}
 	return c.flight.Do(ctx, key, func(ctx context.Context) ([]byte, error) {
@@ -144,20 +144,20 @@ func (c *Cache) Load(ctx context.Context, key string, load func(context.Context)
 			c.loadErrors.Add(1)
 			return nil, err
 		}
-		if c.Add(key, v) {
+		if c.add(key, v) {
 			// Make v visible before this load is forgotten, so that the
 			// next reader finds it instead of loading again.
-			c.Wait()
+			c.wait()
 		}
 		return v, nil
 	})
 }
 
-// Used returns the bytes kept: the sum of cap(value) over kept values, as
+// used returns the bytes kept: the sum of cap(value) over kept values, as
 // the eviction policy accounts them. It never exceeds Max. (ristretto stores
 // an admitted value just before it drops the victims that made room for it,
 // so for an instant its map may hold both.)
-func (c *Cache) Used() int64 {
+func (c *Cache) used() int64 {
 	if c.rc == nil {
 		return 0
 	}
@@ -169,11 +169,11 @@ func (c *Cache) Used() int64 {
 	return int64(added - evicted)
 }
 
-// Max returns the budget in bytes.
-func (c *Cache) Max() int64 { return c.max }
+// budget returns the budget in bytes.
+func (c *Cache) budget() int64 { return c.max }
 
 // Close stops the cache's goroutines and drops every value. Afterwards Get
-// misses, Add drops, and Load loads every time.
+// misses, add drops, and Load loads every time.
 func (c *Cache) Close() {
 	if c.rc != nil {
 		c.rc.Close()
@@ -199,7 +199,7 @@ func (c *Cache) Stats() Stats {
 		Misses:     c.misses.Load(),
 		Loads:      c.loads.Load(),
 		LoadErrors: c.loadErrors.Load(),
-		Used:       c.Used(),
+		Used:       c.used(),
 		Max:        c.max,
 	}
 	if c.rc != nil {

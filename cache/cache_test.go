@@ -55,7 +55,7 @@ func TestBudgetNeverExceeded(t *testing.T) {
 	)
 	wg.Go(func() { // watch Used while the others run
 		for !stop.Load() {
-			if u := c.Used(); u > maxSeen.Load() {
+			if u := c.used(); u > maxSeen.Load() {
 				maxSeen.Store(u)
 			}
 		}
@@ -72,11 +72,11 @@ func TestBudgetNeverExceeded(t *testing.T) {
 					key := fmt.Sprint(k)
 					switch r.IntN(3) {
 					case 0:
-						if v, ok := c.Get(key); ok && (v[0] != byte(k) || len(v) != len(valueFor(k, max))) {
+						if v, ok := c.lookup(key); ok && (v[0] != byte(k) || len(v) != len(valueFor(k, max))) {
 							t.Errorf("Get(%s): wrong value", key)
 						}
 					case 1:
-						c.Add(key, valueFor(k, max))
+						c.add(key, valueFor(k, max))
 					case 2:
 						v, err := c.Load(context.Background(), key, func(context.Context) ([]byte, error) {
 							return valueFor(k, max), nil
@@ -89,9 +89,9 @@ func TestBudgetNeverExceeded(t *testing.T) {
 			})
 		}
 		workers.Wait()
-		c.Wait()
-		if n, _ := kept(c); n > max || n != c.Used() {
-			t.Errorf("round %d: kept %d bytes, Used %d, budget %d", round, n, c.Used(), max)
+		c.wait()
+		if n, _ := kept(c); n > max || n != c.used() {
+			t.Errorf("round %d: kept %d bytes, Used %d, budget %d", round, n, c.used(), max)
 		}
 	}
 	stop.Store(true)
@@ -230,22 +230,22 @@ func TestDisabled(t *testing.T) {
 			t.Fatalf("Load = %q, %v", v, err)
 		}
 	}
-	if c.Add("x", []byte("x")) || c.Has("k") || calls != 2 || c.Used() != 0 {
-		t.Errorf("a zero budget kept something: calls %d, used %d", calls, c.Used())
+	if c.add("x", []byte("x")) || c.has("k") || calls != 2 || c.used() != 0 {
+		t.Errorf("a zero budget kept something: calls %d, used %d", calls, c.used())
 	}
 }
 
 func TestHasDoesNotCount(t *testing.T) {
 	c := newCache(t, 1<<20)
-	c.Add("k", []byte("v"))
-	c.Wait()
-	if !c.Has("k") || c.Has("other") {
+	c.add("k", []byte("v"))
+	c.wait()
+	if !c.has("k") || c.has("other") {
 		t.Fatal("Has is wrong")
 	}
 	if s := c.Stats(); s.Hits != 0 || s.Misses != 0 {
 		t.Errorf("Has counted a lookup: %v", s)
 	}
-	if v, ok := c.Get("k"); !ok || string(v) != "v" {
+	if v, ok := c.lookup("k"); !ok || string(v) != "v" {
 		t.Errorf("Get = %q, %v", v, ok)
 	}
 }
@@ -253,8 +253,8 @@ func TestHasDoesNotCount(t *testing.T) {
 func BenchmarkLoadHit(b *testing.B) {
 	c := newCache(b, 64<<20)
 	v := make([]byte, 1<<20)
-	c.Add("k", v)
-	c.Wait()
+	c.add("k", v)
+	c.wait()
 	load := func(context.Context) ([]byte, error) { return v, nil }
 	b.ReportAllocs() // a hit shares the value: no bytes move, so no SetBytes
 	b.ResetTimer()

@@ -54,8 +54,8 @@ func NewLRU[V comparable](cfg LRUConfig[V]) *LRU[V] {
 	return &LRU[V]{cfg: cfg, m: map[string]*list.Element{}}
 }
 
-// Get returns the value kept under key and marks it recently used.
-func (c *LRU[V]) Get(key string) (V, bool) {
+// lookup returns the value kept under key and marks it recently used.
+func (c *LRU[V]) lookup(key string) (V, bool) {
 	c.mu.Lock()
 	e, ok := c.m[key]
 	var v V
@@ -81,9 +81,9 @@ func (c *LRU[V]) Has(key string) bool {
 	return ok
 }
 
-// Add keeps v under key, replacing any value there, and evicts the least
+// add keeps v under key, replacing any value there, and evicts the least
 // recently used values until the budget holds (v itself excepted).
-func (c *LRU[V]) Add(key string, v V) {
+func (c *LRU[V]) add(key string, v V) {
 	size := c.cfg.Size(v)
 	var gone []V
 	c.mu.Lock()
@@ -125,7 +125,7 @@ func (c *LRU[V]) Remove(key string, v V) bool {
 // Load returns the value under key, calling load to produce it on a miss,
 // once for all concurrent callers (see Flight), and keeps what it loads.
 func (c *LRU[V]) Load(ctx context.Context, key string, load func(context.Context) (V, error)) (V, error) {
-	if v, ok := c.Get(key); ok {
+	if v, ok := c.lookup(key); ok {
 		return v, nil
 	}
 	return c.flight.Do(ctx, key, func(ctx context.Context) (V, error) {
@@ -141,7 +141,7 @@ func (c *LRU[V]) Load(ctx context.Context, key string, load func(context.Context
 			c.loadErrors.Add(1)
 			return v, err
 		}
-		c.Add(key, v)
+		c.add(key, v)
 		return v, nil
 	})
 }

@@ -71,9 +71,9 @@ func TestLRU(t *testing.T) {
 					v := &item{key: k, size: n}
 					items[k] = append(items[k], v)
 					all = append(all, v)
-					c.Add(k, v)
+					c.add(k, v)
 				case '?':
-					c.Get(op[1:])
+					c.lookup(op[1:])
 				case '-':
 					vs := items[op[1:]]
 					if !c.Remove(op[1:], vs[len(vs)-1]) {
@@ -123,12 +123,12 @@ func TestLRU(t *testing.T) {
 func TestLRURemoveOnlyThatValue(t *testing.T) {
 	c := newLRU(10, 0)
 	old, cur := &item{key: "a", size: 1}, &item{key: "a", size: 1}
-	c.Add("a", old)
-	c.Add("a", cur)
+	c.add("a", old)
+	c.add("a", cur)
 	if c.Remove("a", old) {
 		t.Error("Remove of a replaced value removed something")
 	}
-	if v, ok := c.Get("a"); !ok || v != cur {
+	if v, ok := c.lookup("a"); !ok || v != cur {
 		t.Errorf("Get = %v, %v; want the current value", v, ok)
 	}
 }
@@ -153,11 +153,11 @@ func TestLRUBudget(t *testing.T) {
 					mu.Lock()
 					all = append(all, v)
 					mu.Unlock()
-					c.Add(k, v)
+					c.add(k, v)
 				case 1:
-					c.Get(k)
+					c.lookup(k)
 				case 2:
-					if v, ok := c.Get(k); ok {
+					if v, ok := c.lookup(k); ok {
 						c.Remove(k, v)
 					}
 				}
@@ -218,7 +218,7 @@ func TestLRULoadOnce(t *testing.T) {
 				t.Fatalf("callers got %v", got)
 			}
 		}
-		if v, ok := c.Get("k"); !ok || v != got[0] {
+		if v, ok := c.lookup("k"); !ok || v != got[0] {
 			t.Errorf("the loaded value is not kept")
 		}
 		// A failed load is not kept, and the next Load tries again.

@@ -29,7 +29,7 @@ func TestBench(t *testing.T) {
 	rate := `[0-9]+\.[0-9]{2} \[[0-9]+\.[0-9]{2}-[0-9]+\.[0-9]{2}\]`
 	epochs := rate + ` +` + rate
 	rows := []string{
-		`arrays 1MiB: float32 4x1024x1024, 16 chunks of 1MiB \(1x512x512\)`,
+		`arrays 1MiB: float32 4x1024x1024, 16 chunks of 1 MiB \(1x512x512\)`,
 		`budgets decoded 8MiB, compressed 0, readahead 4MiB`,
 	}
 	for _, reader := range []string{"files-grid", "files-list", "zarr", "loader"} {
@@ -38,7 +38,7 @@ func TestBench(t *testing.T) {
 			rows = append(rows, `1MiB +`+reader+` +blosc +self +`+epochs)
 		}
 		for _, s := range strings.Split(servings, ",") {
-			rows = append(rows, `1MiB +`+reader+` +blosc +mount\(`+s+`\) +`+epochs+` +`+s+`, [0-9]+ MiB, [0-9.]+ s`)
+			rows = append(rows, `1MiB +`+reader+` +blosc +mount\(`+s+`\) +`+epochs+` +`+s+`, [0-9.]+ [KMG]?i?B, [0-9.]+ s`)
 		}
 	}
 	for _, row := range rows {

@@ -311,9 +311,9 @@ func TestWarmup(t *testing.T) {
 	t.Logf("%s", out)
 	got := scrape(t, addr)
 	passthrough := got[`zfuse_serving_path_info{path="passthrough"}`] == 1
-	heldDecoded := "mount caches: decoded 0 of 1GiB"
+	heldDecoded := "mount caches: decoded 0 B of 1 GiB"
 	if passthrough {
-		heldDecoded = "mount caches: decoded 4MiB of 1GiB"
+		heldDecoded = "mount caches: decoded 4 MiB of 1 GiB"
 	}
 	if !strings.Contains(string(out), "4 chunk files of 1 arrays") || !strings.Contains(string(out), heldDecoded) {
 		t.Errorf("summary, want %q:\n%s", heldDecoded, out)

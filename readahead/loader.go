@@ -3,7 +3,6 @@ package readahead
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	iofs "io/fs"
 	"log/slog"
@@ -69,7 +68,6 @@ type Loader struct {
 	decodedOff bool // no decoded tier: every read loads
 	policy     Policy
 	ttl        time.Duration
-	maxStreams int
 	log        *slog.Logger
 	decoded    *cache.LRU[*chunk] // chunks that have been read
 	compressed *cache.Cache       // stored values
@@ -85,50 +83,13 @@ type Loader struct {
 
 	files atomic.Bool // decode into memfds (Config.Files, SetFiles)
 
-	mu          sync.Mutex // guards the fields below
-	closed      bool       // no goroutine starts once set
-	streams     map[streamID]*stream
-	batch       map[*zarr.Array]codec.BatchDecoder
-	orders      map[*zarr.Array]*orderOnce
-	decodeStats map[string]*DecodeStats // by zarr.Array.Codecs
+	// Each with its own lock.
+	readers readers       // whom readahead follows, and whether the Loader is closed (streams.go)
+	batch   batchDecoders // each array's batch decoder (source.go)
+	decodes decodeCounts  // the decoding done, by codec pipeline (stats.go)
 
 	// Counters, updated atomically.
 	reads, storeReads, waits, prefetchErrors, dropped, storedOpens atomic.Int64
-}
-
-// A streamID names one reader of one array.
-type streamID struct {
-	path string
-	pid  uint32
-}
-
-// A stream is what the policy remembers about one reader: its state in
-// chunk-grid order, and in name order for readers that follow no pattern
-// in grid order (see nameOrder).
-type stream struct {
-	state   State
-	named   State      // in order, once known
-	order   *nameOrder // the array's name order, once misses reached 3
-	noOrder bool       // the array has too many chunks for a name order
-	misses  int        // reads that were on no grid pattern
-	// Reads in a row on which state and named had a pattern.
-	gridRun, namedRun int
-	last              time.Time // last read, to forget idle readers
-}
-
-// run extends a count of reads in a row on a pattern with a read that left
-// the reader in state s.
-func run(n int, s State) int {
-	if s.Step() == 0 {
-		return 0
-	}
-	return n + 1
-}
-
-// orderOnce computes an array's name order once, on first need.
-type orderOnce struct {
-	once  sync.Once
-	order *nameOrder
 }
 
 // poolBytes bounds the decode buffers kept for the next decodes: enough for
@@ -141,19 +102,14 @@ const poolBytes = 32 << 20
 func New(cfg Config) *Loader {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Loader{
-		store:       cfg.Store,
-		decoder:     cfg.Decoder,
-		decodedOff:  cfg.DecodedBudget <= 0,
-		policy:      cfg.Policy,
-		ttl:         cfg.TTL,
-		maxStreams:  cfg.Streams,
-		log:         cfg.Log,
-		ctx:         ctx,
-		cancel:      cancel,
-		streams:     map[streamID]*stream{},
-		batch:       map[*zarr.Array]codec.BatchDecoder{},
-		orders:      map[*zarr.Array]*orderOnce{},
-		decodeStats: map[string]*DecodeStats{},
+		store:      cfg.Store,
+		decoder:    cfg.Decoder,
+		decodedOff: cfg.DecodedBudget <= 0,
+		policy:     cfg.Policy,
+		ttl:        cfg.TTL,
+		log:        cfg.Log,
+		ctx:        ctx,
+		cancel:     cancel,
 	}
 	if l.decoder == nil {
 		l.decoder = func(a *zarr.Array) codec.BatchDecoder { return codec.Batch(a.Decoder()) }
@@ -161,9 +117,7 @@ func New(cfg Config) *Loader {
 	if l.ttl <= 0 {
 		l.ttl = 30 * time.Second
 	}
-	if l.maxStreams <= 0 {
-		l.maxStreams = 4096
-	}
+	l.readers.init(cfg.Streams, l.ttl)
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
@@ -195,13 +149,9 @@ func New(cfg Config) *Loader {
 // every cached chunk. Chunk returns ErrClosed afterwards. Files handed out
 // by Open stay valid until they are closed.
 func (l *Loader) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
+	if !l.readers.close() {
 		return nil
 	}
-	l.closed = true
-	l.mu.Unlock()
 	l.cancel()
 	l.wg.Wait()
 	l.staging.clear()
@@ -252,7 +202,7 @@ func (l *Loader) ReadAt(ctx context.Context, a *zarr.Array, path string, coords 
 	defer c.release()
 	n, err := c.readAt(p, off)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return n, fmt.Errorf("chunk %s: %w", id, err)
+		return n, &iofs.PathError{Op: "chunk", Path: id, Err: err}
 	}
 	if c.served.Add(int64(n)) >= c.size && l.decoded.Remove(id, c) {
 		l.dropped.Add(1)
@@ -278,7 +228,7 @@ func (l *Loader) Open(ctx context.Context, a *zarr.Array, path string, coords []
 		c, err = newMemfd(h.data, &l.memfds)
 		h.release()
 		if err != nil {
-			return nil, fmt.Errorf("chunk %s: %w", id, err)
+			return nil, &iofs.PathError{Op: "chunk", Path: id, Err: err}
 		}
 	}
 	return &File{c: c}, nil
@@ -294,7 +244,7 @@ func (l *Loader) SetFiles(on bool) { l.files.Store(on) }
 // readahead.
 func (l *Loader) get(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32) (*chunk, string, error) {
 	if a.PassThrough != nil {
-		return nil, "", fmt.Errorf("chunk %s: %w", join(path, a.ChunkKey(coords)), a.PassThrough)
+		return nil, "", &iofs.PathError{Op: "chunk", Path: join(path, a.ChunkKey(coords)), Err: a.PassThrough}
 	}
 	r := ref(a, path, coords)
 	l.reads.Add(1)
@@ -358,7 +308,7 @@ func (l *Loader) load(ctx context.Context, a *zarr.Array, r chunkRef) (*chunk, e
 	}
 	cs, errs := l.decode(ctx, a, []chunkRef{r}, [][]byte{src})
 	if err := errs[0]; err != nil {
-		return nil, fmt.Errorf("decode %s: %w", r.stored, err)
+		return nil, &iofs.PathError{Op: "decode", Path: r.stored, Err: err}
 	}
 	return cs[0], nil
 }
@@ -391,210 +341,4 @@ func (l *Loader) ShardIndex(ctx context.Context, a *zarr.Array, key string, size
 	ctx, stop := l.lifetime(ctx)
 	defer stop()
 	return l.shards.index(ctx, a, key, size)
-}
-
-// plan records a read of chunk i by pid and starts prefetching what the
-// policy predicts.
-func (l *Loader) plan(a *zarr.Array, path string, pid uint32, i int64, waited bool) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return ErrClosed
-	}
-	id := streamID{path, pid}
-	st := l.streams[id]
-	if st == nil {
-		l.forgetIdleLocked()
-		st = &stream{}
-		l.streams[id] = st
-	}
-	if st.order == nil && !st.noOrder && st.misses >= 3 {
-		// A reader with no grid pattern: compute the array's name order,
-		// once per array, outside the lock (it sorts every key).
-		o := l.orders[a]
-		if o == nil {
-			o = &orderOnce{}
-			l.orders[a] = o
-		}
-		l.mu.Unlock()
-		o.once.Do(func() { o.order = newNameOrder(a) })
-		l.mu.Lock()
-		if l.closed {
-			return ErrClosed
-		}
-		st.order, st.noOrder = o.order, o.order == nil
-	}
-	l.planLocked(a, path, st, i, waited)
-	return nil
-}
-
-// planLocked is plan with l.mu held.
-func (l *Loader) planLocked(a *zarr.Array, path string, st *stream, i int64, waited bool) {
-	st.last = time.Now()
-	s, pl := l.policy.Next(st.state, Access{Index: i, Len: a.NumChunks(), Waited: waited})
-	st.state = s
-	st.gridRun = run(st.gridRun, s)
-	if s.Step() == 0 {
-		st.misses++
-	}
-	index := func(p int64) int64 { return p }
-	named := false
-	if order := st.order; order != nil {
-		// Both orders make short runs of the other now and then (a reader
-		// in listing order reads "0.10", "0.11", "0.12"): the order whose
-		// pattern has held longer plans.
-		ns, npl := l.policy.Next(st.named, Access{Index: int64(order.pos[i]), Len: a.NumChunks(), Waited: waited})
-		st.namedRun = run(st.namedRun, ns)
-		// The plan not taken is cut to nothing, so that its state does not
-		// count those chunks as planned.
-		if st.namedRun > st.gridRun {
-			st.state = l.policy.Cut(st.state, pl, 0)
-			pl, named = npl, true
-			index = func(p int64) int64 { return int64(order.lin[p]) }
-		} else {
-			ns = l.policy.Cut(ns, npl, 0)
-		}
-		st.named = ns
-	}
-	if l.servesStored(a) {
-		return // nothing to decode ahead: the kernel reads the stored files
-	}
-	var batch []prefetched
-	for k := range pl.N {
-		r := ref(a, path, a.Coords(index(pl.Index(k))))
-		if l.decoded.Has(r.id) {
-			continue
-		}
-		e, res := l.staging.reserve(r.id, a.ChunkLen())
-		if res == full {
-			if named {
-				st.named = l.policy.Cut(st.named, pl, k)
-			} else {
-				st.state = l.policy.Cut(st.state, pl, k)
-			}
-			break
-		}
-		if res == reserved {
-			batch = append(batch, prefetched{e, r})
-		}
-	}
-	if len(batch) > 0 {
-		l.log.Debug("prefetch", "key", batch[0].ref.stored, "n", len(batch), "named", named)
-		l.wg.Go(func() { l.prefetch(a, batch) })
-	}
-}
-
-// forgetIdleLocked makes room for a new stream: readers idle for a TTL go
-// first, then any.
-func (l *Loader) forgetIdleLocked() {
-	if len(l.streams) < l.maxStreams {
-		return
-	}
-	old := time.Now().Add(-l.ttl)
-	for id, st := range l.streams {
-		if st.last.Before(old) {
-			delete(l.streams, id)
-		}
-	}
-	for id := range l.streams {
-		if len(l.streams) < l.maxStreams {
-			break
-		}
-		delete(l.streams, id)
-	}
-}
-
-// A prefetched chunk: its staging entry, and where it is stored.
-type prefetched struct {
-	e   *staged
-	ref chunkRef
-}
-
-// prefetch fetches the stored values of batch concurrently and decodes
-// them in a few parts, each as one batch as soon as its values are in, so
-// decoding overlaps the fetches still in flight (on a remote store a fetch
-// is a round trip of milliseconds). Every staged entry is filled, whatever
-// happens, so no reader waits for ever.
-func (l *Loader) prefetch(a *zarr.Array, batch []prefetched) {
-	ctx := l.ctx
-	srcs := make([][]byte, len(batch))
-	errs := make([]error, len(batch))
-	ready := make([]chan struct{}, len(batch)) // closed when srcs[k], errs[k] are set
-	for k := range ready {
-		ready[k] = make(chan struct{})
-	}
-	var fetches sync.WaitGroup
-	fetches.Go(func() {
-		for k, p := range batch {
-			select {
-			case l.fetch <- struct{}{}:
-			case <-ctx.Done():
-				errs[k] = ctx.Err()
-				close(ready[k])
-				continue
-			}
-			fetches.Go(func() {
-				defer close(ready[k])
-				defer func() { <-l.fetch }()
-				srcs[k], errs[k] = l.encoded(ctx, a, p.ref)
-			})
-		}
-	})
-	size := (len(batch) + decodeParts - 1) / decodeParts
-	for lo := 0; lo < len(batch); lo += size {
-		hi := min(lo+size, len(batch))
-		for k := lo; k < hi; k++ {
-			<-ready[k]
-		}
-		l.decodePart(ctx, a, batch[lo:hi], srcs[lo:hi], errs[lo:hi])
-	}
-	fetches.Wait()
-}
-
-// decodeParts is how many parts a prefetch batch is decoded in.
-const decodeParts = 4
-
-// decodePart decodes one part of a prefetch batch whose values have been
-// fetched (or failed to be) and fills the staging entries.
-func (l *Loader) decodePart(ctx context.Context, a *zarr.Array, batch []prefetched, srcs [][]byte, errs []error) {
-	var ok []prefetched
-	var okSrcs [][]byte
-	for k, p := range batch {
-		if err := errs[k]; err != nil {
-			if !errors.Is(err, iofs.ErrNotExist) && ctx.Err() == nil {
-				l.prefetchErrors.Add(1)
-				l.log.Debug("prefetch failed", "key", p.ref.stored, "err", err)
-			}
-			// A corrupt shard index is the chunk's own fault, as a
-			// corrupt chunk is: a reader gets the error as it is.
-			l.staging.fill(p.e, nil, err, ctx.Err() == nil && !isStoreErr(err))
-			continue
-		}
-		ok = append(ok, p)
-		okSrcs = append(okSrcs, srcs[k])
-	}
-	if len(ok) == 0 {
-		return
-	}
-	refs := make([]chunkRef, len(ok))
-	for k, p := range ok {
-		refs[k] = p.ref
-	}
-	cs, derrs := l.decode(ctx, a, refs, okSrcs)
-	for k, p := range ok {
-		if err := derrs[k]; err != nil {
-			if ctx.Err() == nil {
-				l.prefetchErrors.Add(1)
-			}
-			l.staging.fill(p.e, nil, fmt.Errorf("decode %s: %w", p.ref.stored, err), ctx.Err() == nil)
-			continue
-		}
-		l.staging.fill(p.e, cs[k], nil, false)
-	}
-}
-
-// isStoreErr reports whether err came from reading the store (worth another
-// try by a reader) rather than from the data read (not worth one).
-func isStoreErr(err error) bool {
-	return !errors.Is(err, codec.ErrCorrupt) && !errors.Is(err, codec.ErrChecksum)
 }

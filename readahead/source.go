@@ -202,18 +202,7 @@ func (l *Loader) decode(ctx context.Context, a *zarr.Array, refs []chunkRef, src
 		}
 	}
 	l.toMemfds(jobs, bufs, toFile, cs, errs)
-	l.mu.Lock()
-	ds := l.decodeStats[a.Codecs]
-	if ds == nil {
-		ds = &DecodeStats{}
-		l.decodeStats[a.Codecs] = ds
-	}
-	ds.Batches++
-	ds.Chunks += int64(n) - bad
-	ds.Bytes += bytes
-	ds.Errors += bad
-	ds.Time += took
-	l.mu.Unlock()
+	l.decodes.add(a.Codecs, DecodeStats{Batches: 1, Chunks: int64(n) - bad, Bytes: bytes, Errors: bad, Time: took})
 	return cs, errs
 }
 
@@ -242,14 +231,24 @@ func (l *Loader) toMemfds(jobs []codec.Job, bufs [][]byte, which []int, cs []*ch
 	wg.Wait()
 }
 
+// batchDecoders holds each array's batch decoder, made once per array.
+type batchDecoders struct {
+	mu sync.Mutex // guards m
+	m  map[*zarr.Array]codec.BatchDecoder
+}
+
 // batchDecoder returns a's batch decoder, made once per array.
 func (l *Loader) batchDecoder(a *zarr.Array) codec.BatchDecoder {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	d, ok := l.batch[a]
+	b := &l.batch
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	d, ok := b.m[a]
 	if !ok {
+		if b.m == nil {
+			b.m = map[*zarr.Array]codec.BatchDecoder{}
+		}
 		d = l.decoder(a)
-		l.batch[a] = d
+		b.m[a] = d
 	}
 	return d
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/zfuse/zfuse/cache"
@@ -82,13 +83,44 @@ func (l *Loader) Stats() Stats {
 		ReadaheadBudget:     st.max,
 		ReadaheadPeak:       st.peak,
 	}
-	l.mu.Lock()
-	s.Decode = make(map[string]DecodeStats, len(l.decodeStats))
-	for k, v := range l.decodeStats {
-		s.Decode[k] = *v
-	}
-	l.mu.Unlock()
+	s.Decode = l.decodes.snapshot()
 	return s
+}
+
+// decodeCounts sums DecodeStats by codec pipeline (zarr.Array.Codecs).
+type decodeCounts struct {
+	mu sync.Mutex // guards m
+	m  map[string]*DecodeStats
+}
+
+// add adds d to the counts of the pipeline codecs.
+func (c *decodeCounts) add(codecs string, d DecodeStats) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]*DecodeStats{}
+	}
+	ds := c.m[codecs]
+	if ds == nil {
+		ds = &DecodeStats{}
+		c.m[codecs] = ds
+	}
+	ds.Batches += d.Batches
+	ds.Chunks += d.Chunks
+	ds.Bytes += d.Bytes
+	ds.Errors += d.Errors
+	ds.Time += d.Time
+}
+
+// snapshot returns a copy of the counts.
+func (c *decodeCounts) snapshot() map[string]DecodeStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]DecodeStats, len(c.m))
+	for k, v := range c.m {
+		out[k] = *v
+	}
+	return out
 }
 
 // String summarises s in one line.

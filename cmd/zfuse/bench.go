@@ -111,7 +111,7 @@ type bencher struct {
 	// Set from flags.
 	stores, dir string
 	keep        bool
-	size        cache.Size
+	size        Size
 	python      string
 	runs        int
 	epochs      int
@@ -169,7 +169,7 @@ func (b *bencher) check() error {
 
 // chunkSide returns the side of square float32 chunks of the size s.
 func chunkSide(s string) (int, error) {
-	n, err := cache.ParseSize(s)
+	n, err := ParseSize(s)
 	side := 1
 	for int64(side*side*4) < n {
 		side *= 2
@@ -265,7 +265,7 @@ func (b *bencher) viaMount(ctx context.Context, set *storeSet, reader, codec, se
 	b.res.add(c, epochs)
 	b.res.addMount(c, st)
 	b.say("%s %s mount(%s) %s: %s; mount: %s, peak RSS %s + memfds %s, CPU %.2f s", set.name, reader, st.serving, codec,
-		epochString(epochs), st.serving, mib(st.hwm), mib(st.memfdPeak), st.cpu.Seconds())
+		epochString(epochs), st.serving, cache.FormatSize(st.hwm), cache.FormatSize(st.memfdPeak), st.cpu.Seconds())
 	return nil
 }
 
@@ -352,10 +352,6 @@ func epochString(epochs []float64) string {
 	}
 	return strings.Join(s, ", ") + " GB/s"
 }
-
-// mib formats a byte count in whole MiB, rounded up: memory against a
-// budget.
-func mib(n int64) string { return fmt.Sprintf("%d MiB", (n+1<<20-1)>>20) }
 
 // loadAvg returns the 1, 5 and 15 minute load averages: other work on the
 // machine takes cores from the mount and the readers.

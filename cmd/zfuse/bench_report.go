@@ -87,7 +87,7 @@ func (b *bencher) report() {
 		}
 		fmt.Fprintf(b.out, "arrays %s: float32 %s, %d chunks of %s (%s); stored: blosc lz4 clevel 5 shuffle %s (ratio %.2f), zstd level 3 %s (ratio %.2f), uncompressed %s\n",
 			set.name, dims(set.shape), len(set.keys), cache.FormatSize(set.chunkLen), dims(set.chunks),
-			human(set.stored[storeBlosc]), ratio(storeBlosc), human(set.stored[storeZstd]), ratio(storeZstd), human(set.stored[storeRaw]))
+			cache.FormatSize(set.stored[storeBlosc]), ratio(storeBlosc), cache.FormatSize(set.stored[storeZstd]), ratio(storeZstd), cache.FormatSize(set.stored[storeRaw]))
 	}
 	kra := "kernel default (not root)"
 	if os.Geteuid() == 0 && lf.kernelReadahead > 0 {
@@ -132,7 +132,7 @@ func (b *bencher) report() {
 				peak = max(peak, m.hwm+m.memfdPeak)
 				cpu += m.cpu
 			}
-			line += fmt.Sprintf("%s, %s, %.2f s\t", ms[0].serving, mib(peak), cpu.Seconds()/float64(len(ms)))
+			line += fmt.Sprintf("%s, %s, %.2f s\t", ms[0].serving, cache.FormatSize(peak), cpu.Seconds()/float64(len(ms)))
 		} else {
 			line += "\t"
 		}
@@ -207,8 +207,8 @@ func (b *bencher) targets() []benchTarget {
 	}
 	if at != "" {
 		limit := int64(b.lf.decoded) + int64(b.lf.compressed) + int64(b.lf.readahead) + 64<<20
-		out = append(out, benchTarget{"peak RSS + memfds of a mount (" + at + ")", mib(peak),
-			"<= " + mib(limit) + " (decoded + compressed + readahead + 64 MiB)", peak <= limit})
+		out = append(out, benchTarget{"peak RSS + memfds of a mount (" + at + ")", cache.FormatSize(peak),
+			"<= " + cache.FormatSize(limit) + " (decoded + compressed + readahead + 64 MiB)", peak <= limit})
 	}
 	return out
 }

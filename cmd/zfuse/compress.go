@@ -20,7 +20,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/zfuse/zfuse/cache"
 	"github.com/zfuse/zfuse/codec"
 	"github.com/zfuse/zfuse/fs"
 	"github.com/zfuse/zfuse/gpu"
@@ -62,7 +61,7 @@ type compressFlags struct {
 	writeEmpty bool
 	resume     bool
 	verify     bool
-	memory     cache.Size
+	memory     Size
 	progress   string
 	logLevel   string
 	cpuProfile string
@@ -246,7 +245,7 @@ func (f *compressFlags) options() (compressOptions, error) {
 		}
 		o.shardPer = per
 	default:
-		n, err := cache.ParseSize(f.shard)
+		n, err := ParseSize(f.shard)
 		if err != nil || n <= 0 {
 			return o, fmt.Errorf("--shard %q: want keep, none, a size such as 64MiB, or chunks per axis such as 2x2x2", f.shard)
 		}

@@ -19,7 +19,6 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
-	"github.com/zfuse/zfuse/cache"
 	"github.com/zfuse/zfuse/codec"
 	"github.com/zfuse/zfuse/fs"
 	"github.com/zfuse/zfuse/gpu"
@@ -34,8 +33,8 @@ import (
 type loaderFlags struct {
 	workers                        int
 	decoder                        gpu.Mode
-	decoded, compressed, readahead cache.Size
-	kernelReadahead                cache.Size
+	decoded, compressed, readahead Size
+	kernelReadahead                Size
 	serving                        fs.Serving
 	cpuProfile                     string // mount: write a CPU profile (go tool pprof) here
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/zfuse/zfuse/cache"
 	"github.com/zfuse/zfuse/codec"
 	"github.com/zfuse/zfuse/fs"
 	"github.com/zfuse/zfuse/gpu"
@@ -78,7 +79,7 @@ func info(ctx context.Context, stdout io.Writer, tree *fs.Tree, r *gpu.Router, s
 			format, how = "v2+v3", how+"; zarr.json "+in.ZarrJSON
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d chunks, %s\t%s\t%s\n",
-			in.Path, format, shape, chunks, shards, dtype, codecs, decoder, in.Chunks, human(in.Stored), ratio, how)
+			in.Path, format, shape, chunks, shards, dtype, codecs, decoder, in.Chunks, cache.FormatSize(in.Stored), ratio, how)
 	}
 	if err := w.Flush(); err != nil {
 		return err
@@ -119,21 +120,6 @@ func decoderOf(a *zarr.Array, r *gpu.Router) string {
 		why = which + ",inner-by-range:" + reason
 	}
 	return why
-}
-
-// human formats a byte count for people: "812 B", "1.2 MiB".
-func human(n int64) string {
-	if n < 1024 {
-		return fmt.Sprintf("%d B", n)
-	}
-	f, unit := float64(n)/1024, "KiB"
-	for _, u := range []string{"MiB", "GiB", "TiB"} {
-		if f < 1024 {
-			break
-		}
-		f, unit = f/1024, u
-	}
-	return fmt.Sprintf("%.1f %s", f, unit)
 }
 
 // dims formats a shape as "100x200" ("()" for 0-d).

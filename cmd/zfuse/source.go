@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zfuse/zfuse/cache"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/store/diskcache"
 	httpstore "github.com/zfuse/zfuse/store/http"
@@ -29,7 +28,7 @@ type sourceFlags struct {
 	timeout     time.Duration
 	arrays      stringList
 	cacheDir    string         // --cache-dir: see withDiskCache
-	cacheSize   cache.Size     // --cache-dir-size
+	cacheSize   Size           // --cache-dir-size
 	cacheMaxAge time.Duration  // --cache-dir-max-age
 	backoff     remote.Backoff // retries of remote stores (OnRetry: a metrics counter); not a flag
 }

@@ -1,4 +1,4 @@
-package cache
+package main
 
 import (
 	"errors"
@@ -10,12 +10,12 @@ import (
 )
 
 // ErrSize means a size string could not be parsed.
-var ErrSize = errors.New("cache: invalid size")
+var ErrSize = errors.New("invalid size")
 
-// units maps a unit suffix (lower case) to its number of bytes. Binary
+// sizeUnits maps a unit suffix (lower case) to its number of bytes. Binary
 // units (KiB) are powers of 1024, decimal ones (KB) powers of 1000. The
 // bare letters K, M, G, T are binary, as in Linux and Docker memory limits.
-var units = map[string]int64{
+var sizeUnits = map[string]int64{
 	"": 1, "b": 1,
 	"k": 1 << 10, "kib": 1 << 10, "kb": 1e3,
 	"m": 1 << 20, "mib": 1 << 20, "mb": 1e6,
@@ -33,7 +33,7 @@ func ParseSize(s string) (int64, error) {
 		i = len(t)
 	}
 	num, unit := t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
-	mult, ok := units[unit]
+	mult, ok := sizeUnits[unit]
 	if num == "" || !ok || strings.Count(num, ".") > 1 || num == "." {
 		return 0, fmt.Errorf("%w: %q", ErrSize, s)
 	}
@@ -49,20 +49,21 @@ func ParseSize(s string) (int64, error) {
 	return n.Int64(), nil
 }
 
-// binary lists the units FormatSize uses, largest first.
-var binary = []struct {
+// binaryUnits lists the units formatSize uses, largest first.
+var binaryUnits = []struct {
 	name string
 	n    int64
 }{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}}
 
-// FormatSize formats n bytes in the largest binary unit that shows it
+// formatSize formats n bytes in the largest binary unit that shows it
 // exactly with at most three decimals ("1GiB", "1.5MiB", "1000"), so that
-// ParseSize(FormatSize(n)) == n for every n >= 0.
-func FormatSize(n int64) string {
+// ParseSize(formatSize(n)) == n for every n >= 0: a flag's value as zfuse
+// bench passes it on to its mounts. For people, cache.FormatSize.
+func formatSize(n int64) string {
 	if n < 0 {
 		return strconv.FormatInt(n, 10)
 	}
-	for _, u := range binary {
+	for _, u := range binaryUnits {
 		if n < u.n {
 			continue
 		}
@@ -84,8 +85,8 @@ func FormatSize(n int64) string {
 // "decoded cache size (e.g. 1GiB)").
 type Size int64
 
-// String formats s with FormatSize.
-func (s Size) String() string { return FormatSize(int64(s)) }
+// String formats s with formatSize.
+func (s Size) String() string { return formatSize(int64(s)) }
 
 // Set parses v with ParseSize.
 func (s *Size) Set(v string) error {

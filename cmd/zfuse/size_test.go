@@ -1,4 +1,4 @@
-package cache
+package main
 
 import (
 	"errors"
@@ -66,8 +66,8 @@ func TestFormatSize(t *testing.T) {
 		{1<<20 + 1<<17, "1.125MiB"},
 	}
 	for _, tt := range tests {
-		if got := FormatSize(tt.in); got != tt.want {
-			t.Errorf("FormatSize(%d) = %q, want %q", tt.in, got, tt.want)
+		if got := formatSize(tt.in); got != tt.want {
+			t.Errorf("formatSize(%d) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
@@ -84,9 +84,9 @@ func TestFormatSizeRoundTrip(t *testing.T) {
 		default:
 			n = r.Int64N(math.MaxInt64)
 		}
-		s := FormatSize(n)
+		s := formatSize(n)
 		if back, err := ParseSize(s); err != nil || back != n {
-			t.Fatalf("ParseSize(FormatSize(%d) = %q) = %d, %v", n, s, back, err)
+			t.Fatalf("ParseSize(formatSize(%d) = %q) = %d, %v", n, s, back, err)
 		}
 	}
 }

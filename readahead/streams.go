@@ -1,0 +1,189 @@
+package readahead
+
+import (
+	"sync"
+	"time"
+
+	"github.com/zfuse/zfuse/zarr"
+)
+
+// This file is the Loader's table of readers: one stream per array and
+// reader process, with what the Policy remembers of it in chunk-grid order
+// and in name order, and the planning that turns a read into a prefetch.
+
+// readers is the Loader's stream table. Its lock also guards closed: no
+// prefetch starts once the Loader is closing.
+type readers struct {
+	max int           // immutable: streams remembered
+	ttl time.Duration // immutable: a stream idle this long may be forgotten
+
+	mu     sync.Mutex // guards the fields below
+	closed bool
+	m      map[streamID]*stream
+	orders map[*zarr.Array]*orderOnce
+}
+
+func (r *readers) init(max int, ttl time.Duration) {
+	if max <= 0 {
+		max = 4096
+	}
+	r.max, r.ttl = max, ttl
+	r.m = map[streamID]*stream{}
+	r.orders = map[*zarr.Array]*orderOnce{}
+}
+
+// close marks the Loader closed; it reports false if it already was.
+func (r *readers) close() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	was := r.closed
+	r.closed = true
+	return !was
+}
+
+// A streamID names one reader of one array.
+type streamID struct {
+	path string
+	pid  uint32
+}
+
+// A stream is what the policy remembers about one reader: its state in
+// chunk-grid order, and in name order for readers that follow no pattern
+// in grid order (see nameOrder).
+type stream struct {
+	state   State
+	named   State      // in order, once known
+	order   *nameOrder // the array's name order, once misses reached 3
+	noOrder bool       // the array has too many chunks for a name order
+	misses  int        // reads that were on no grid pattern
+	// Reads in a row on which state and named had a pattern.
+	gridRun, namedRun int
+	last              time.Time // last read, to forget idle readers
+}
+
+// run extends a count of reads in a row on a pattern with a read that left
+// the reader in state s.
+func run(n int, s State) int {
+	if s.Step() == 0 {
+		return 0
+	}
+	return n + 1
+}
+
+// orderOnce computes an array's name order once, on first need.
+type orderOnce struct {
+	once  sync.Once
+	order *nameOrder
+}
+
+// plan records a read of chunk i by pid and starts prefetching what the
+// policy predicts.
+func (l *Loader) plan(a *zarr.Array, path string, pid uint32, i int64, waited bool) error {
+	r := &l.readers
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+	id := streamID{path, pid}
+	st := r.m[id]
+	if st == nil {
+		r.forgetIdleLocked()
+		st = &stream{}
+		r.m[id] = st
+	}
+	if st.order == nil && !st.noOrder && st.misses >= 3 {
+		// A reader with no grid pattern: compute the array's name order,
+		// once per array, outside the lock (it sorts every key).
+		o := r.orders[a]
+		if o == nil {
+			o = &orderOnce{}
+			r.orders[a] = o
+		}
+		r.mu.Unlock()
+		o.once.Do(func() { o.order = newNameOrder(a) })
+		r.mu.Lock()
+		if r.closed {
+			return ErrClosed
+		}
+		st.order, st.noOrder = o.order, o.order == nil
+	}
+	l.planLocked(a, path, st, i, waited)
+	return nil
+}
+
+// planLocked is plan with l.readers.mu held.
+func (l *Loader) planLocked(a *zarr.Array, path string, st *stream, i int64, waited bool) {
+	st.last = time.Now()
+	s, pl := l.policy.Next(st.state, Access{Index: i, Len: a.NumChunks(), Waited: waited})
+	st.state = s
+	st.gridRun = run(st.gridRun, s)
+	if s.Step() == 0 {
+		st.misses++
+	}
+	index := func(p int64) int64 { return p }
+	named := false
+	if order := st.order; order != nil {
+		// Both orders make short runs of the other now and then (a reader
+		// in listing order reads "0.10", "0.11", "0.12"): the order whose
+		// pattern has held longer plans.
+		ns, npl := l.policy.Next(st.named, Access{Index: int64(order.pos[i]), Len: a.NumChunks(), Waited: waited})
+		st.namedRun = run(st.namedRun, ns)
+		// The plan not taken is cut to nothing, so that its state does not
+		// count those chunks as planned.
+		if st.namedRun > st.gridRun {
+			st.state = l.policy.Cut(st.state, pl, 0)
+			pl, named = npl, true
+			index = func(p int64) int64 { return int64(order.lin[p]) }
+		} else {
+			ns = l.policy.Cut(ns, npl, 0)
+		}
+		st.named = ns
+	}
+	if l.servesStored(a) {
+		return // nothing to decode ahead: the kernel reads the stored files
+	}
+	var batch []prefetched
+	for k := range pl.N {
+		r := ref(a, path, a.Coords(index(pl.Index(k))))
+		if l.decoded.Has(r.id) {
+			continue
+		}
+		e, res := l.staging.reserve(r.id, a.ChunkLen())
+		if res == full {
+			if named {
+				st.named = l.policy.Cut(st.named, pl, k)
+			} else {
+				st.state = l.policy.Cut(st.state, pl, k)
+			}
+			break
+		}
+		if res == reserved {
+			batch = append(batch, prefetched{e, r})
+		}
+	}
+	if len(batch) > 0 {
+		l.log.Debug("prefetch", "key", batch[0].ref.stored, "n", len(batch), "named", named)
+		l.wg.Go(func() { l.prefetch(a, batch) })
+	}
+}
+
+// forgetIdleLocked makes room for a new stream: readers idle for a TTL go
+// first, then any.
+func (r *readers) forgetIdleLocked() {
+	if len(r.m) < r.max {
+		return
+	}
+	old := time.Now().Add(-r.ttl)
+	for id, st := range r.m {
+		if st.last.Before(old) {
+			delete(r.m, id)
+		}
+	}
+	for id := range r.m {
+		if len(r.m) < r.max {
+			break
+		}
+		delete(r.m, id)
+	}
+}
