@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/zfuse/zfuse/internal/testutil"
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store"
 )
@@ -38,7 +39,7 @@ func testMount(t *testing.T, serving Serving) {
 			if err != nil || d.IsDir() {
 				return err
 			}
-			rel := filepath.ToSlash(must(filepath.Rel(mnt, p)))
+			rel := filepath.ToSlash(testutil.Must(filepath.Rel(mnt, p)))
 			seen = append(seen, rel)
 			if rel == "corrupt/1" {
 				return nil

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -17,21 +16,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/zfuse/zfuse/internal/testutil"
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store"
 )
-
-// fsNeed skips a test that needs something absent, and fails it in CI.
-func fsNeed(t testing.TB, what string, ok bool) {
-	t.Helper()
-	if ok {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s required in CI", what)
-	}
-	t.Skipf("no %s", what)
-}
 
 // testArray describes one array of the test store: its metadata and the
 // value of every element, from which chunks are built.
@@ -301,7 +289,7 @@ func servings(t *testing.T, f func(t *testing.T, s Serving)) {
 	for _, s := range []Serving{Passthrough, NoOpen, Open} {
 		t.Run(s.String(), func(t *testing.T) {
 			if s == Passthrough {
-				fsNeed(t, "root, for FUSE passthrough", os.Geteuid() == 0)
+				testutil.Need(t, "root, for FUSE passthrough", os.Geteuid() == 0)
 			}
 			f(t, s)
 		})
@@ -316,9 +304,7 @@ func mountServing(t *testing.T, tr *Tree, writable bool, s Serving, debug bool) 
 	if testing.Short() {
 		t.Skip("mounts are not short")
 	}
-	_, err := exec.LookPath("fusermount3")
-	_, derr := os.Stat("/dev/fuse")
-	fsNeed(t, "FUSE (/dev/fuse and fusermount3)", err == nil && derr == nil)
+	testutil.NeedFUSE(t)
 	dir := t.TempDir()
 	srv, err := Mount(context.Background(), dir, tr, MountConfig{
 		FsName:   "zfuse-test",

@@ -13,7 +13,6 @@ import (
 	"maps"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -21,6 +20,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/zfuse/zfuse/internal/testutil"
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/zarr"
@@ -416,10 +416,10 @@ func (s *v3Store) want(t testing.TB, asV2 bool) map[string][]byte {
 			continue
 		}
 		if !asV2 {
-			out[prefix+"zarr.json"] = must(zarr.RewriteV3(doc))
+			out[prefix+"zarr.json"] = testutil.Must(zarr.RewriteV3(doc))
 			continue
 		}
-		for name, b := range must(zarr.V2Files(doc)) {
+		for name, b := range testutil.Must(zarr.V2Files(doc)) {
 			out[prefix+name] = b
 		}
 	}
@@ -474,7 +474,7 @@ func TestV3Mount(t *testing.T) {
 				if err != nil || d.IsDir() {
 					return err
 				}
-				seen = append(seen, filepath.ToSlash(must(filepath.Rel(mnt, p))))
+				seen = append(seen, filepath.ToSlash(testutil.Must(filepath.Rel(mnt, p))))
 				return nil
 			})
 			if err != nil {
@@ -614,24 +614,7 @@ func (a v3Array) values() (shape []int, data []float64) {
 // (sharded/start and sharded/whole are left out), and does not verify the
 // index crc32c (so sharded/corrupt reads as written).
 func TestV3EncoderZarrita(t *testing.T) {
-	_, err := exec.LookPath("node")
-	zarritaFSNeed(t, "node", err == nil)
-	dir := os.Getenv("ZFUSE_ZARRITA")
-	if dir == "" {
-		cache, _ := os.UserCacheDir()
-		dir = filepath.Join(cache, "zfuse", "zarrita-0.7.5")
-	}
-	_, err = os.Stat(filepath.Join(dir, "node_modules", "zarrita", "package.json"))
-	zarritaFSNeed(t, "zarrita@0.7.5 in "+dir+" (make deps)", err == nil)
-	// ES modules find packages from the script's directory.
-	run := t.TempDir()
-	if err := os.Symlink(filepath.Join(dir, "node_modules"), filepath.Join(run, "node_modules")); err != nil {
-		t.Fatal(err)
-	}
-	script := must(os.ReadFile(filepath.Join("..", "integration", "testdata", "zarrita", "read.mjs")))
-	if err := os.WriteFile(filepath.Join(run, "read.mjs"), script, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	script := testutil.Must(os.ReadFile(filepath.Join("..", "integration", "testdata", "zarrita", "read.mjs")))
 	s := newV3Store(t)
 	want := map[string][]float64{}
 	var paths []string
@@ -642,10 +625,7 @@ func TestV3EncoderZarrita(t *testing.T) {
 		_, want[a.path] = a.values()
 		paths = append(paths, a.path)
 	}
-	out, err := exec.Command("node", append([]string{filepath.Join(run, "read.mjs"), s.root}, paths...)...).Output()
-	if err != nil {
-		t.Fatalf("node: %v", err)
-	}
+	out := testutil.Node(t, "read.mjs", script, append([]string{s.root}, paths...)...)
 	got := 0
 	for line := range bytes.Lines(out) {
 		var r struct {
@@ -668,14 +648,4 @@ func TestV3EncoderZarrita(t *testing.T) {
 	if got != len(paths) {
 		t.Errorf("zarrita agreed on %d of %d arrays", got, len(paths))
 	}
-}
-
-// zarritaFSNeed skips without node or zarrita, and fails instead in CI or
-// where ZFUSE_REQUIRE_ZARRITA is set.
-func zarritaFSNeed(t *testing.T, what string, ok bool) {
-	t.Helper()
-	if !ok && os.Getenv("ZFUSE_REQUIRE_ZARRITA") != "" {
-		t.Fatalf("%s required (ZFUSE_REQUIRE_ZARRITA is set)", what)
-	}
-	fsNeed(t, what, ok)
 }
