@@ -428,9 +428,6 @@ func TestShardStoresDecodedWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if errors.Is(a.PassThrough, codec.ErrUnknownCodec) {
-		t.Skip("no bitround decoder in codec yet")
-	}
 	if a.PassThrough != nil || a.Shard() != nil || !slices.Equal(a.Chunks, s.shard) {
 		t.Fatalf("PassThrough %v, sharded %v, chunks %v", a.PassThrough, a.Shard() != nil, a.Chunks)
 	}
