@@ -144,29 +144,6 @@ func (a v3Array) chunk(coords []int) []byte {
 	return out
 }
 
-// transposed encodes a chunk for transpose(order): B.shape[i] =
-// A.shape[order[i]], B in C order.
-func transposed(src []byte, shape, order []int, is int) []byte {
-	bshape := make([]int, len(shape))
-	for i, o := range order {
-		bshape[i] = shape[o]
-	}
-	out := make([]byte, len(src))
-	for j := range prod(bshape) {
-		bc := unravel(j, bshape)
-		ac := make([]int, len(shape))
-		for i, o := range order {
-			ac[o] = bc[i]
-		}
-		lin := 0
-		for d := range shape {
-			lin = lin*shape[d] + ac[d]
-		}
-		copy(out[j*is:(j+1)*is], src[lin*is:])
-	}
-	return out
-}
-
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func withCRC(b []byte) []byte {
@@ -275,7 +252,7 @@ func (s *v3Store) add(t testing.TB, a v3Array) {
 		}
 		enc := a.chunk(c)
 		if a.transpose != nil {
-			enc = transposed(enc, a.chunks, a.transpose, is)
+			enc = testutil.Transpose(enc, a.chunks, a.transpose, is)
 		}
 		if enc = gzipped(t, enc); a.crc {
 			enc = withCRC(enc)

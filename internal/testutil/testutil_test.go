@@ -174,3 +174,21 @@ func TestZarritaV3(t *testing.T) {
 		}
 	}
 }
+
+func TestReferenceEncoders(t *testing.T) {
+	// Three 2-byte elements and a tail byte.
+	if got, want := ByteShuffle([]byte{1, 2, 3, 4, 5, 6, 7}, 2), []byte{1, 3, 5, 2, 4, 6, 7}; !slices.Equal(got, want) {
+		t.Errorf("ByteShuffle = %v, want %v", got, want)
+	}
+	// Eight 1-byte elements: element i's bit k is bit i of byte k.
+	if got, want := BitShuffle([]byte{1, 0, 1, 0, 0, 0, 0, 0x80}, 1), []byte{5, 0, 0, 0, 0, 0, 0, 0x80}; !slices.Equal(got, want) {
+		t.Errorf("BitShuffle = %v, want %v", got, want)
+	}
+	if got, want := BitShuffle([]byte{1, 2, 3}, 1), []byte{1, 2, 3}; !slices.Equal(got, want) {
+		t.Errorf("BitShuffle of 3 elements = %v, want them as they are", got)
+	}
+	// A 2x3 array of 1-byte elements, transposed to 3x2.
+	if got, want := Transpose([]byte{1, 2, 3, 4, 5, 6}, []int{2, 3}, []int{1, 0}, 1), []byte{1, 4, 2, 5, 3, 6}; !slices.Equal(got, want) {
+		t.Errorf("Transpose = %v, want %v", got, want)
+	}
+}
