@@ -44,13 +44,7 @@ type testStore struct {
 
 func (s *testStore) write(t testing.TB, key string, b []byte) {
 	t.Helper()
-	p := filepath.Join(s.root, filepath.FromSlash(key))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testutil.WriteFile(t, s.root, key, b)
 	s.stored[key] = b
 }
 

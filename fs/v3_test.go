@@ -21,7 +21,6 @@ import (
 	"testing"
 
 	"github.com/zfuse/zfuse/internal/testutil"
-	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/zarr"
 )
@@ -218,13 +217,7 @@ func (a v3Array) zarrJSON() []byte {
 
 func (s *v3Store) write(t testing.TB, key string, b []byte) {
 	t.Helper()
-	p := filepath.Join(s.root, filepath.FromSlash(key))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testutil.WriteFile(t, s.root, key, b)
 }
 
 // add writes array a: its zarr.json and chunks or shards.
@@ -511,18 +504,7 @@ func TestV3StatNeverDecodes(t *testing.T) {
 	s := newV3Store(t)
 	tr, _ := newV3Tree(t, s, false)
 	mnt := mountTree(t, tr, false)
-	err := filepath.WalkDir(mnt, func(p string, d iofs.DirEntry, err error) error {
-		if err == nil {
-			_, err = d.Info()
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st := tr.chunks.(*readahead.Loader).Stats(); st.Reads != 0 || len(st.Decode) != 0 {
-		t.Errorf("after stat: %v: something was read or decoded", st)
-	}
+	checkStatNeverDecodes(t, tr, mnt)
 }
 
 // TestV3Arrays: zfuse info's walk finds every v3 array, with its format,

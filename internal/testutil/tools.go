@@ -108,12 +108,3 @@ func WaitListening(addr string, exited <-chan struct{}, within time.Duration) er
 		time.Sleep(20 * time.Millisecond) // polling a port another process opens
 	}
 }
-
-// Must returns v, and panics if err is not nil: for values a test builds
-// and cannot go wrong unless the test itself is wrong.
-func Must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
