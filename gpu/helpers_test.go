@@ -1,7 +1,6 @@
 package gpu
 
 import (
-	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -15,9 +14,7 @@ import (
 func gpuDevice(t testing.TB) *Decoder {
 	t.Helper()
 	g, err := openForTest()
-	if err != nil {
-		testutil.NeedKind(t, testutil.GPU, fmt.Sprintf("gpu (%v)", err), false)
-	}
+	testutil.NeedGPU(t, err)
 	return g
 }
 

@@ -1,20 +1,22 @@
 // Package testutil holds what zfuse's tests share: skipping a test whose
 // requirement is missing on a laptop but failing it where everything must
 // run (Need), finding ../shared and the tools `make deps` installs, reading
-// .npy files, and the known values of the shared conformance data.
+// .npy files, reference encoders, and the known values of the shared
+// conformance data.
 //
 // It imports only the standard library, and only _test.go files import it
 // (deps_test.go checks both).
 package testutil
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 )
 
-// RequireEnv names the one environment variable that turns skips into
+// requireEnv names the one environment variable that turns skips into
 // failures. It lists, separated by commas or spaces, the kinds of
 // requirement that must be met:
 //
@@ -23,17 +25,11 @@ import (
 //	gpu   an NVIDIA GPU (gpu/run_on_device.sh sets ZFUSE_TEST_REQUIRE=gpu,deps)
 //
 // Unset, every missing requirement skips its test.
-const RequireEnv = "ZFUSE_TEST_REQUIRE"
+const requireEnv = "ZFUSE_TEST_REQUIRE"
 
-// The kinds of requirement RequireEnv lists.
-const (
-	Deps = "deps"
-	GPU  = "gpu"
-)
-
-// Required reports whether ZFUSE_TEST_REQUIRE lists kind.
-func Required(kind string) bool {
-	return slices.Contains(strings.FieldsFunc(os.Getenv(RequireEnv), func(r rune) bool {
+// required reports whether ZFUSE_TEST_REQUIRE lists kind.
+func required(kind string) bool {
+	return slices.Contains(strings.FieldsFunc(os.Getenv(requireEnv), func(r rune) bool {
 		return r == ',' || r == ' ' || r == '\t' || r == '\n'
 	}), kind)
 }
@@ -42,18 +38,23 @@ func Required(kind string) bool {
 // missing: Need skips t, or fails it where ZFUSE_TEST_REQUIRE lists deps.
 func Need(t testing.TB, what string, ok bool) {
 	t.Helper()
-	NeedKind(t, Deps, what, ok)
+	need(t, "deps", what, ok)
 }
 
-// NeedKind is Need for a requirement of the given kind (Deps, GPU): it
-// fails t where ZFUSE_TEST_REQUIRE lists kind.
-func NeedKind(t testing.TB, kind, what string, ok bool) {
+// NeedGPU returns when err, from opening the GPU, is nil. Otherwise it
+// skips t (CI has no GPU), or fails it where ZFUSE_TEST_REQUIRE lists gpu.
+func NeedGPU(t testing.TB, err error) {
+	t.Helper()
+	need(t, "gpu", fmt.Sprintf("gpu (%v)", err), err == nil)
+}
+
+func need(t testing.TB, kind, what string, ok bool) {
 	t.Helper()
 	if ok {
 		return
 	}
-	if Required(kind) {
-		t.Fatalf("%s required (%s=%s)", what, RequireEnv, os.Getenv(RequireEnv))
+	if required(kind) {
+		t.Fatalf("%s required (%s=%s)", what, requireEnv, os.Getenv(requireEnv))
 	}
 	t.Skipf("no %s", what)
 }

@@ -24,10 +24,10 @@ func TestRequired(t *testing.T) {
 		{" deps  gpu ", true, true},
 		{"nogpu,depsx", false, false},
 	} {
-		t.Setenv(RequireEnv, tt.env)
-		if Required(Deps) != tt.deps || Required(GPU) != tt.gpu {
-			t.Errorf("%s=%q: Required(deps) %v, Required(gpu) %v; want %v, %v",
-				RequireEnv, tt.env, Required(Deps), Required(GPU), tt.deps, tt.gpu)
+		t.Setenv(requireEnv, tt.env)
+		if required("deps") != tt.deps || required("gpu") != tt.gpu {
+			t.Errorf("%s=%q: required(deps) %v, required(gpu) %v; want %v, %v",
+				requireEnv, tt.env, required("deps"), required("gpu"), tt.deps, tt.gpu)
 		}
 	}
 }
@@ -37,26 +37,26 @@ func TestRequired(t *testing.T) {
 // test or fails it.
 func TestNeed(t *testing.T) {
 	if kind := os.Getenv("ZFUSE_TESTUTIL_CHILD"); kind != "" {
-		NeedKind(t, kind, "present", true)
-		NeedKind(t, kind, "thing", false)
-		t.Fatal("NeedKind returned for a missing thing")
+		need(t, kind, "present", true)
+		need(t, kind, "thing", false)
+		t.Fatal("need returned for a missing thing")
 	}
 	for _, tt := range []struct {
 		kind, env string
 		fails     bool
 	}{
-		{Deps, "gpu", false},
-		{Deps, "deps", true},
-		{GPU, "deps", false},
-		{GPU, "gpu,deps", true},
+		{"deps", "gpu", false},
+		{"deps", "deps", true},
+		{"gpu", "deps", false},
+		{"gpu", "gpu,deps", true},
 	} {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestNeed$", "-test.v")
-		cmd.Env = append(os.Environ(), RequireEnv+"="+tt.env, "ZFUSE_TESTUTIL_CHILD="+tt.kind)
+		cmd.Env = append(os.Environ(), requireEnv+"="+tt.env, "ZFUSE_TESTUTIL_CHILD="+tt.kind)
 		out, err := cmd.CombinedOutput()
 		skipped := strings.Contains(string(out), "--- SKIP: TestNeed") && strings.Contains(string(out), "no thing")
 		failed := strings.Contains(string(out), "--- FAIL: TestNeed") && strings.Contains(string(out), "thing required")
 		if tt.fails && (!failed || err == nil) || !tt.fails && (!skipped || err != nil) {
-			t.Errorf("NeedKind(%s) with %s=%q: exit %v, want failed %v:\n%s", tt.kind, RequireEnv, tt.env, err, tt.fails, out)
+			t.Errorf("need(%s) with %s=%q: exit %v, want failed %v:\n%s", tt.kind, requireEnv, tt.env, err, tt.fails, out)
 		}
 	}
 }
@@ -113,7 +113,7 @@ func TestParseNPY(t *testing.T) {
 		{"truncated header", npyFile(1, head("'<i4'", false, ""), nil)[:20], NPY{}, true},
 		{"not npy", []byte("PK\x03\x04 a zip file"), NPY{}, true},
 	} {
-		a, err := ParseNPY(tt.file)
+		a, err := parseNPY(tt.file)
 		if tt.err {
 			if err == nil {
 				t.Errorf("%s: no error", tt.name)

@@ -12,10 +12,10 @@ import (
 	"time"
 )
 
-// ZarritaVersion is the zarrita (npm) the tests use: zarrita.js, an
+// zarritaVersion is the zarrita (npm) the tests use: zarrita.js, an
 // independent Zarr v3 implementation that writes and reads their stores.
 // The Makefile's deps target installs the same version.
-const ZarritaVersion = "0.7.5"
+const zarritaVersion = "0.7.5"
 
 var zarrita struct {
 	sync.Mutex
@@ -23,7 +23,7 @@ var zarrita struct {
 }
 
 // ZarritaDir returns a directory whose node_modules holds zarrita:
-// $ZFUSE_ZARRITA, else zfuse/zarrita-ZarritaVersion in the user cache
+// $ZFUSE_ZARRITA, else zfuse/zarrita-zarritaVersion in the user cache
 // directory, where `make deps` installs it. When it is missing there it
 // installs it with npm (not with -short). Without node, or npm where it
 // must install, it skips t (Need).
@@ -40,21 +40,21 @@ func ZarritaDir(t testing.TB) string {
 	if dir == "" {
 		cache, err := os.UserCacheDir()
 		Need(t, "a user cache directory", err == nil)
-		dir = filepath.Join(cache, "zfuse", "zarrita-"+ZarritaVersion)
+		dir = filepath.Join(cache, "zfuse", "zarrita-"+zarritaVersion)
 	}
 	var meta struct{ Version string }
 	b, err := os.ReadFile(filepath.Join(dir, "node_modules", "zarrita", "package.json"))
-	if err != nil || json.Unmarshal(b, &meta) != nil || meta.Version != ZarritaVersion {
-		Need(t, "zarrita@"+ZarritaVersion+" in "+dir+" (make deps; -short does not install it)", !testing.Short())
+	if err != nil || json.Unmarshal(b, &meta) != nil || meta.Version != zarritaVersion {
+		Need(t, "zarrita@"+zarritaVersion+" in "+dir+" (make deps; -short does not install it)", !testing.Short())
 		_, err := exec.LookPath("npm")
-		Need(t, "npm, to install zarrita@"+ZarritaVersion+" (make deps)", err == nil)
+		Need(t, "npm, to install zarrita@"+zarritaVersion+" (make deps)", err == nil)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		out, err := exec.CommandContext(ctx, "npm", "install", "--prefix", dir, "--no-audit", "--no-fund", "zarrita@"+ZarritaVersion).CombinedOutput()
-		Need(t, "zarrita@"+ZarritaVersion+" (npm install: "+string(bytes.TrimSpace(out))+")", err == nil)
+		out, err := exec.CommandContext(ctx, "npm", "install", "--prefix", dir, "--no-audit", "--no-fund", "zarrita@"+zarritaVersion).CombinedOutput()
+		Need(t, "zarrita@"+zarritaVersion+" (npm install: "+string(bytes.TrimSpace(out))+")", err == nil)
 	}
 	zarrita.dir = dir
 	return dir
