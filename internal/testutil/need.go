@@ -45,7 +45,7 @@ func Need(t testing.TB, what string, ok bool) {
 // skips t (CI has no GPU), or fails it where ZFUSE_TEST_REQUIRE lists gpu.
 func NeedGPU(t testing.TB, err error) {
 	t.Helper()
-	need(t, "gpu", fmt.Sprintf("gpu (%v)", err), err == nil)
+	need(t, "gpu", fmt.Sprintf("usable GPU (%v)", err), err == nil)
 }
 
 func need(t testing.TB, kind, what string, ok bool) {
