@@ -47,6 +47,10 @@ check:
 
 # test: everything CI runs. -race: many readers at once must be safe;
 # -count=1: integration tests mount for real, never use cached results.
+# A test whose requirement this machine lacks (FUSE, root, Python with
+# zarr, zarrita, nginx, versitygw, ../shared) skips; with
+# ZFUSE_TEST_REQUIRE=deps, as .ci/run sets it, it fails instead
+# (internal/testutil.Need).
 # The integration tests run on each serving path (zfuse mount --serving):
 # the default (no-open), passthrough, and open (the last fallback), set for
 # every mount by ZFUSE_SERVING, so that all stay byte-exact. fs's own tests
@@ -128,7 +132,8 @@ kernels:
 
 # gpu: build what gpu/run_on_device.sh runs on a GPU machine: the gpu test
 # binary (-c: compile the tests without running them; -o: its path) and
-# chunks written by numcodecs (Python is not needed there).
+# chunks written by numcodecs (Python is not needed there). The device
+# tests skip without a GPU, and fail instead with ZFUSE_TEST_REQUIRE=gpu.
 gpu:
 	$(GO) test -c -o bin/gpu.test ./gpu
 	/usr/bin/python3 gpu/testdata/fixtures.py bin/gpu-fixtures

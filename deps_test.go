@@ -16,6 +16,8 @@ const module = "github.com/zfuse/zfuse/"
 
 // allowed is DESIGN.md's import table: which of our packages each package
 // may import (in its non-test and test files alike). Change both together.
+// Besides, every package's _test.go files may import testutil, and only
+// they: the test helpers, which import the standard library alone.
 var allowed = map[string][]string{
 	"codec":       {},
 	"gpu":         {"codec"},
@@ -26,10 +28,15 @@ var allowed = map[string][]string{
 	"fs":          {"readahead", "zarr", "store", "codec"},
 	"cmd/zfuse":   {"*"},
 	"integration": {},
+	testutil:      {},
 }
 
+const testutil = "internal/testutil"
+
 // TestImports fails when a package imports one of ours that the table does
-// not allow. Sub-packages (store/http) count as their top package.
+// not allow, when a non-test file imports testutil, or when testutil
+// imports anything outside the standard library. Sub-packages (store/http)
+// count as their top package.
 func TestImports(t *testing.T) {
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
@@ -52,14 +59,21 @@ func TestImports(t *testing.T) {
 		}
 		for _, imp := range f.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)
+			first, _, _ := strings.Cut(p, "/")
+			if from == testutil && strings.Contains(first, ".") {
+				t.Errorf("%s imports %s: %s may import only the standard library", path, p, testutil)
+			}
 			if !strings.HasPrefix(p, module) {
 				continue
 			}
 			to := top(strings.TrimPrefix(p, module))
-			if to == from || slices.Contains(ok, "*") || slices.Contains(ok, to) {
-				continue
+			switch {
+			case to == testutil && !strings.HasSuffix(path, "_test.go"):
+				t.Errorf("%s imports %s: only _test.go files may", path, p)
+			case to == testutil, to == from, slices.Contains(ok, "*"), slices.Contains(ok, to):
+			default:
+				t.Errorf("%s imports %s: %s may import only %v", path, p, from, ok)
 			}
-			t.Errorf("%s imports %s: %s may import only %v", path, p, from, ok)
 		}
 		return nil
 	})
@@ -70,8 +84,11 @@ func TestImports(t *testing.T) {
 
 // top maps a directory to its entry in the table.
 func top(dir string) string {
-	if strings.HasPrefix(dir, "cmd/") {
+	switch {
+	case strings.HasPrefix(dir, "cmd/"):
 		return "cmd/zfuse"
+	case dir == testutil || strings.HasPrefix(dir, testutil+"/"):
+		return testutil
 	}
 	first, _, _ := strings.Cut(dir, "/")
 	return first

@@ -6,19 +6,17 @@ import (
 	"os"
 	"os/exec"
 	"testing"
-)
 
-// benchPython is Debian's python with numcodecs 0.11 (the python3 on PATH
-// may lack it).
-const benchPython = "/usr/bin/python3"
+	"github.com/zfuse/zfuse/internal/testutil"
+)
 
 // benchNumcodecs encodes raw with numcodecs' codec for config, or returns
 // nil when that python is not installed or its numcodecs lacks the codec.
 func benchNumcodecs(config string, raw []byte) []byte {
-	if _, err := os.Stat(benchPython); err != nil {
+	if _, err := os.Stat(testutil.Python); err != nil {
 		return nil
 	}
-	cmd := exec.Command(benchPython, "-c", `import sys, json, numcodecs
+	cmd := exec.Command(testutil.Python, "-c", `import sys, json, numcodecs
 c = numcodecs.get_codec(json.loads(sys.argv[1]))
 sys.stdout.buffer.write(bytes(c.encode(sys.stdin.buffer.read())))`, config)
 	cmd.Stdin = bytes.NewReader(raw)

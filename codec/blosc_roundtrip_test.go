@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // bloscRoundTripPy encodes random buffers with numcodecs 0.11 (the c-blosc
@@ -66,9 +68,9 @@ func TestBloscRoundTripNumcodecs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: no Python fixtures")
 	}
-	bloscNeed(t, "/usr/bin/python3 with numcodecs", bloscPython())
+	testutil.NeedPython(t, "numcodecs", "numpy")
 	dir := t.TempDir()
-	cmd := exec.Command("/usr/bin/python3", "-c", bloscRoundTripPy, dir, "20261130")
+	cmd := exec.Command(testutil.Python, "-c", bloscRoundTripPy, dir, "20261130")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("python: %v\n%s", err, out)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/klauspost/compress/snappy"
 	"github.com/pierrec/lz4/v4"
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // compatWant is what every c-blosc compat file decodes to: int32 0..999999 LE.
@@ -31,7 +32,7 @@ func compatWant() []byte {
 
 func compatFiles(t testing.TB) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(bloscConformance(t), "c-blosc/compat/*.cdata"))
+	files, err := filepath.Glob(filepath.Join(testutil.Conformance(t, "c-blosc/compat"), "*.cdata"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ type bloscFixture struct {
 // leaving out object arrays.
 func numcodecsFixtures(t testing.TB, codecDir string) []bloscFixture {
 	t.Helper()
-	dir := filepath.Join(bloscConformance(t), "numcodecs/fixture", codecDir)
+	dir := testutil.Conformance(t, "numcodecs/fixture/"+codecDir)
 	encs, err := filepath.Glob(filepath.Join(dir, "codec.*", "encoded.*.dat"))
 	if err != nil || len(encs) == 0 {
 		t.Fatalf("no fixtures in %s (%v)", dir, err)
@@ -57,8 +58,11 @@ func numcodecsFixtures(t testing.TB, codecDir string) []bloscFixture {
 	var out []bloscFixture
 	for _, enc := range encs {
 		nn := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(enc), "encoded."), ".dat")
-		raw, dtype, _, _ := readNPY(t, filepath.Join(dir, "array."+nn+".npy"))
-		if strings.Contains(dtype, "O") {
+		a, err := testutil.ReadNPY(filepath.Join(dir, "array."+nn+".npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(a.Descr, "O") {
 			continue
 		}
 		b, err := os.ReadFile(enc)
@@ -66,7 +70,7 @@ func numcodecsFixtures(t testing.TB, codecDir string) []bloscFixture {
 			t.Fatal(err)
 		}
 		rel, _ := filepath.Rel(dir, enc)
-		out = append(out, bloscFixture{name: rel, enc: b, want: raw})
+		out = append(out, bloscFixture{name: rel, enc: b, want: a.Data})
 	}
 	return out
 }
@@ -432,7 +436,7 @@ func TestBloscAllocs(t *testing.T) {
 			src = b
 		}
 	}
-	bloscNeed(t, "blosc-1.18.0-lz4.cdata", src != nil)
+	testutil.Need(t, "blosc-1.18.0-lz4.cdata", src != nil)
 	dst := make([]byte, 0, 4000000)
 	Blosc{}.Decode(dst, src)
 	if n := testing.AllocsPerRun(20, func() { Blosc{}.Decode(dst, src) }); n > 0.5 {
@@ -632,8 +636,8 @@ func refBloscLZ(in []byte, maxOut int) ([]byte, error) {
 // FuzzBlosc decodes arbitrary buffers: no panics, no writes past cap, and
 // agreement with the reference decoder, DecodeBatch and BloscStreams.
 func FuzzBlosc(f *testing.F) {
-	if dir := bloscConformanceDir(); dir != "" {
-		files, _ := filepath.Glob(filepath.Join(dir, "numcodecs/fixture/blosc/codec.*/encoded.*.dat"))
+	if dir := testutil.SharedDir(); dir != "" {
+		files, _ := filepath.Glob(filepath.Join(dir, "conformance/numcodecs/fixture/blosc/codec.*/encoded.*.dat"))
 		for _, p := range files {
 			if b, err := os.ReadFile(p); err == nil {
 				f.Add(b)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // blosclzLiterals encodes b as BloscLZ literal runs (at most 32 bytes
@@ -111,7 +113,7 @@ func FuzzBloscLZ(f *testing.F) {
 	f.Add(uint16(12), blosclzLiterals([]byte("hello, world"), true))
 	f.Add(uint16(7), append(blosclzLiterals([]byte("ab"), true), 2<<5|0, 0, 0, 'z'))
 	f.Add(uint16(280), append(blosclzLiterals([]byte("xy"), true), 7<<5|0, 255, 10, 1, 0, 'z'))
-	if dir := bloscConformanceDir(); dir != "" {
+	if dir := testutil.SharedDir(); dir != "" {
 		// The splits of real blosclz buffers.
 		for _, fx := range numcodecsFixtures(f, "blosc") {
 			h, err := ParseBlosc(fx.enc)

@@ -6,15 +6,17 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // bz2Pairs returns numcodecs-written bzip2 fixtures and their arrays (the
 // standard library has no bzip2 encoder to make our own).
 func bz2Pairs(t testing.TB) (srcs, wants [][]byte) {
 	t.Helper()
-	dir := filepath.Join(confDir(t, "numcodecs"), "fixture", "bz2")
+	dir := filepath.Join(testutil.Conformance(t, "numcodecs"), "fixture", "bz2")
 	for _, nn := range []string{"00", "01", "04"} {
-		a, err := loadNPYFile(filepath.Join(dir, "array."+nn+".npy"))
+		a, err := testutil.ReadNPY(filepath.Join(dir, "array."+nn+".npy"))
 		if err != nil {
 			t.Fatal(err)
 		}

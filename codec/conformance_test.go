@@ -10,53 +10,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
-
-// confNeed skips a test that lacks something (conformance data, Python) on
-// a laptop, and fails it when the environment variable CI is set.
-func confNeed(t testing.TB, what string, ok bool) {
-	t.Helper()
-	if ok {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s required in CI", what)
-	}
-	t.Skipf("no %s", what)
-}
-
-// confShared finds the shared directory: $ZFUSE_SHARED, else ../shared
-// beside the repository root (the directory holding go.mod).
-var confShared = sync.OnceValue(func() string {
-	if d := os.Getenv("ZFUSE_SHARED"); d != "" {
-		return d
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared")
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			return ""
-		}
-		dir = up
-	}
-})
-
-// confDir returns a folder of the conformance data, or skips (fails in CI).
-func confDir(t testing.TB, sub string) string {
-	t.Helper()
-	d := filepath.Join(confShared(), "conformance", sub)
-	_, err := os.Stat(d)
-	confNeed(t, "conformance data "+d, confShared() != "" && err == nil)
-	return d
-}
 
 // confLossy are the fixture folders whose decode is not the input array;
 // the expected bytes are numcodecs 0.11's decode of each encoded file.
@@ -77,8 +34,8 @@ var confEncoded = regexp.MustCompile(`^encoded\.(\d+)\.dat$`)
 // does. Object codecs must be refused with ErrNotRaw. A codec not yet
 // registered fails its subtests.
 func TestConformanceNumcodecs(t *testing.T) {
-	root := filepath.Join(confDir(t, "numcodecs"), "fixture")
-	decodedRoot := filepath.Join(confDir(t, "numcodecs"), "decoded_by_numcodecs_0.11")
+	root := filepath.Join(testutil.Conformance(t, "numcodecs"), "fixture")
+	decodedRoot := filepath.Join(testutil.Conformance(t, "numcodecs"), "decoded_by_numcodecs_0.11")
 	configs, err := filepath.Glob(filepath.Join(root, "*", "codec.*", "config.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -92,11 +49,11 @@ func TestConformanceNumcodecs(t *testing.T) {
 	for _, cfgPath := range configs {
 		codecDir := filepath.Dir(cfgPath)
 		arrayDir := filepath.Dir(codecDir)
-		rel := filepath.ToSlash(confMust(filepath.Rel(root, arrayDir)))
-		cfg := confMust(os.ReadFile(cfgPath))
+		rel := filepath.ToSlash(testutil.Must(filepath.Rel(root, arrayDir)))
+		cfg := testutil.Must(os.ReadFile(cfgPath))
 		d, newErr := New(cfg)
-		id := confMust(confParse(cfg)).ID()
-		files := confMust(os.ReadDir(codecDir))
+		id := testutil.Must(confParse(cfg)).ID()
+		files := testutil.Must(os.ReadDir(codecDir))
 		for _, f := range files {
 			m := confEncoded.FindStringSubmatch(f.Name())
 			if m == nil {
@@ -105,7 +62,7 @@ func TestConformanceNumcodecs(t *testing.T) {
 			nn := m[1]
 			name := rel + "/" + filepath.Base(codecDir) + "/encoded." + nn
 			t.Run(name, func(t *testing.T) {
-				arr, err := loadNPYFile(filepath.Join(arrayDir, "array."+nn+".npy"))
+				arr, err := testutil.ReadNPY(filepath.Join(arrayDir, "array."+nn+".npy"))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -124,13 +81,13 @@ func TestConformanceNumcodecs(t *testing.T) {
 				}
 				want := arr.Data
 				if confLossy[rel] {
-					dec, err := loadNPYFile(filepath.Join(decodedRoot, rel, filepath.Base(codecDir), "decoded."+nn+".npy"))
+					dec, err := testutil.ReadNPY(filepath.Join(decodedRoot, rel, filepath.Base(codecDir), "decoded."+nn+".npy"))
 					if err != nil {
 						t.Fatalf("lossy codec without numcodecs' decode: %v", err)
 					}
 					want = dec.Data
 				}
-				src := confMust(os.ReadFile(filepath.Join(codecDir, f.Name())))
+				src := testutil.Must(os.ReadFile(filepath.Join(codecDir, f.Name())))
 				got, err := DecodeFull(d, make([]byte, 0, len(want)), src)
 				if err != nil {
 					t.Fatalf("decode %d bytes (%s %v) with %s: %v", len(src), arr.Descr, arr.Shape, bytes.Join(bytes.Fields(cfg), nil), err)
@@ -173,30 +130,23 @@ func confFirstDiff(got, want []byte) int {
 	return -1
 }
 
-func confMust[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
-
 // TestConformancePoolAgrees decodes every non-lossy numcodecs fixture of one
 // codec per folder through a Pool and through Batch, and checks that both
 // agree byte for byte and error for error.
 func TestConformancePoolAgrees(t *testing.T) {
-	root := filepath.Join(confDir(t, "numcodecs"), "fixture")
+	root := filepath.Join(testutil.Conformance(t, "numcodecs"), "fixture")
 	configs, _ := filepath.Glob(filepath.Join(root, "*", "codec.*", "config.json"))
 	p := NewPool(4)
 	defer p.Close()
 	for _, cfgPath := range configs {
-		d, err := New(confMust(os.ReadFile(cfgPath)))
+		d, err := New(testutil.Must(os.ReadFile(cfgPath)))
 		if err != nil {
 			continue // reported by TestConformanceNumcodecs
 		}
 		var jobs []Job
 		encs, _ := filepath.Glob(filepath.Join(filepath.Dir(cfgPath), "encoded.*.dat"))
 		for _, e := range encs {
-			src := confMust(os.ReadFile(e))
+			src := testutil.Must(os.ReadFile(e))
 			jobs = append(jobs, Job{Src: src, Dst: make([]byte, 0, 64<<10)})
 			jobs = append(jobs, Job{Src: src[:len(src)/2], Dst: make([]byte, 0, 64<<10)})
 		}

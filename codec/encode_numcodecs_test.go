@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // TestNumcodecsEncode checks the encoders against numcodecs 0.11 itself
@@ -32,10 +34,9 @@ func TestNumcodecsEncode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: does not run Python")
 	}
-	err := exec.Command(genPython, "-c", "import numcodecs").Run()
-	confNeed(t, genPython+" with numcodecs", err == nil)
+	testutil.NeedPython(t, "numcodecs")
 	dir := t.TempDir()
-	if out, err := exec.Command(genPython, "testdata/encode_check.py", "gen", dir).CombinedOutput(); err != nil {
+	if out, err := exec.Command(testutil.Python, "testdata/encode_check.py", "gen", dir).CombinedOutput(); err != nil {
 		t.Fatalf("encode_check.py gen: %v\n%s", err, out)
 	}
 	type item struct {
@@ -51,7 +52,7 @@ func TestNumcodecsEncode(t *testing.T) {
 		Config   json.RawMessage `json:"config"`
 		ItemSize int             `json:"itemsize"`
 	}
-	if err := json.Unmarshal(confMust(os.ReadFile(filepath.Join(dir, "cases.json"))), &cases); err != nil {
+	if err := json.Unmarshal(testutil.Must(os.ReadFile(filepath.Join(dir, "cases.json"))), &cases); err != nil {
 		t.Fatal(err)
 	}
 	if len(cases) < 100 {
@@ -59,8 +60,8 @@ func TestNumcodecsEncode(t *testing.T) {
 	}
 	identical := 0
 	for _, c := range cases {
-		raw := confMust(os.ReadFile(filepath.Join(dir, c.Name+".raw")))
-		theirs := confMust(os.ReadFile(filepath.Join(dir, c.Name+".nc")))
+		raw := testutil.Must(os.ReadFile(filepath.Join(dir, c.Name+".raw")))
+		theirs := testutil.Must(os.ReadFile(filepath.Join(dir, c.Name+".nc")))
 		e, err := NewEncoder(c.Config, c.ItemSize)
 		if err != nil {
 			t.Fatalf("%s %s: %v", c.Name, c.Config, err)
@@ -69,7 +70,7 @@ func TestNumcodecsEncode(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s %s: %v", c.Name, c.Config, err)
 		}
-		cfg := confMust(confParse(c.Config))
+		cfg := testutil.Must(confParse(c.Config))
 		cname, _ := cfg.String("cname", "")
 		switch {
 		case cfg.ID() == "lz4" || (cfg.ID() == "blosc" && (cname == "lz4" || cname == "blosclz")):
@@ -106,7 +107,7 @@ func TestNumcodecsEncode(t *testing.T) {
 	}
 
 	// The numcodecs fixtures.
-	root := filepath.Join(confDir(t, "numcodecs"), "fixture")
+	root := filepath.Join(testutil.Conformance(t, "numcodecs"), "fixture")
 	refused := map[string]bool{}
 	for _, folder := range []string{"blosc", "lz4", "zstd", "zlib", "gzip", "shuffle", "crc32", "adler32",
 		"delta/bool", "delta/float32", "delta/float64", "delta/int32", "delta/uint16"} {
@@ -116,11 +117,11 @@ func TestNumcodecsEncode(t *testing.T) {
 			t.Fatalf("no fixture configs or arrays for %s", folder)
 		}
 		for _, cfgPath := range cfgs {
-			cfg := confMust(os.ReadFile(cfgPath))
-			d := confMust(New(cfg))
+			cfg := testutil.Must(os.ReadFile(cfgPath))
+			d := testutil.Must(New(cfg))
 			codecDir := filepath.Dir(cfgPath)
 			for _, arrPath := range arrays {
-				arr, err := loadNPYFile(arrPath)
+				arr, err := testutil.ReadNPY(arrPath)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -176,31 +177,31 @@ func TestNumcodecsEncode(t *testing.T) {
 	// c-blosc's compat buffers (int32 0..999999 from c-blosc 1.18.0):
 	// decoded, encoded again with the same compressor and shuffle at
 	// clevel 9, decoded by numcodecs.
-	compat, _ := filepath.Glob(filepath.Join(confDir(t, "c-blosc"), "compat", "blosc-1.18.0-*.cdata"))
+	compat, _ := filepath.Glob(filepath.Join(testutil.Conformance(t, "c-blosc"), "compat", "blosc-1.18.0-*.cdata"))
 	if len(compat) < 5 {
 		t.Fatalf("found %d c-blosc 1.18.0 compat files", len(compat))
 	}
 	for _, p := range compat {
-		src := confMust(os.ReadFile(p))
-		h := confMust(ParseBlosc(src))
-		raw := confMust(DecodeFull(Blosc{}, make([]byte, 0, h.Nbytes), src))
+		src := testutil.Must(os.ReadFile(p))
+		h := testutil.Must(ParseBlosc(src))
+		raw := testutil.Must(DecodeFull(Blosc{}, make([]byte, 0, h.Nbytes), src))
 		cname := strings.Split(strings.TrimSuffix(filepath.Base(p), ".cdata"), "-")[2]
 		e := &BloscEncoder{Cname: cname, Clevel: 9, Shuffle: h.Shuffle(), Typesize: h.Typesize}
-		ours := confMust(e.Encode(make([]byte, 0, e.MaxEncodedLen(len(raw))), raw))
+		ours := testutil.Must(e.Encode(make([]byte, 0, e.MaxEncodedLen(len(raw))), raw))
 		name := "c-blosc/" + filepath.Base(p)
 		rawFile, goFile := filepath.Join(dir, filepath.Base(p)+".raw"), filepath.Join(dir, filepath.Base(p)+".go")
 		if err := errors.Join(os.WriteFile(rawFile, raw, 0o644), os.WriteFile(goFile, ours, 0o644)); err != nil {
 			t.Fatal(err)
 		}
-		cfg := confMust(json.Marshal(map[string]any{"id": "blosc", "cname": cname, "clevel": 9, "shuffle": h.Shuffle()}))
+		cfg := testutil.Must(json.Marshal(map[string]any{"id": "blosc", "cname": cname, "clevel": 9, "shuffle": h.Shuffle()}))
 		checks = append(checks, item{name, cfg, goFile, rawFile})
 	}
 
 	list := filepath.Join(dir, "check.json")
-	if err := os.WriteFile(list, confMust(json.Marshal(checks)), 0o644); err != nil {
+	if err := os.WriteFile(list, testutil.Must(json.Marshal(checks)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(genPython, "testdata/encode_check.py", "check", list).Output()
+	out, err := exec.Command(testutil.Python, "testdata/encode_check.py", "check", list).Output()
 	if err != nil {
 		t.Fatalf("encode_check.py check: %v", err)
 	}

@@ -13,76 +13,23 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
-// filterNeed skips a test that needs something absent, or fails it when
-// the CI environment variable is set (CI must run everything).
-func filterNeed(t testing.TB, what string, ok bool) {
+// npyData returns the payload of the .npy file at path, which must hold
+// raw elements: the array in its memory order, which is what a filter
+// decodes to.
+func npyData(t testing.TB, path string) []byte {
 	t.Helper()
-	if ok {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s required in CI", what)
-	}
-	t.Skipf("no %s", what)
-}
-
-// filterConformance returns the numcodecs conformance folder:
-// $ZFUSE_SHARED/conformance/numcodecs, else shared/ beside the checkout.
-func filterConformance(t testing.TB) string {
-	t.Helper()
-	shared := os.Getenv("ZFUSE_SHARED")
-	if shared == "" {
-		dir, err := os.Getwd()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for {
-			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-				break
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				break
-			}
-			dir = parent
-		}
-		shared = filepath.Join(dir, "..", "shared")
-	}
-	p := filepath.Join(shared, "conformance", "numcodecs")
-	_, err := os.Stat(filepath.Join(p, "fixture"))
-	filterNeed(t, "conformance folder "+p, err == nil)
-	return p
-}
-
-// filterNPY returns the data bytes of a .npy file (versions 1 to 3): the
-// array in its memory order, which is what a filter decodes to.
-func filterNPY(t testing.TB, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
+	a, err := testutil.ReadNPY(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b) < 10 || string(b[:6]) != "\x93NUMPY" {
-		t.Fatalf("%s: not a .npy file", path)
-	}
-	var hlen, start int
-	switch b[6] {
-	case 1:
-		hlen, start = int(binary.LittleEndian.Uint16(b[8:])), 10
-	case 2, 3:
-		hlen, start = int(binary.LittleEndian.Uint32(b[8:])), 12
-	default:
-		t.Fatalf("%s: .npy version %d", path, b[6])
-	}
-	if start+hlen > len(b) {
-		t.Fatalf("%s: truncated header", path)
-	}
-	if h := string(b[start : start+hlen]); strings.Contains(h, "'|O'") {
+	if a.Object() {
 		t.Fatalf("%s: object array", path)
 	}
-	return b[start+hlen:]
+	return a.Data
 }
 
 func filterNew(t testing.TB, config string) Decoder {
@@ -112,15 +59,8 @@ func filterDecode(t testing.TB, d Decoder, src []byte, room int) ([]byte, error)
 }
 
 // Encoding helpers for hand-written vectors, independent of dtype.go.
-func le[T any](v ...T) []byte { return must(binary.Append(nil, binary.LittleEndian, v)) }
-func be[T any](v ...T) []byte { return must(binary.Append(nil, binary.BigEndian, v)) }
-
-func must(b []byte, err error) []byte {
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
+func le[T any](v ...T) []byte { return testutil.Must(binary.Append(nil, binary.LittleEndian, v)) }
+func be[T any](v ...T) []byte { return testutil.Must(binary.Append(nil, binary.BigEndian, v)) }
 
 func cat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 
@@ -442,7 +382,7 @@ func filterFixtureExpected(root, codec, codecDir, nn string) string {
 // TestFilterFixtures decodes numcodecs' own backward-compatibility
 // fixtures for the filters.
 func TestFilterFixtures(t *testing.T) {
-	root := filterConformance(t)
+	root := testutil.Conformance(t, "numcodecs")
 	count := 0
 	for _, codec := range []string{"delta/bool", "delta/float32", "delta/float64", "delta/int32", "delta/uint16",
 		"shuffle", "fixedscaleoffset", "quantize", "astype/f", "astype/i", "packbits"} {
@@ -464,7 +404,7 @@ func TestFilterFixtures(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want := filterNPY(t, filterFixtureExpected(root, codec, filepath.Base(dir), nn))
+				want := npyData(t, filterFixtureExpected(root, codec, filepath.Base(dir), nn))
 				got, err := DecodeFull(d, make([]byte, 0, len(want)), src)
 				if err != nil {
 					t.Errorf("%s: %v", name, err)
@@ -481,11 +421,6 @@ func TestFilterFixtures(t *testing.T) {
 	t.Logf("%d fixtures", count)
 }
 
-// filterPython reports whether /usr/bin/python3 can import numcodecs.
-func filterPython() bool {
-	return exec.Command("/usr/bin/python3", "-c", "import numcodecs, numpy").Run() == nil
-}
-
 // TestFilterNumcodecs is the cross-check: numcodecs 0.11 encodes random
 // arrays (and the test writes random stored elements full of edge values:
 // NaN, infinities, out-of-range floats, extreme integers, raw bool bytes,
@@ -496,13 +431,13 @@ func TestFilterNumcodecs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs Python; skipped with -short")
 	}
-	filterNeed(t, "/usr/bin/python3 with numcodecs", filterPython())
+	testutil.NeedPython(t, "numcodecs", "numpy")
 	dir := t.TempDir()
 	seed := "1"
 	if s := os.Getenv("ZFUSE_FILTER_SEED"); s != "" {
 		seed = s
 	}
-	cmd := exec.Command("/usr/bin/python3", "testdata/filters_numcodecs.py", dir, seed)
+	cmd := exec.Command(testutil.Python, "testdata/filters_numcodecs.py", dir, seed)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("filters_numcodecs.py: %v\n%s", err, out)
 	}

@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/ulikunitz/xz"
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // fuzzRoom bounds dst in fuzz targets: room for any seed, small enough to
@@ -26,10 +27,11 @@ func fuzzSeeds(f *testing.F, enc func([]byte) []byte, folder string) {
 			f.Add(enc(compData(n, uint64(n))))
 		}
 	}
-	if folder == "" || confShared() == "" {
+	shared := testutil.SharedDir()
+	if folder == "" || shared == "" {
 		return
 	}
-	files, _ := filepath.Glob(filepath.Join(confShared(), "conformance", "numcodecs", "fixture", folder, "codec.*", "encoded.0[0-4].dat"))
+	files, _ := filepath.Glob(filepath.Join(shared, "conformance", "numcodecs", "fixture", folder, "codec.*", "encoded.0[0-4].dat"))
 	for _, p := range files {
 		if b, err := os.ReadFile(p); err == nil && len(b) <= fuzzRoom {
 			f.Add(b)

@@ -10,10 +10,9 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-)
 
-// genPython is Debian's python with zarr-python 2.13 and numcodecs 0.11.
-const genPython = "/usr/bin/python3"
+	"github.com/zfuse/zfuse/internal/testutil"
+)
 
 // TestGenerated writes a wide variety of Zarr v2 arrays with zarr-python
 // 2.13 (testdata/generate.py: every compressor, Blosc cname x shuffle,
@@ -25,10 +24,9 @@ func TestGenerated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: does not run Python to generate stores")
 	}
-	err := exec.Command(genPython, "-c", "import zarr, numcodecs").Run()
-	confNeed(t, genPython+" with zarr and numcodecs", err == nil)
+	testutil.NeedPython(t, "zarr", "numcodecs")
 	dir := t.TempDir()
-	if out, err := exec.Command(genPython, "testdata/generate.py", dir).CombinedOutput(); err != nil {
+	if out, err := exec.Command(testutil.Python, "testdata/generate.py", dir).CombinedOutput(); err != nil {
 		t.Fatalf("generate.py: %v\n%s", err, out)
 	}
 	var manifest map[string]string

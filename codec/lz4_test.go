@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/pierrec/lz4/v4"
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 func TestLZ4NumcodecsFixtures(t *testing.T) {
@@ -97,8 +98,8 @@ func TestLZ4Errors(t *testing.T) {
 // FuzzLZ4 decodes arbitrary numcodecs lz4 buffers: no panics, no writes
 // past cap, lz4Block and lz4DecodedLen consistent, DecodeBatch agrees.
 func FuzzLZ4(f *testing.F) {
-	if dir := bloscConformanceDir(); dir != "" {
-		files, _ := filepath.Glob(filepath.Join(dir, "numcodecs/fixture/lz4/codec.*/encoded.*.dat"))
+	if dir := testutil.SharedDir(); dir != "" {
+		files, _ := filepath.Glob(filepath.Join(dir, "conformance/numcodecs/fixture/lz4/codec.*/encoded.*.dat"))
 		for _, p := range files {
 			if b, err := os.ReadFile(p); err == nil {
 				f.Add(b)

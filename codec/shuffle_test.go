@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // shuffleTypesizes are the typesizes the unshuffle tests cover: every
@@ -15,46 +17,6 @@ var shuffleTypesizes = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 
 // the SIMD group sizes, and block-sized.
 var shuffleSizes = []int{0, 1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257,
 	511, 1000, 1023, 1024, 1025, 2047, 4096, 4099, 8192 + 7, 65536, 65536 + 13, 3 * 65536}
-
-// refByteShuffle is c-blosc's forward byte shuffle (shuffle_generic).
-func refByteShuffle(src []byte, ts int) []byte {
-	dst := make([]byte, len(src))
-	if ts <= 1 {
-		copy(dst, src)
-		return dst
-	}
-	n := len(src) / ts
-	for i := range n {
-		for j := range ts {
-			dst[j*n+i] = src[i*ts+j]
-		}
-	}
-	copy(dst[n*ts:], src[n*ts:])
-	return dst
-}
-
-// refBitShuffle is c-blosc 1.x's forward bitshuffle of one block, from the
-// definition in zarr-formats.md §1.5.
-func refBitShuffle(src []byte, ts int) []byte {
-	dst := make([]byte, len(src))
-	n := len(src) / ts
-	if n%8 != 0 {
-		copy(dst, src)
-		return dst
-	}
-	nb := n / 8
-	for i := range n {
-		for j := range ts {
-			for k := range 8 {
-				if src[i*ts+j]>>k&1 == 1 {
-					dst[(8*j+k)*nb+i/8] |= 1 << (i % 8)
-				}
-			}
-		}
-	}
-	copy(dst[n*ts:], src[n*ts:])
-	return dst
-}
 
 func randBytes(r *rand.Rand, n int) []byte {
 	b := make([]byte, n)
@@ -69,7 +31,7 @@ func TestByteUnshuffle(t *testing.T) {
 	for _, ts := range shuffleTypesizes {
 		for _, n := range shuffleSizes {
 			orig := randBytes(r, n)
-			shuffled := refByteShuffle(orig, ts)
+			shuffled := testutil.ByteShuffle(orig, ts)
 			got := make([]byte, n)
 			byteUnshuffle(got, shuffled, ts)
 			if !bytes.Equal(got, orig) {
@@ -92,7 +54,7 @@ func TestBitUnshuffle(t *testing.T) {
 				continue // the bit-at-a-time reference is slow
 			}
 			orig := randBytes(r, n)
-			shuffled := refBitShuffle(orig, ts)
+			shuffled := testutil.BitShuffle(orig, ts)
 			got := make([]byte, n)
 			bitUnshuffle(got, shuffled, ts)
 			if !bytes.Equal(got, orig) {
@@ -113,7 +75,7 @@ func TestBitUnshuffle(t *testing.T) {
 				n := elems*ts + tail
 				orig := randBytes(r, n)
 				got := make([]byte, n)
-				bitUnshuffle(got, refBitShuffle(orig, ts), ts)
+				bitUnshuffle(got, testutil.BitShuffle(orig, ts), ts)
 				if !bytes.Equal(got, orig) {
 					t.Fatalf("typesize %d, %d elements + %d: bitUnshuffle does not invert the bitshuffle", ts, elems, tail)
 				}

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 func TestV3Config(t *testing.T) {
@@ -77,39 +79,6 @@ func TestKindOfV3(t *testing.T) {
 	}
 }
 
-// transposeEncode is the codec's encode direction, written independently of
-// Decode: B[b] = A[a] with b[i] = a[order[i]], walking B in C order.
-func transposeEncode(a []byte, shape, order []int, itemSize int) []byte {
-	bshape := make([]int, len(order))
-	for i, o := range order {
-		bshape[i] = shape[o]
-	}
-	n := 1
-	for _, d := range shape {
-		n *= d
-	}
-	out := make([]byte, 0, len(a))
-	b := make([]int, len(order))
-	for range n {
-		aidx := make([]int, len(shape))
-		for i, o := range order {
-			aidx[o] = b[i]
-		}
-		lin := 0
-		for d := range shape {
-			lin = lin*shape[d] + aidx[d]
-		}
-		out = append(out, a[lin*itemSize:(lin+1)*itemSize]...)
-		for i := len(b) - 1; i >= 0; i-- {
-			if b[i]++; b[i] < bshape[i] {
-				break
-			}
-			b[i] = 0
-		}
-	}
-	return out
-}
-
 func TestTranspose(t *testing.T) {
 	tests := []struct {
 		shape, order []int
@@ -136,7 +105,7 @@ func TestTranspose(t *testing.T) {
 		if n >= 2 {
 			binary.LittleEndian.PutUint16(a, 0xbeef)
 		}
-		b := transposeEncode(a, tt.shape, tt.order, tt.itemSize)
+		b := testutil.Transpose(a, tt.shape, tt.order, tt.itemSize)
 		tr, err := NewTranspose(tt.shape, tt.order, tt.itemSize)
 		if err != nil {
 			t.Fatal(err)
@@ -186,7 +155,7 @@ func FuzzTranspose(f *testing.F) {
 		for i := range a {
 			a[i] = byte(i)
 		}
-		got, err := tr.Decode(make([]byte, 0, n), transposeEncode(a, shape, order, is))
+		got, err := tr.Decode(make([]byte, 0, n), testutil.Transpose(a, shape, order, is))
 		if err != nil || !bytes.Equal(got, a) {
 			t.Fatalf("%v %v %d: %v", shape, order, is, err)
 		}
@@ -213,7 +182,7 @@ func BenchmarkTranspose(b *testing.B) {
 			for i := range a {
 				a[i] = byte(i)
 			}
-			src := transposeEncode(a, bc.shape, bc.order, bc.itemSize)
+			src := testutil.Transpose(a, bc.shape, bc.order, bc.itemSize)
 			tr, err := NewTranspose(bc.shape, bc.order, bc.itemSize)
 			if err != nil {
 				b.Fatal(err)

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // z2Array is the part of a v2 .zarray the codec tests need.
@@ -43,7 +45,7 @@ func z2Load(t testing.TB, dir string) (z2Array, string) {
 // z2ChunkLen is the decoded size of every chunk: prod(chunks) * itemsize.
 func z2ChunkLen(t testing.TB, a z2Array, dtype string) int {
 	t.Helper()
-	n, err := loadNPYItemSize(dtype)
+	n, err := testutil.ItemSize(dtype)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +79,7 @@ func z2Chunks(t testing.TB, dir string) []string {
 // compatibility stores (fixture/<i>/<j>: array i under compressor j) and
 // compares it with the same chunk of the uncompressed store <i>/0.
 func TestZarr218(t *testing.T) {
-	root := confDir(t, "zarr-python-2.18.7/fixture")
+	root := testutil.Conformance(t, "zarr-python-2.18.7/fixture")
 	for i := 0; i <= 23; i++ {
 		raw := filepath.Join(root, fmt.Sprint(i), "0")
 		for j := 0; j <= 6; j++ {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zfuse/zfuse/internal/testutil"
 	"github.com/zfuse/zfuse/zarr"
 )
 
@@ -72,8 +73,8 @@ func TestMixedDirs(t *testing.T) {
 			names := childNames(t, tr, r.dir)
 			switch r.served {
 			case "rewritten":
-				v2 := must(zarr.ParseV2(s.stored[r.dir+"/"+zarr.ArrayFile]))
-				want := must(zarr.PresentBeside(docs[r.dir], v2))
+				v2 := testutil.Must(zarr.ParseV2(s.stored[r.dir+"/"+zarr.ArrayFile]))
+				want := testutil.Must(zarr.PresentBeside(docs[r.dir], v2))
 				if err != nil || !bytes.Equal(got, want) {
 					t.Errorf("AsV2 %v: %s: %v\n%s\nwant\n%s", asV2, key, err, got, want)
 				}
@@ -99,7 +100,7 @@ func TestMixedDirs(t *testing.T) {
 				t.Errorf("AsV2 %v: chunk %s: %v %x, want %x", asV2, p, err, got, raw)
 			}
 		}
-		infos := must(tr.Arrays(ctx))
+		infos := testutil.Must(tr.Arrays(ctx))
 		for _, in := range infos {
 			var want string
 			switch in.Path {

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -17,21 +16,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/zfuse/zfuse/internal/testutil"
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store"
 )
-
-// fsNeed skips a test that needs something absent, and fails it in CI.
-func fsNeed(t testing.TB, what string, ok bool) {
-	t.Helper()
-	if ok {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s required in CI", what)
-	}
-	t.Skipf("no %s", what)
-}
 
 // testArray describes one array of the test store: its metadata and the
 // value of every element, from which chunks are built.
@@ -56,13 +44,7 @@ type testStore struct {
 
 func (s *testStore) write(t testing.TB, key string, b []byte) {
 	t.Helper()
-	p := filepath.Join(s.root, filepath.FromSlash(key))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testutil.WriteFile(t, s.root, key, b)
 	s.stored[key] = b
 }
 
@@ -301,7 +283,7 @@ func servings(t *testing.T, f func(t *testing.T, s Serving)) {
 	for _, s := range []Serving{Passthrough, NoOpen, Open} {
 		t.Run(s.String(), func(t *testing.T) {
 			if s == Passthrough {
-				fsNeed(t, "root, for FUSE passthrough", os.Geteuid() == 0)
+				testutil.Need(t, "root, for FUSE passthrough", os.Geteuid() == 0)
 			}
 			f(t, s)
 		})
@@ -316,9 +298,7 @@ func mountServing(t *testing.T, tr *Tree, writable bool, s Serving, debug bool) 
 	if testing.Short() {
 		t.Skip("mounts are not short")
 	}
-	_, err := exec.LookPath("fusermount3")
-	_, derr := os.Stat("/dev/fuse")
-	fsNeed(t, "FUSE (/dev/fuse and fusermount3)", err == nil && derr == nil)
+	testutil.NeedFUSE(t)
 	dir := t.TempDir()
 	srv, err := Mount(context.Background(), dir, tr, MountConfig{
 		FsName:   "zfuse-test",

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/zfuse/zfuse/internal/testutil"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/zarr"
 )
@@ -38,17 +39,10 @@ func checkZarray(t *testing.T, name string, got, want []byte, extra map[string]s
 		var gv, wv any
 		json.Unmarshal(g[k], &gv)
 		json.Unmarshal(w[k], &wv)
-		if gb, _ := json.Marshal(gv); !bytes.Equal(gb, must(json.Marshal(wv))) {
+		if gb, _ := json.Marshal(gv); !bytes.Equal(gb, testutil.Must(json.Marshal(wv))) {
 			t.Errorf("%s: %q = %s, want %s", name, k, g[k], w[k])
 		}
 	}
-}
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
 }
 
 // checkServed checks what path p serves (got) against the presented-tree
@@ -81,7 +75,7 @@ func checkServed(t *testing.T, s *testStore, p string, got []byte) {
 				var a, b any
 				json.Unmarshal(v, &a)
 				json.Unmarshal(s.stored[k], &b)
-				if !bytes.Equal(must(json.Marshal(a)), must(json.Marshal(b))) {
+				if !bytes.Equal(testutil.Must(json.Marshal(a)), testutil.Must(json.Marshal(b))) {
 					t.Errorf(".zmetadata[%s] = %s, want it as stored", k, v)
 				}
 			case strings.HasSuffix(k, ".zarray"):
@@ -90,7 +84,7 @@ func checkServed(t *testing.T, s *testStore, p string, got []byte) {
 				var a, b any
 				json.Unmarshal(v, &a)
 				json.Unmarshal(s.stored[k], &b)
-				if !bytes.Equal(must(json.Marshal(a)), must(json.Marshal(b))) {
+				if !bytes.Equal(testutil.Must(json.Marshal(a)), testutil.Must(json.Marshal(b))) {
 					t.Errorf(".zmetadata[%s] = %s, want %s", k, v, s.stored[k])
 				}
 			}

@@ -13,7 +13,6 @@ import (
 	"maps"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -21,7 +20,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/zfuse/zfuse/readahead"
+	"github.com/zfuse/zfuse/internal/testutil"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/zarr"
 )
@@ -144,29 +143,6 @@ func (a v3Array) chunk(coords []int) []byte {
 	return out
 }
 
-// transposed encodes a chunk for transpose(order): B.shape[i] =
-// A.shape[order[i]], B in C order.
-func transposed(src []byte, shape, order []int, is int) []byte {
-	bshape := make([]int, len(shape))
-	for i, o := range order {
-		bshape[i] = shape[o]
-	}
-	out := make([]byte, len(src))
-	for j := range prod(bshape) {
-		bc := unravel(j, bshape)
-		ac := make([]int, len(shape))
-		for i, o := range order {
-			ac[o] = bc[i]
-		}
-		lin := 0
-		for d := range shape {
-			lin = lin*shape[d] + ac[d]
-		}
-		copy(out[j*is:(j+1)*is], src[lin*is:])
-	}
-	return out
-}
-
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func withCRC(b []byte) []byte {
@@ -241,13 +217,7 @@ func (a v3Array) zarrJSON() []byte {
 
 func (s *v3Store) write(t testing.TB, key string, b []byte) {
 	t.Helper()
-	p := filepath.Join(s.root, filepath.FromSlash(key))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testutil.WriteFile(t, s.root, key, b)
 }
 
 // add writes array a: its zarr.json and chunks or shards.
@@ -275,7 +245,7 @@ func (s *v3Store) add(t testing.TB, a v3Array) {
 		}
 		enc := a.chunk(c)
 		if a.transpose != nil {
-			enc = transposed(enc, a.chunks, a.transpose, is)
+			enc = testutil.Transpose(enc, a.chunks, a.transpose, is)
 		}
 		if enc = gzipped(t, enc); a.crc {
 			enc = withCRC(enc)
@@ -416,10 +386,10 @@ func (s *v3Store) want(t testing.TB, asV2 bool) map[string][]byte {
 			continue
 		}
 		if !asV2 {
-			out[prefix+"zarr.json"] = must(zarr.RewriteV3(doc))
+			out[prefix+"zarr.json"] = testutil.Must(zarr.RewriteV3(doc))
 			continue
 		}
-		for name, b := range must(zarr.V2Files(doc)) {
+		for name, b := range testutil.Must(zarr.V2Files(doc)) {
 			out[prefix+name] = b
 		}
 	}
@@ -474,7 +444,7 @@ func TestV3Mount(t *testing.T) {
 				if err != nil || d.IsDir() {
 					return err
 				}
-				seen = append(seen, filepath.ToSlash(must(filepath.Rel(mnt, p))))
+				seen = append(seen, filepath.ToSlash(testutil.Must(filepath.Rel(mnt, p))))
 				return nil
 			})
 			if err != nil {
@@ -534,18 +504,7 @@ func TestV3StatNeverDecodes(t *testing.T) {
 	s := newV3Store(t)
 	tr, _ := newV3Tree(t, s, false)
 	mnt := mountTree(t, tr, false)
-	err := filepath.WalkDir(mnt, func(p string, d iofs.DirEntry, err error) error {
-		if err == nil {
-			_, err = d.Info()
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st := tr.chunks.(*readahead.Loader).Stats(); st.Reads != 0 || len(st.Decode) != 0 {
-		t.Errorf("after stat: %v: something was read or decoded", st)
-	}
+	checkStatNeverDecodes(t, tr, mnt)
 }
 
 // TestV3Arrays: zfuse info's walk finds every v3 array, with its format,
@@ -614,24 +573,7 @@ func (a v3Array) values() (shape []int, data []float64) {
 // (sharded/start and sharded/whole are left out), and does not verify the
 // index crc32c (so sharded/corrupt reads as written).
 func TestV3EncoderZarrita(t *testing.T) {
-	_, err := exec.LookPath("node")
-	zarritaFSNeed(t, "node", err == nil)
-	dir := os.Getenv("ZFUSE_ZARRITA")
-	if dir == "" {
-		cache, _ := os.UserCacheDir()
-		dir = filepath.Join(cache, "zfuse", "zarrita-0.7.5")
-	}
-	_, err = os.Stat(filepath.Join(dir, "node_modules", "zarrita", "package.json"))
-	zarritaFSNeed(t, "zarrita@0.7.5 in "+dir+" (make deps)", err == nil)
-	// ES modules find packages from the script's directory.
-	run := t.TempDir()
-	if err := os.Symlink(filepath.Join(dir, "node_modules"), filepath.Join(run, "node_modules")); err != nil {
-		t.Fatal(err)
-	}
-	script := must(os.ReadFile(filepath.Join("..", "integration", "testdata", "zarrita", "read.mjs")))
-	if err := os.WriteFile(filepath.Join(run, "read.mjs"), script, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	script := testutil.Must(os.ReadFile(filepath.Join("..", "integration", "testdata", "zarrita", "read.mjs")))
 	s := newV3Store(t)
 	want := map[string][]float64{}
 	var paths []string
@@ -642,10 +584,7 @@ func TestV3EncoderZarrita(t *testing.T) {
 		_, want[a.path] = a.values()
 		paths = append(paths, a.path)
 	}
-	out, err := exec.Command("node", append([]string{filepath.Join(run, "read.mjs"), s.root}, paths...)...).Output()
-	if err != nil {
-		t.Fatalf("node: %v", err)
-	}
+	out := testutil.Node(t, "read.mjs", script, append([]string{s.root}, paths...)...)
 	got := 0
 	for line := range bytes.Lines(out) {
 		var r struct {
@@ -668,14 +607,4 @@ func TestV3EncoderZarrita(t *testing.T) {
 	if got != len(paths) {
 		t.Errorf("zarrita agreed on %d of %d arrays", got, len(paths))
 	}
-}
-
-// zarritaFSNeed skips without node or zarrita, and fails instead in CI or
-// where ZFUSE_REQUIRE_ZARRITA is set.
-func zarritaFSNeed(t *testing.T, what string, ok bool) {
-	t.Helper()
-	if !ok && os.Getenv("ZFUSE_REQUIRE_ZARRITA") != "" {
-		t.Fatalf("%s required (ZFUSE_REQUIRE_ZARRITA is set)", what)
-	}
-	fsNeed(t, what, ok)
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/zfuse/zfuse/codec"
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // A chunk is one test input: encoded bytes, the decoder's room (cap of
@@ -95,7 +96,7 @@ func bloscRoom(src []byte) int {
 // cbloscChunks reads the c-blosc compat buffers: all lz4 and lz4hc ones,
 // and the 1.18.0 ones of the other compressors (for the CPU hand-off).
 func cbloscChunks(t testing.TB) []chunk {
-	dir := gpuConformance(t, "c-blosc/compat")
+	dir := testutil.Conformance(t, "c-blosc/compat")
 	paths, _ := filepath.Glob(filepath.Join(dir, "*lz4*.cdata"))
 	others, _ := filepath.Glob(filepath.Join(dir, "blosc-1.18.0-*.cdata"))
 	for _, p := range others {
@@ -120,7 +121,7 @@ func cbloscChunks(t testing.TB) []chunk {
 // fixtureChunks reads numcodecs/fixture/<id>/codec.*/encoded.*.dat; the
 // room is what the data announces (Blosc header, LZ4 prefix).
 func fixtureChunks(t testing.TB, id string) []chunk {
-	dir := filepath.Join(gpuConformance(t, "numcodecs/fixture"), id)
+	dir := filepath.Join(testutil.Conformance(t, "numcodecs/fixture"), id)
 	paths, _ := filepath.Glob(filepath.Join(dir, "codec.*", "encoded.*.dat"))
 	if len(paths) == 0 {
 		t.Fatalf("no fixtures in %s", dir)
@@ -341,16 +342,14 @@ func TestEmulatedCorrupt(t *testing.T) {
 // blosclz, across shuffles, typesizes and block sizes; decoded bytes must
 // equal the arrays Python wrote and the CPU's decode.
 func TestEmulatedNumcodecsPython(t *testing.T) {
-	py := "/usr/bin/python3"
-	_, err := os.Stat(py)
-	gpuNeed(t, py, err == nil)
+	testutil.NeedPython(t, "numcodecs", "numpy")
 	if testing.Short() {
 		t.Skip("-short: no Python fixtures")
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(py, filepath.Join("testdata", "fixtures.py"), dir)
+	cmd := exec.Command(testutil.Python, filepath.Join("testdata", "fixtures.py"), dir)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		gpuNeed(t, "numcodecs ("+strings.TrimSpace(string(out))+")", false)
+		testutil.Need(t, "numcodecs ("+strings.TrimSpace(string(out))+")", false)
 	}
 	blosc, lz4 := pyChunks(t, dir)
 	if len(blosc) < 100 || len(lz4) < 5 {

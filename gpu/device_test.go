@@ -7,10 +7,11 @@ import (
 	"testing"
 
 	"github.com/zfuse/zfuse/codec"
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // Tests that need a real GPU. They skip without one (CI has none) and fail
-// when ZFUSE_TEST_REQUIRE contains "gpu", as gpu/run_on_device.sh sets it.
+// where ZFUSE_TEST_REQUIRE lists gpu, as gpu/run_on_device.sh sets it.
 
 // TestDeviceAgrees: the GPU decodes the conformance data, Go-encoded
 // chunks of every shape and corrupted chunks exactly as codec.Batch does.
@@ -60,7 +61,7 @@ func TestDeviceAgrees(t *testing.T) {
 func TestDeviceNumcodecs(t *testing.T) {
 	g := gpuDevice(t)
 	dir := os.Getenv("ZFUSE_GPU_FIXTURES")
-	gpuNeed(t, "ZFUSE_GPU_FIXTURES (numcodecs chunks from make gpu)", dir != "")
+	testutil.Need(t, "ZFUSE_GPU_FIXTURES (numcodecs chunks from make gpu)", dir != "")
 	blosc, lz4 := pyChunks(t, dir)
 	if len(blosc) < 100 || len(lz4) < 5 {
 		t.Fatalf("%s holds %d blosc and %d lz4 chunks", dir, len(blosc), len(lz4))

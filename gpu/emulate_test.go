@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pierrec/lz4/v4"
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // TestTranspose8 checks the 8x8 bit transpose against its definition:
@@ -40,9 +41,9 @@ func TestEmuUnshuffle(t *testing.T) {
 				shuf := make([]byte, n)
 				switch {
 				case mode == modeByte && ts > 1:
-					refByteShuffle(shuf, data, ts)
+					copy(shuf, testutil.ByteShuffle(data, ts))
 				case mode == modeBit && n >= ts:
-					refBitShuffle(shuf, data, ts)
+					copy(shuf, testutil.BitShuffle(data, ts))
 				default:
 					copy(shuf, data)
 				}

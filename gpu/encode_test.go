@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pierrec/lz4/v4"
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // A Go Blosc-LZ4 encoder for tests, written from zarr-formats.md §1 (not
@@ -55,9 +56,9 @@ func encodeBlosc(t testing.TB, data []byte, o bloscOpts) []byte {
 		shuf := make([]byte, len(blk))
 		switch {
 		case o.shuffle == 1 && ts > 1:
-			refByteShuffle(shuf, blk, ts)
+			copy(shuf, testutil.ByteShuffle(blk, ts))
 		case o.shuffle == 2 && len(blk) >= ts:
-			refBitShuffle(shuf, blk, ts)
+			copy(shuf, testutil.BitShuffle(blk, ts))
 		default:
 			copy(shuf, blk)
 		}
@@ -114,37 +115,6 @@ func lz4Literals(data []byte) []byte {
 		out = append(out, byte(l))
 	}
 	return append(out, data...)
-}
-
-// refByteShuffle is c-blosc's byte shuffle by definition (§1.5, inverted).
-func refByteShuffle(dst, src []byte, ts int) {
-	n := len(src) / ts
-	for i := range n {
-		for j := range ts {
-			dst[j*n+i] = src[i*ts+j]
-		}
-	}
-	copy(dst[n*ts:], src[n*ts:])
-}
-
-// refBitShuffle is c-blosc 1.x's bitshuffle by definition: skipped when the
-// element count is not a multiple of 8; tail bytes verbatim.
-func refBitShuffle(dst, src []byte, ts int) {
-	n := len(src) / ts
-	if n%8 != 0 || n == 0 {
-		copy(dst, src)
-		return
-	}
-	clear(dst)
-	for i := range n {
-		for j := range ts {
-			for k := range 8 {
-				bit := src[i*ts+j] >> k & 1
-				dst[(8*j+k)*(n/8)+i/8] |= bit << (i % 8)
-			}
-		}
-	}
-	copy(dst[n*ts:], src[n*ts:])
 }
 
 // floatData returns n bytes of compressible float32 data: a smooth signal

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/zfuse/zfuse/codec"
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // fakeCUDA builds testdata/fakecuda.cc (a libcuda stand-in that runs the
@@ -16,7 +17,7 @@ import (
 func fakeCUDA(t testing.TB) string {
 	t.Helper()
 	gxx, err := exec.LookPath("g++")
-	gpuNeed(t, "g++", err == nil)
+	testutil.Need(t, "g++", err == nil)
 	lib, out, err := buildFake(gxx)
 	if err != nil {
 		t.Fatalf("building fakecuda: %v\n%s", err, out)

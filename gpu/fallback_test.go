@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/zfuse/zfuse/codec"
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // stubSymbols are the driver entry points bindAll binds; the stub library
@@ -29,7 +30,7 @@ var stubSymbols = []string{
 func stubLibrary(t *testing.T, initResult string) string {
 	t.Helper()
 	gcc, err := exec.LookPath("gcc")
-	gpuNeed(t, "gcc", err == nil)
+	testutil.Need(t, "gcc", err == nil)
 	var c strings.Builder
 	c.WriteString(`typedef int CUresult;
 CUresult cuInit(unsigned flags) { return ` + initResult + `; }

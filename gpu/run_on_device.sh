@@ -17,7 +17,8 @@
 #          batch, CUDA events), BenchmarkCPUPool (all cores), BenchmarkBreakEven,
 #          on 256 MiB batches (ZFUSE_BENCH_MB) of 64 KiB/256 KiB/1 MiB chunks. ~3-5 min.
 #
-# ZFUSE_TEST_REQUIRE=gpu makes a missing GPU a failure instead of a skip.
+# ZFUSE_TEST_REQUIRE=gpu,deps makes a missing GPU, and missing conformance
+# data or tools, a failure instead of a skip.
 # The conformance data is found through ZFUSE_SHARED, set below when
 # shared/ sits in or beside the repository root or in bin/shared; to carry
 # it (3.6 MB) with the device tool, copy it there first (bin/ is ignored):
@@ -32,15 +33,13 @@ mkdir -p "$out"
 bin=$root/bin/gpu.test
 [ -x "$bin" ] || { echo "no $bin: run 'make gpu' on the build machine first" >&2; exit 2; }
 
-export ZFUSE_TEST_REQUIRE=gpu
+export ZFUSE_TEST_REQUIRE=gpu,deps
 if [ -z "${ZFUSE_SHARED:-}" ]; then
 	for d in "$root/shared" "$root/../shared" "$root/bin/shared"; do
 		[ -d "$d/conformance" ] && export ZFUSE_SHARED=$(cd "$d" && pwd) && break
 	done
 fi
 [ -d "$root/bin/gpu-fixtures" ] && export ZFUSE_GPU_FIXTURES=$root/bin/gpu-fixtures
-# CI would make missing conformance data a failure; here it should too.
-export CI=${CI:-gpu-run}
 
 {
 	date -u +%Y-%m-%dT%H:%M:%SZ

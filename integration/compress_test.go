@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // zfuse compress, checked by other implementations: zarr-python 2.13 and
@@ -99,8 +101,8 @@ func TestCompressV3(t *testing.T) {
 	orig := filepath.Join(dir, "comp.zarr")
 	wantFile := filepath.Join(t.TempDir(), "want.json")
 	pyChecks(t, "compress_check.py", append([]string{"values", orig, wantFile}, v3Numeric...)...)
-	var want map[string]v3Value
-	if err := json.Unmarshal(must(os.ReadFile(wantFile)), &want); err != nil {
+	var want map[string]testutil.Values
+	if err := json.Unmarshal(testutil.Must(os.ReadFile(wantFile)), &want); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -118,7 +120,7 @@ func TestCompressV3(t *testing.T) {
 				Format int `json:"zarr_format"`
 				Cons   any `json:"consolidated_metadata"`
 			}
-			if err := json.Unmarshal(must(os.ReadFile(filepath.Join(dest, "zarr.json"))), &doc); err != nil || doc.Format != 3 || doc.Cons == nil {
+			if err := json.Unmarshal(testutil.Must(os.ReadFile(filepath.Join(dest, "zarr.json"))), &doc); err != nil || doc.Format != 3 || doc.Cons == nil {
 				t.Fatalf("root zarr.json: format %d, consolidated %v, %v", doc.Format, doc.Cons, err)
 			}
 			sameValues(t, "zarrita", zarritaRead(t, dest, v3Numeric), want)
@@ -154,13 +156,13 @@ func TestCompressConformance(t *testing.T) {
 	})
 	t.Run("zarrita.js v3", func(t *testing.T) {
 		src := conformance(t, "zarrita.js/fixtures/v3/data.zarr")
-		known := maps.Clone(conformanceV3)
+		known := maps.Clone(testutil.ZarritaV3)
 		delete(known, "1d.contiguous.f2.le") // zarrita 0.7.5 has no float16
 		dest := filepath.Join(t.TempDir(), "zv3.zarr")
 		compressStore(t, src, dest, "--codec", "lz4") // numcodecs.lz4 in v3
 		sharded := 0
 		for p := range known {
-			b := must(os.ReadFile(filepath.Join(dest, p, "zarr.json")))
+			b := testutil.Must(os.ReadFile(filepath.Join(dest, p, "zarr.json")))
 			if bytes.Contains(b, []byte("sharding_indexed")) {
 				sharded++
 			}
@@ -174,8 +176,8 @@ func TestCompressConformance(t *testing.T) {
 		compressStore(t, src, v2, "--format", "v2", "--codec", "zstd:1")
 		got := filepath.Join(t.TempDir(), "got.json")
 		pyChecks(t, "compress_check.py", append([]string{"values", v2, got}, slices.Collect(maps.Keys(known))...)...)
-		var vals map[string]v3Value
-		if err := json.Unmarshal(must(os.ReadFile(got)), &vals); err != nil {
+		var vals map[string]testutil.Values
+		if err := json.Unmarshal(testutil.Must(os.ReadFile(got)), &vals); err != nil {
 			t.Fatal(err)
 		}
 		sameValues(t, "zarr-python on the v2 copy", vals, known)
@@ -192,7 +194,7 @@ func bigStore(t testing.TB) string {
 a = zarr.open(sys.argv[1], mode="w", shape=(256, 512, 64), chunks=(8, 64, 64), dtype="<f4", compressor=numcodecs.Zstd(1))
 a[:] = (np.arange(256*512*64, dtype="f4").reshape(256, 512, 64) % 977) + np.random.default_rng(0).random((256, 512, 64), dtype="f4")
 a.attrs["units"] = "K"`
-	if out, err := exec.Command(python, "-c", script, src).CombinedOutput(); err != nil {
+	if out, err := exec.Command(testutil.Python, "-c", script, src).CombinedOutput(); err != nil {
 		t.Fatalf("writing the store: %v\n%s", err, out)
 	}
 	return src
@@ -315,7 +317,7 @@ func TestCompressRefuses(t *testing.T) {
 			why             string
 		}{"read-only dest", src, filepath.Join(ro, "out"), nil, "cannot create"})
 	} else {
-		intNeed(t, "root, to make a read-only bind mount", false)
+		testutil.Need(t, "root, to make a read-only bind mount", false)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -350,7 +352,7 @@ func TestCompressCorruptSource(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "comp.zarr")
 	copyTree(t, filepath.Join(dir, "comp.zarr"), src)
 	chunk := filepath.Join(src, "compressors", "zstd", "1.1")
-	b := must(os.ReadFile(chunk))
+	b := testutil.Must(os.ReadFile(chunk))
 	b[len(b)/2] ^= 0xFF
 	b = b[:len(b)-3]
 	if err := os.WriteFile(chunk, b, 0o644); err != nil {

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // A reader is one checkedreads.py process started in the background.
@@ -26,7 +28,7 @@ func startReader(t *testing.T, m *mounted, want string, args ...string) *reader 
 	t.Helper()
 	r := &reader{ready: make(chan struct{}), done: make(chan struct{})}
 	argv := append([]string{filepath.Join(repo, "integration", "testdata", "checkedreads.py"), "files", m.Dir, want}, args...)
-	r.cmd = exec.CommandContext(t.Context(), python, argv...)
+	r.cmd = exec.CommandContext(t.Context(), testutil.Python, argv...)
 	out, err := r.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -4,28 +4,27 @@
 // them with zarr-python, xarray and plain file reads, and stops each mount
 // with SIGTERM, checking that the binary exits 0 and leaves nothing mounted.
 //
-// It imports nothing of zfuse.
+// It imports nothing of zfuse but internal/testutil, the helpers every
+// package's tests share.
 package integration
 
 import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
-)
 
-const python = "/usr/bin/python3"
+	"github.com/zfuse/zfuse/internal/testutil"
+)
 
 var (
 	zfuse string // the binary built by TestMain; "" in -short mode
@@ -40,7 +39,7 @@ func TestMain(m *testing.M) {
 
 func runMain(m *testing.M) int {
 	var err error
-	if repo, err = findRepo(); err != nil {
+	if repo, err = testutil.Repo(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -51,7 +50,7 @@ func runMain(m *testing.M) int {
 	defer os.RemoveAll(tmp)
 	if !testing.Short() {
 		zfuse = filepath.Join(tmp, "zfuse")
-		cmd := exec.Command(goTool(), "build", "-race", "-o", zfuse, "./cmd/zfuse")
+		cmd := exec.Command(testutil.GoTool(), "build", "-race", "-o", zfuse, "./cmd/zfuse")
 		cmd.Dir = repo
 		if out, err := cmd.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "building zfuse: %v\n%s", err, out)
@@ -61,75 +60,19 @@ func runMain(m *testing.M) int {
 	return m.Run()
 }
 
-func goTool() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
-}
-
-// findRepo walks up from the working directory to the one holding go.mod.
-func findRepo() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("integration: no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
-
-// intNeed skips a test that needs something absent, and fails it in CI.
-func intNeed(t testing.TB, what string, ok bool) {
-	t.Helper()
-	if ok {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s required in CI", what)
-	}
-	t.Skipf("no %s", what)
-}
-
 // needMount skips in -short mode and checks for FUSE.
 func needMount(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("integration tests mount for real; skipped with -short")
 	}
-	_, err := exec.LookPath("fusermount3")
-	_, derr := os.Stat("/dev/fuse")
-	intNeed(t, "FUSE (/dev/fuse and fusermount3 from Debian's fuse3)", err == nil && derr == nil)
+	testutil.NeedFUSE(t)
 }
-
-var pythonOK = sync.OnceValue(func() error {
-	out, err := exec.Command(python, "-c", "import zarr, numcodecs, xarray").CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%v: %s", err, out)
-	}
-	return nil
-})
 
 // needPython checks for /usr/bin/python3 with zarr, numcodecs and xarray.
 func needPython(t testing.TB) {
 	t.Helper()
-	err := pythonOK()
-	intNeed(t, "/usr/bin/python3 with zarr 2.13, numcodecs 0.11 and xarray (make deps)", err == nil)
-}
-
-// sharedDir returns the shared material beside the checkout (or $ZFUSE_SHARED).
-func sharedDir() string {
-	if d := os.Getenv("ZFUSE_SHARED"); d != "" {
-		return d
-	}
-	return filepath.Join(repo, "..", "shared")
+	testutil.NeedPython(t, "zarr", "numcodecs", "xarray")
 }
 
 // conformance returns a path in the shared conformance data, skipping (or
@@ -137,15 +80,12 @@ func sharedDir() string {
 func conformance(t testing.TB, rel string) string {
 	t.Helper()
 	needMount(t)
-	p := filepath.Join(sharedDir(), "conformance", rel)
-	_, err := os.Stat(p)
-	intNeed(t, "conformance data at "+p, err == nil)
-	return p
+	return testutil.Conformance(t, rel)
 }
 
 var generated = sync.OnceValues(func() (string, error) {
 	out := filepath.Join(tmp, "fixtures")
-	cmd := exec.Command(python, filepath.Join(repo, "integration", "testdata", "generate.py"), out)
+	cmd := exec.Command(testutil.Python, filepath.Join(repo, "integration", "testdata", "generate.py"), out)
 	cmd.Env = append(os.Environ(), "PYTHONUTF8=1")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("generate.py: %v\n%s", err, b)
@@ -364,7 +304,7 @@ func checkPy(t *testing.T, args ...string) {
 func pyChecks(t *testing.T, script string, args ...string) {
 	t.Helper()
 	needPython(t)
-	cmd := exec.Command(python, append([]string{filepath.Join(repo, "integration", "testdata", script)}, args...)...)
+	cmd := exec.Command(testutil.Python, append([]string{filepath.Join(repo, "integration", "testdata", script)}, args...)...)
 	cmd.Env = append(os.Environ(), "PYTHONUTF8=1")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -433,20 +373,13 @@ func chunkFiles(t testing.TB, dir, array string) []string {
 		if err != nil || d.IsDir() || strings.HasPrefix(d.Name(), ".") {
 			return err
 		}
-		out = append(out, filepath.ToSlash(must(filepath.Rel(dir, p))))
+		out = append(out, filepath.ToSlash(testutil.Must(filepath.Rel(dir, p))))
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return out
-}
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
 }
 
 // copyTree copies the directory src to dst.

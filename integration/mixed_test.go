@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // TestMixedMetadata: array directories holding both .zarray and zarr.json
@@ -27,7 +29,7 @@ func TestMixedMetadata(t *testing.T) {
 	needMount(t)
 	needPython(t)
 	dir := t.TempDir()
-	out, err := exec.Command(python, filepath.Join(repo, "integration", "testdata", "mixed.py"), dir).CombinedOutput()
+	out, err := exec.Command(testutil.Python, filepath.Join(repo, "integration", "testdata", "mixed.py"), dir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("mixed.py: %v\n%s", err, out)
 	}
@@ -48,7 +50,7 @@ func TestMixedMetadata(t *testing.T) {
 		sameValues(t, "zarrita through the mount's zarr.json", zarritaRead(t, m.Dir, arrays.Agree), orig)
 	})
 	for _, p := range arrays.Agree {
-		names := must(os.ReadDir(filepath.Join(m.Dir, p)))
+		names := testutil.Must(os.ReadDir(filepath.Join(m.Dir, p)))
 		if !slices.ContainsFunc(names, func(e os.DirEntry) bool { return e.Name() == "zarr.json" }) {
 			t.Errorf("%s: zarr.json not listed", p)
 		}
@@ -57,7 +59,7 @@ func TestMixedMetadata(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(m.Dir, p, "zarr.json")); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s/zarr.json: %v; want it hidden", p, err)
 		}
-		names := must(os.ReadDir(filepath.Join(m.Dir, p)))
+		names := testutil.Must(os.ReadDir(filepath.Join(m.Dir, p)))
 		if slices.ContainsFunc(names, func(e os.DirEntry) bool { return e.Name() == "zarr.json" }) {
 			t.Errorf("%s: zarr.json listed", p)
 		}

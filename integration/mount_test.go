@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // TestZarrPython: zarr-python reading each array through the mount equals
@@ -89,7 +91,7 @@ func TestConformanceZarrPython218(t *testing.T) {
 		for j := 1; j < 7; j++ {
 			for _, key := range want {
 				rel := strings.TrimPrefix(key, i+"/0/")
-				w := must(os.ReadFile(filepath.Join(fixture, key)))
+				w := testutil.Must(os.ReadFile(filepath.Join(fixture, key)))
 				g, err := os.ReadFile(filepath.Join(m.Dir, i, strconv.Itoa(j), rel))
 				if err != nil || !bytes.Equal(g, w) {
 					t.Errorf("%s/%d/%s: %v: differs from %s", i, j, rel, err, key)
@@ -123,7 +125,7 @@ func TestCorruptChunk(t *testing.T) {
 	}
 	for key, corrupt := range bad {
 		p := filepath.Join(src, key)
-		if err := os.WriteFile(p, corrupt(must(os.ReadFile(p))), 0o644); err != nil {
+		if err := os.WriteFile(p, corrupt(testutil.Must(os.ReadFile(p))), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -145,7 +147,7 @@ func TestCorruptChunk(t *testing.T) {
 				continue
 			}
 			g, err := os.ReadFile(filepath.Join(m.Dir, key))
-			if err != nil || !bytes.Equal(g, must(os.ReadFile(filepath.Join(raw, key)))) {
+			if err != nil || !bytes.Equal(g, testutil.Must(os.ReadFile(filepath.Join(raw, key)))) {
 				t.Errorf("%s after corrupt neighbours: %v", key, err)
 			}
 		}
@@ -279,7 +281,7 @@ func TestManyReaders(t *testing.T) {
 			for i := range keys {
 				key := keys[(i*7+g*31)%len(keys)]
 				got, err := os.ReadFile(filepath.Join(m.Dir, key))
-				if err != nil || !bytes.Equal(got, must(os.ReadFile(filepath.Join(raw, key)))) {
+				if err != nil || !bytes.Equal(got, testutil.Must(os.ReadFile(filepath.Join(raw, key)))) {
 					t.Errorf("goroutine %d: %s: %v", g, key, err)
 				}
 			}

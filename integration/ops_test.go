@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // TestBackground: zfuse mount --background returns once the mount is ready
@@ -79,9 +81,9 @@ func TestBackground(t *testing.T) {
 // read the mount (here: nobody, as root lets setpriv switch to it).
 func TestAllowOther(t *testing.T) {
 	needMount(t)
-	intNeed(t, "root, to read as another user", os.Geteuid() == 0)
+	testutil.Need(t, "root, to read as another user", os.Geteuid() == 0)
 	setpriv, err := exec.LookPath("setpriv")
-	intNeed(t, "setpriv (util-linux)", err == nil)
+	testutil.Need(t, "setpriv (util-linux)", err == nil)
 	dir := t.TempDir()
 	src := filepath.Join(dir, "big.zarr")
 	writeBig(t, src, 1)
@@ -152,13 +154,13 @@ func TestBackgroundFails(t *testing.T) {
 func TestFstab(t *testing.T) {
 	needMount(t)
 	_, err := exec.LookPath("mount.fuse3")
-	intNeed(t, "mount.fuse3 (Debian's fuse3)", err == nil)
-	intNeed(t, "root, for mount(8) of an fstab line", os.Geteuid() == 0)
+	testutil.Need(t, "mount.fuse3 (Debian's fuse3)", err == nil)
+	testutil.Need(t, "root, for mount(8) of an fstab line", os.Geteuid() == 0)
 	dir := t.TempDir()
 	src := filepath.Join(dir, "big.zarr")
 	keys := writeBig(t, src, 4)
 	local := mount(t, src)
-	mnt, logf, addr := t.TempDir(), filepath.Join(t.TempDir(), "zfuse.log"), freeAddr(t)
+	mnt, logf, addr := t.TempDir(), filepath.Join(t.TempDir(), "zfuse.log"), testutil.FreeAddr(t)
 	cleanupDaemon(t, mnt)
 	// The "program#source" form names zfuse by its path: mount(8) runs
 	// helpers with an empty PATH, so the fuse.zfuse form would need zfuse
@@ -204,7 +206,7 @@ func TestMetrics(t *testing.T) {
 	_, base := startNginx(t, dir)
 	px := startProxy(t, base)
 	px.failFirst("/big.zarr/" + keys[5])
-	addr, stats := freeAddr(t), filepath.Join(t.TempDir(), "stats.json")
+	addr, stats := testutil.FreeAddr(t), filepath.Join(t.TempDir(), "stats.json")
 	m := mount(t, px.URL+"/big.zarr", "--metrics", addr, "--readahead", "0", "--cache-decoded", "64MiB", "--stats-file", stats)
 	const (
 		reads   = "zfuse_chunk_reads_total"
@@ -302,7 +304,7 @@ func TestWarmup(t *testing.T) {
 	dir := t.TempDir()
 	writeBig(t, filepath.Join(dir, "x.zarr"), 8)
 	ykeys := writeBig(t, filepath.Join(dir, "y.zarr"), 4)
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	m := mount(t, dir, "--metrics", addr)
 	out, stderr, err := run("warmup", "--metrics", addr, "--slice", "x.zarr[2:6]", m.Dir)
 	if err != nil {

@@ -13,13 +13,15 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // plainZfuse is zfuse built without -race, for measuring memory: the race
 // detector's shadow memory is several times the heap.
 var plainZfuse = sync.OnceValues(func() (string, error) {
 	bin := filepath.Join(tmp, "zfuse-plain")
-	cmd := exec.Command(goTool(), "build", "-o", bin, "./cmd/zfuse")
+	cmd := exec.Command(testutil.GoTool(), "build", "-o", bin, "./cmd/zfuse")
 	cmd.Dir = repo
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building zfuse: %v\n%s", err, out)
@@ -69,7 +71,7 @@ func TestReadaheadProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if out, err := exec.Command(python, "-c", raStore, dir).CombinedOutput(); err != nil {
+	if out, err := exec.Command(testutil.Python, "-c", raStore, dir).CombinedOutput(); err != nil {
 		t.Fatalf("writing the store: %v\n%s", err, out)
 	}
 	const decoded, compressed, ahead = 8 << 20, 4 << 20, 8 << 20
@@ -84,7 +86,7 @@ func TestReadaheadProcesses(t *testing.T) {
 	var wg sync.WaitGroup
 	for p := range 4 {
 		wg.Go(func() {
-			cmd := exec.Command(python, "-c", raReader, m.Dir, filepath.Join(dir, "raw.zarr"), strconv.Itoa(16*p), strconv.Itoa(16*p+16))
+			cmd := exec.Command(testutil.Python, "-c", raReader, m.Dir, filepath.Join(dir, "raw.zarr"), strconv.Itoa(16*p), strconv.Itoa(16*p+16))
 			out, err := cmd.CombinedOutput()
 			if err != nil || strings.TrimSpace(string(out)) != "ok" {
 				t.Errorf("reader %d: %v\n%s", p, err, out)

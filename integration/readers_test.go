@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // Readers that cannot decode compressed Zarr themselves, through the
@@ -28,7 +30,7 @@ var readerStores = sync.OnceValues(func() (string, error) {
 	if err := os.Mkdir(out, 0o755); err != nil {
 		return "", err
 	}
-	cmd := exec.Command(python, filepath.Join(repo, "integration", "testdata", "readers.py"), "write", out)
+	cmd := exec.Command(testutil.Python, filepath.Join(repo, "integration", "testdata", "readers.py"), "write", out)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("readers.py write: %v\n%s", err, b)
 	}
@@ -52,15 +54,7 @@ func readers(t *testing.T) string {
 func needTool(t *testing.T, name, what string) {
 	t.Helper()
 	_, err := exec.LookPath(name)
-	intNeed(t, what+" (make deps)", err == nil)
-}
-
-// needModule skips (or fails in CI) when /usr/bin/python3 cannot import
-// module.
-func needModule(t *testing.T, module, what string) {
-	t.Helper()
-	out, err := exec.Command(python, "-c", "import "+module).CombinedOutput()
-	intNeed(t, fmt.Sprintf("%s for /usr/bin/python3 (make deps): %s", what, strings.TrimSpace(string(out))), err == nil)
+	testutil.Need(t, what+" (make deps)", err == nil)
 }
 
 // noErrors fails t if the mount logged an error: no reader may have been
@@ -86,7 +80,7 @@ func TestReadersNetCDF(t *testing.T) {
 		pyChecks(t, "readers.py", "ncdump", filepath.Join(dir, "nc.zarr"), filepath.Join(dir, "nc_raw.zarr"), filepath.Join(m.Dir, "nc.zarr"))
 	})
 	t.Run("netCDF4-python", func(t *testing.T) {
-		needModule(t, "netCDF4", "netCDF4-python (Debian's python3-netcdf4)")
+		testutil.NeedPython(t, "netCDF4")
 		pyChecks(t, "readers.py", "netcdf4", filepath.Join(dir, "nc.zarr"), filepath.Join(m.Dir, "nc.zarr"))
 	})
 	noErrors(t, m)
@@ -100,7 +94,7 @@ func TestReadersNetCDF(t *testing.T) {
 // shards, which zarrita reads the same first), which it cannot open itself.
 func TestReadersGDAL(t *testing.T) {
 	dir := readers(t)
-	needModule(t, "osgeo.gdal", "GDAL's Python bindings (Debian's python3-gdal)")
+	testutil.NeedPython(t, "osgeo.gdal")
 	needTool(t, "gdal_translate", "GDAL's gdal_translate (Debian's gdal-bin)")
 	t.Run("v2", func(t *testing.T) {
 		m := mount(t, dir)
@@ -109,8 +103,8 @@ func TestReadersGDAL(t *testing.T) {
 	})
 	t.Run("sharded-v3-as-v2", func(t *testing.T) {
 		src, wantFile := filepath.Join(dir, "sharded.zarr"), filepath.Join(dir, "sharded.json")
-		var want map[string]v3Value
-		if err := json.Unmarshal(must(os.ReadFile(wantFile)), &want); err != nil || len(want) < 5 {
+		var want map[string]testutil.Values
+		if err := json.Unmarshal(testutil.Must(os.ReadFile(wantFile)), &want); err != nil || len(want) < 5 {
 			t.Fatalf("%s: %d arrays, %v", wantFile, len(want), err)
 		}
 		// The shards are written by hand: zarrita must read them as
@@ -122,7 +116,7 @@ func TestReadersGDAL(t *testing.T) {
 			}
 		}
 		slices.Sort(paths)
-		known := map[string]v3Value{}
+		known := map[string]testutil.Values{}
 		for _, p := range paths {
 			known[p] = want[p]
 		}
@@ -140,7 +134,7 @@ func TestReadersGDAL(t *testing.T) {
 // zarr-python reads it from the original.
 func TestReadersTorch(t *testing.T) {
 	dir := readers(t)
-	needModule(t, "torch", "PyTorch (Debian's python3-torch)")
+	testutil.NeedPython(t, "torch")
 	m := mount(t, dir)
 	pyChecks(t, "readers.py", "torch", filepath.Join(dir, "nc.zarr")+","+filepath.Join(dir, "more.zarr"), m.Dir)
 	noErrors(t, m)

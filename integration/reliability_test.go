@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 var reliabilityStores = struct {
@@ -36,7 +38,7 @@ func stores(t testing.TB, size string) string {
 		return d
 	}
 	d := filepath.Join(tmp, "stores-"+size)
-	out, err := exec.Command(python, filepath.Join(repo, "integration", "testdata", "stores.py"), d, size).CombinedOutput()
+	out, err := exec.Command(testutil.Python, filepath.Join(repo, "integration", "testdata", "stores.py"), d, size).CombinedOutput()
 	if err != nil {
 		t.Fatalf("stores.py %s: %v\n%s", size, err, out)
 	}
@@ -105,7 +107,7 @@ func checkedReaders(t testing.TB, m *mounted, want string, limit time.Duration, 
 	for _, a := range args {
 		wg.Go(func() {
 			argv := append([]string{filepath.Join(repo, "integration", "testdata", "checkedreads.py"), a[0], m.Dir, want}, a[1:]...)
-			cmd := exec.CommandContext(ctx, python, argv...)
+			cmd := exec.CommandContext(ctx, testutil.Python, argv...)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			out, err := cmd.Output()

@@ -20,40 +20,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
-
-// freeAddr returns a free 127.0.0.1 port.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// waitListening waits until something accepts connections on addr, or
-// the process behind exited.
-func waitListening(t testing.TB, addr string, exited <-chan struct{}, log fmt.Stringer) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			return
-		}
-		select {
-		case <-exited:
-			t.Fatalf("server for %s exited:\n%s", addr, log)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nothing listens on %s: %v\n%s", addr, err, log)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a port
-	}
-}
 
 // A process is a server the test started; stop and start restart it with
 // the same arguments (and port).
@@ -84,7 +53,9 @@ func (p *process) start() {
 	cmd := p.cmd
 	go func() { cmd.Wait(); close(exited) }()
 	p.mu.Unlock()
-	waitListening(p.t, p.addr, exited, p.log)
+	if err := testutil.WaitListening(p.addr, exited, 30*time.Second); err != nil {
+		p.t.Fatalf("%v\n%s", err, p.log)
+	}
 }
 
 // stop ends the server and waits until it has exited.
@@ -112,7 +83,7 @@ func nginxBin(t testing.TB) string {
 	}
 	p := "/usr/sbin/nginx"
 	_, err := os.Stat(p)
-	intNeed(t, "nginx (make deps: apt-get install nginx-light)", err == nil)
+	testutil.Need(t, "nginx (make deps: apt-get install nginx-light)", err == nil)
 	return p
 }
 
@@ -123,7 +94,7 @@ func startNginx(t testing.TB, root string) (*process, string) {
 	t.Helper()
 	bin := nginxBin(t)
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	user := ""
 	if os.Geteuid() == 0 {
 		user = "user root root;" // workers read the test's 0700 temp dirs
@@ -165,34 +136,13 @@ const (
 	s3Secret = "zfuse-integration-secret-7f3a"
 )
 
-// versitygwBin finds versitygw: $ZFUSE_VERSITYGW, $(go env GOPATH)/bin
-// (where make deps installs it), or PATH.
-func versitygwBin(t testing.TB) string {
-	t.Helper()
-	if p := os.Getenv("ZFUSE_VERSITYGW"); p != "" {
-		return p
-	}
-	if out, err := exec.Command(goTool(), "env", "GOPATH").Output(); err == nil {
-		for _, d := range filepath.SplitList(strings.TrimSpace(string(out))) {
-			if p := filepath.Join(d, "bin", "versitygw"); isFile(p) {
-				return p
-			}
-		}
-	}
-	p, err := exec.LookPath("versitygw")
-	intNeed(t, "versitygw (make deps: go install github.com/versity/versitygw/cmd/versitygw@v1.8.0)", err == nil)
-	return p
-}
-
-func isFile(p string) bool { fi, err := os.Stat(p); return err == nil && fi.Mode().IsRegular() }
-
 // startVersitygw serves root/<bucket>/<key> as S3 (posix backend, no
 // metadata in xattrs) and returns the endpoint. The credentials are
 // s3Access and s3Secret.
 func startVersitygw(t *testing.T, root string) (*process, string) {
 	t.Helper()
-	bin := versitygwBin(t)
-	addr := freeAddr(t)
+	bin := testutil.Versitygw(t)
+	addr := testutil.FreeAddr(t)
 	p := &process{t: t, name: bin, args: []string{"--port", addr, "posix", "--nometa", root}, addr: addr, log: &syncBuffer{},
 		env: []string{"ROOT_ACCESS_KEY_ID=" + s3Access, "ROOT_SECRET_ACCESS_KEY=" + s3Secret}}
 	p.start()
@@ -344,7 +294,7 @@ for i in range(n):
     z[i] = np.round(rng.standard_normal((512, 512)) * 100).astype("f4")
 zarr.consolidate_metadata(out)
 `
-	cmd := exec.Command(python, "-c", script, dir, fmt.Sprint(n))
+	cmd := exec.Command(testutil.Python, "-c", script, dir, fmt.Sprint(n))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("writing %s: %v\n%s", dir, err, out)
 	}

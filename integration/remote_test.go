@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // TestHTTPZarrPython: a store served by nginx and mounted over HTTP reads
@@ -297,7 +299,7 @@ func TestRemoteV3(t *testing.T) {
 	var files []string
 	err := filepath.WalkDir(local.Dir, func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
-			files = append(files, must(filepath.Rel(local.Dir, p)))
+			files = append(files, testutil.Must(filepath.Rel(local.Dir, p)))
 		}
 		return err
 	})
@@ -307,7 +309,7 @@ func TestRemoteV3(t *testing.T) {
 	t.Run("http", func(t *testing.T) {
 		_, base := startNginx(t, filepath.Dir(v3))
 		var flags []string
-		for _, de := range must(os.ReadDir(v3)) {
+		for _, de := range testutil.Must(os.ReadDir(v3)) {
 			if de.IsDir() {
 				flags = append(flags, "--array", de.Name())
 			}

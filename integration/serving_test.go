@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // This file checks the serving paths of zfuse mount (--serving): that each
@@ -58,7 +60,7 @@ for name, c in [("blosc", numcodecs.Blosc(cname="lz4", clevel=5, shuffle=1)), ("
     a = zarr.open(f"{out}/{name}.zarr", mode="w", shape=x.shape, chunks=(1, 32, 32), dtype="<f4", compressor=c)
     a[...] = x
 `
-	if out, err := exec.Command(python, "-c", script, dir).CombinedOutput(); err != nil {
+	if out, err := exec.Command(testutil.Python, "-c", script, dir).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("writing the store: %v\n%s", err, out)
 	}
 	return dir, nil
@@ -104,7 +106,7 @@ func TestServingPaths(t *testing.T) {
 	for _, serving := range []string{"passthrough", "no-open", "open"} {
 		t.Run(serving, func(t *testing.T) {
 			if serving == "passthrough" {
-				intNeed(t, "root, for FUSE passthrough", os.Geteuid() == 0)
+				testutil.Need(t, "root, for FUSE passthrough", os.Geteuid() == 0)
 			}
 			stats := filepath.Join(t.TempDir(), "stats.json")
 			m := mount(t, dir, "--serving", serving, "--stats-file", stats)
@@ -146,7 +148,7 @@ func TestServingPaths(t *testing.T) {
 func TestServingFallback(t *testing.T) {
 	needMount(t)
 	needPython(t)
-	intNeed(t, "root, to mount for another user", os.Geteuid() == 0)
+	testutil.Need(t, "root, to mount for another user", os.Geteuid() == 0)
 	nobody, err := user.Lookup("nobody")
 	if err != nil {
 		t.Fatal(err)
@@ -244,14 +246,14 @@ a = zarr.open(f"{out}/big.zarr", mode="w", shape=(48, 1024, 1024), chunks=(1, 51
 for i in range(48):
     a[i] = (288 + rng.standard_normal((1024, 1024), dtype=np.float32)).astype("<f4")
 `
-	if out, err := exec.Command(python, "-c", script, dir).CombinedOutput(); err != nil {
+	if out, err := exec.Command(testutil.Python, "-c", script, dir).CombinedOutput(); err != nil {
 		t.Fatalf("writing the store: %v\n%s", err, out)
 	}
 	const budgets = 32<<20 + 32<<20
 	for _, serving := range []string{"passthrough", "no-open"} {
 		t.Run(serving, func(t *testing.T) {
 			if serving == "passthrough" {
-				intNeed(t, "root, for FUSE passthrough", os.Geteuid() == 0)
+				testutil.Need(t, "root, for FUSE passthrough", os.Geteuid() == 0)
 			}
 			stats := filepath.Join(t.TempDir(), "stats.json")
 			m := startMount(t, bin, dir, "--serving", serving, "--stats-file", stats,

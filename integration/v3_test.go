@@ -3,21 +3,20 @@ package integration
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // Zarr v3 through the mount: the zarrita.js v3 conformance store (written by
@@ -26,76 +25,16 @@ import (
 // mount by numpy (np.fromfile on the presented chunk files), by zarrita,
 // and through --as-v2 by zarr-python 2.13, which knows only v2.
 
-const zarritaVersion = "0.7.5"
-
-// v3Value is an array's known values: its shape and data in C order.
-type v3Value struct {
-	Shape []int     `json:"shape"`
-	Data  []float64 `json:"data"`
-}
-
-func arange(from, to int) []float64 {
-	var v []float64
-	for i := from; i < to; i++ {
-		v = append(v, float64(i))
-	}
-	return v
-}
-
-// conformanceV3 is what MANIFEST §5 says the v3 fixture arrays hold, for
-// every array that can be presented raw (the string arrays cannot).
-var conformanceV3 = map[string]v3Value{
-	"1d.contiguous.gzip.i2":                   {[]int{4}, []float64{1, 2, 3, 4}},
-	"1d.contiguous.blosc.i2":                  {[]int{4}, []float64{1, 2, 3, 4}},
-	"1d.contiguous.raw.i2":                    {[]int{4}, []float64{1, 2, 3, 4}},
-	"1d.contiguous.i4":                        {[]int{4}, []float64{1, 2, 3, 4}},
-	"1d.contiguous.u1":                        {[]int{4}, []float64{255, 0, 255, 0}},
-	"1d.contiguous.f2.le":                     {[]int{4}, []float64{-1000.5, 0, 1000.5, 0}},
-	"1d.contiguous.f4.le":                     {[]int{4}, []float64{-1000.5, 0, 1000.5, 0}},
-	"1d.contiguous.f4.be":                     {[]int{4}, []float64{-1000.5, 0, 1000.5, 0}},
-	"1d.contiguous.f8":                        {[]int{4}, []float64{1.5, 2.5, 3.5, 4.5}},
-	"1d.contiguous.b1":                        {[]int{4}, []float64{1, 0, 1, 0}},
-	"1d.chunked.i2":                           {[]int{4}, []float64{1, 2, 3, 4}},
-	"1d.chunked.ragged.i2":                    {[]int{5}, []float64{1, 2, 3, 4, 5}},
-	"2d.contiguous.i2":                        {[]int{2, 2}, []float64{1, 2, 3, 4}},
-	"2d.chunked.i2":                           {[]int{2, 2}, []float64{1, 2, 3, 4}},
-	"2d.chunked.ragged.i2":                    {[]int{3, 3}, arange(1, 10)},
-	"3d.contiguous.i2":                        {[]int{3, 3, 3}, arange(0, 27)},
-	"3d.chunked.i2":                           {[]int{3, 3, 3}, arange(0, 27)},
-	"3d.chunked.mixed.i2.C":                   {[]int{3, 3, 3}, arange(0, 27)},
-	"3d.chunked.mixed.i2.F":                   {[]int{3, 3, 3}, arange(0, 27)},
-	"1d.contiguous.compressed.sharded.i2":     {[]int{4}, []float64{1, 2, 3, 4}},
-	"1d.contiguous.compressed.sharded.i4":     {[]int{4}, []float64{1, 2, 3, 4}},
-	"1d.contiguous.compressed.sharded.u1":     {[]int{4}, []float64{255, 0, 255, 0}},
-	"1d.contiguous.compressed.sharded.f4":     {[]int{4}, []float64{-1000.5, 0, 1000.5, 0}},
-	"1d.contiguous.compressed.sharded.f8":     {[]int{4}, []float64{1.5, 2.5, 3.5, 4.5}},
-	"1d.contiguous.compressed.sharded.b1":     {[]int{4}, []float64{1, 0, 1, 0}},
-	"1d.chunked.compressed.sharded.i2":        {[]int{4}, []float64{1, 2, 3, 4}},
-	"1d.chunked.filled.compressed.sharded.i2": {[]int{4}, []float64{1, 2, 0, 0}},
-	"2d.contiguous.compressed.sharded.i2":     {[]int{2, 2}, []float64{1, 2, 3, 4}},
-	"2d.chunked.compressed.sharded.filled.i2": {[]int{4, 4}, arange(0, 16)},
-	"2d.chunked.compressed.sharded.i2":        {[]int{4, 4}, arange(1, 17)},
-	"2d.chunked.ragged.compressed.sharded.i2": {[]int{3, 3}, arange(1, 10)},
-	"3d.contiguous.compressed.sharded.i2":     {[]int{3, 3, 3}, arange(0, 27)},
-	"3d.chunked.compressed.sharded.i2":        {[]int{4, 4, 4}, arange(0, 64)},
-	"3d.chunked.mixed.compressed.sharded.i2":  {[]int{3, 3, 3}, arange(0, 27)},
-	"1d.contiguous.delta.i4":                  {[]int{4}, []float64{1, 2, 3, 4}},
-	"3d.contiguous.delta.i4.mixed":            {[]int{3, 3, 3}, arange(0, 27)},
-	"consolidated/1d.chunked.i2":              {[]int{4}, []float64{1, 2, 3, 4}},
-	"consolidated/2d.contiguous.i2":           {[]int{2, 2}, []float64{1, 2, 3, 4}},
-	"consolidated/nested/1d.i2":               {[]int{4}, []float64{10, 20, 30, 40}},
-}
-
 // conformanceV3Strings are the fixture's string arrays: passed through as
 // v3, not shown under --as-v2.
 var conformanceV3Strings = []string{"1d.chunked.string.vlen", "1d.contiguous.string.compressed", "1d.contiguous.string.vlen",
 	"1d.string.empty", "1d.string.unicode", "2d.chunked.string.vlen"}
 
 // writeWant writes known values as v3check.py's WANT file.
-func writeWant(t testing.TB, want map[string]v3Value) string {
+func writeWant(t testing.TB, want map[string]testutil.Values) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "want.json")
-	if err := os.WriteFile(p, must(json.Marshal(want)), 0o644); err != nil {
+	if err := os.WriteFile(p, testutil.Must(json.Marshal(want)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -108,89 +47,26 @@ func v3Py(t *testing.T, args ...string) {
 	pyChecks(t, "v3check.py", args...)
 }
 
-// zarritaNeed skips a test that needs node or zarrita, and fails it in CI
-// or where ZFUSE_REQUIRE_ZARRITA is set (as zarr's tests do).
-func zarritaNeed(t testing.TB, what string, ok bool) {
-	t.Helper()
-	if !ok && os.Getenv("ZFUSE_REQUIRE_ZARRITA") != "" {
-		t.Fatalf("%s required (ZFUSE_REQUIRE_ZARRITA is set)", what)
-	}
-	intNeed(t, what, ok)
-}
-
-var zarritaOnce struct {
-	sync.Mutex
-	dir string
-}
-
-// zarritaDir returns a directory whose node_modules holds zarrita@0.7.5:
-// $ZFUSE_ZARRITA, or the user cache directory, where make deps installs
-// it; it installs it there with npm when missing.
-func zarritaDir(t testing.TB) string {
-	t.Helper()
-	zarritaOnce.Lock()
-	defer zarritaOnce.Unlock()
-	if zarritaOnce.dir != "" {
-		return zarritaOnce.dir
-	}
-	_, errNode := exec.LookPath("node")
-	_, errNpm := exec.LookPath("npm")
-	zarritaNeed(t, "node and npm (Node.js 20)", errNode == nil && errNpm == nil)
-	dir := os.Getenv("ZFUSE_ZARRITA")
-	if dir == "" {
-		cache, err := os.UserCacheDir()
-		zarritaNeed(t, "a user cache directory", err == nil)
-		dir = filepath.Join(cache, "zfuse", "zarrita-"+zarritaVersion)
-	}
-	var meta struct{ Version string }
-	b, err := os.ReadFile(filepath.Join(dir, "node_modules", "zarrita", "package.json"))
-	if err != nil || json.Unmarshal(b, &meta) != nil || meta.Version != zarritaVersion {
-		os.MkdirAll(dir, 0o755)
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, "npm", "install", "--prefix", dir, "--no-audit", "--no-fund", "zarrita@"+zarritaVersion).CombinedOutput()
-		zarritaNeed(t, "zarrita@"+zarritaVersion+" (npm install: "+string(bytes.TrimSpace(out))+")", err == nil)
-	}
-	zarritaOnce.dir = dir
-	return dir
-}
-
 // node runs testdata/zarrita/SCRIPT with args and returns its stdout. The
 // script runs from a directory whose node_modules is zarrita's (ES modules
 // resolve packages from the script's own directory).
 func node(t testing.TB, script string, args ...string) []byte {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.Symlink(filepath.Join(zarritaDir(t), "node_modules"), filepath.Join(dir, "node_modules")); err != nil {
-		t.Fatal(err)
-	}
-	src := must(os.ReadFile(filepath.Join(repo, "integration", "testdata", "zarrita", script)))
-	if err := os.WriteFile(filepath.Join(dir, script), src, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", append([]string{filepath.Join(dir, script)}, args...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node %s: %v\n%s", script, err, stderr.Bytes())
-	}
-	return out
+	src := testutil.Must(os.ReadFile(filepath.Join(repo, "integration", "testdata", "zarrita", script)))
+	return testutil.Node(t, script, src, args...)
 }
 
 // zarritaRead reads the arrays at paths under root with zarrita.
-func zarritaRead(t testing.TB, root string, paths []string) map[string]v3Value {
+func zarritaRead(t testing.TB, root string, paths []string) map[string]testutil.Values {
 	t.Helper()
-	got := map[string]v3Value{}
+	got := map[string]testutil.Values{}
 	sc := bufio.NewScanner(bytes.NewReader(node(t, "read.mjs", append([]string{root}, paths...)...)))
 	sc.Buffer(nil, 1<<26)
 	for sc.Scan() {
 		var r struct {
 			Path  string
 			Error string
-			v3Value
+			testutil.Values
 		}
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatalf("read.mjs printed %q: %v", sc.Text(), err)
@@ -199,13 +75,13 @@ func zarritaRead(t testing.TB, root string, paths []string) map[string]v3Value {
 			t.Errorf("zarrita reading %s in %s: %s", r.Path, root, r.Error)
 			continue
 		}
-		got[r.Path] = r.v3Value
+		got[r.Path] = r.Values
 	}
 	return got
 }
 
 // sameValues compares what two readers got, array by array.
-func sameValues(t *testing.T, what string, got, want map[string]v3Value) {
+func sameValues(t *testing.T, what string, got, want map[string]testutil.Values) {
 	t.Helper()
 	for _, p := range slices.Sorted(maps.Keys(want)) {
 		g, ok := got[p]
@@ -228,18 +104,18 @@ func head(v []float64) []float64 { return v[:min(len(v), 12)] }
 // are passed through as v3 and not shown under --as-v2.
 func TestV3Conformance(t *testing.T) {
 	src := conformance(t, "zarrita.js/fixtures/v3/data.zarr")
-	want := writeWant(t, conformanceV3)
+	want := writeWant(t, testutil.ZarritaV3)
 	t.Run("v3", func(t *testing.T) {
 		m := mount(t, src)
 		v3Py(t, "fromfile", m.Dir, want)
 		for _, p := range conformanceV3Strings {
 			got, err := os.ReadFile(filepath.Join(m.Dir, p, "zarr.json"))
-			if err != nil || !bytes.Equal(got, must(os.ReadFile(filepath.Join(src, p, "zarr.json")))) {
+			if err != nil || !bytes.Equal(got, testutil.Must(os.ReadFile(filepath.Join(src, p, "zarr.json")))) {
 				t.Errorf("%s/zarr.json: %v: not passed through as stored", p, err)
 			}
 		}
 		t.Run("zarrita", func(t *testing.T) {
-			known := maps.Clone(conformanceV3)
+			known := maps.Clone(testutil.ZarritaV3)
 			delete(known, "1d.contiguous.f2.le") // zarrita 0.7.5 has no float16
 			sameValues(t, "zarrita through the mount", zarritaRead(t, m.Dir, slices.Collect(maps.Keys(known))), known)
 		})
@@ -302,7 +178,7 @@ func patchBloscShuffle(t testing.TB, root string) int {
 			return err
 		}
 		var doc map[string]any
-		if err := json.Unmarshal(must(os.ReadFile(p)), &doc); err != nil {
+		if err := json.Unmarshal(testutil.Must(os.ReadFile(p)), &doc); err != nil {
 			return err
 		}
 		codecs, _ := doc["codecs"].([]any)
@@ -319,7 +195,7 @@ func patchBloscShuffle(t testing.TB, root string) int {
 			return nil
 		}
 		n++
-		return os.WriteFile(p, must(json.MarshalIndent(doc, "", "  ")), 0o644)
+		return os.WriteFile(p, testutil.Must(json.MarshalIndent(doc, "", "  ")), 0o644)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -336,7 +212,7 @@ func TestV3CorruptShard(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "store")
 	copyTree(t, filepath.Join(fixture, array), filepath.Join(src, array))
 	shard := filepath.Join(src, array, "c", "0", "1", "0")
-	b := must(os.ReadFile(shard))
+	b := testutil.Must(os.ReadFile(shard))
 	b[len(b)-1] ^= 0xff // the index is at the end, its crc32c last
 	if err := os.WriteFile(shard, b, 0o644); err != nil {
 		t.Fatal(err)
@@ -399,7 +275,7 @@ func TestV3CatInfo(t *testing.T) {
 		if flags != nil {
 			format = "v3->v2"
 		}
-		for p := range conformanceV3 {
+		for p := range testutil.ZarritaV3 {
 			if l := lines[p]; !strings.HasPrefix(l, p+" "+format+" ") || !strings.HasSuffix(l, " raw") {
 				t.Errorf("zfuse info %v: %s: %q", flags, p, l)
 			}

@@ -12,48 +12,17 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/zfuse/zfuse/internal/testutil"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/zarr"
 )
-
-// raNeed skips a test that lacks what (on a laptop) but fails it in CI.
-func raNeed(t testing.TB, what string, ok bool) {
-	t.Helper()
-	if ok {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s required in CI", what)
-	}
-	t.Skipf("no %s", what)
-}
-
-// conformance returns the shared conformance folder: $ZFUSE_SHARED/conformance,
-// else ../shared/conformance beside the repository root.
-func conformance(t testing.TB) string {
-	shared := os.Getenv("ZFUSE_SHARED")
-	if shared == "" {
-		dir, _ := os.Getwd()
-		for dir != filepath.Dir(dir) {
-			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-				shared = filepath.Join(dir, "..", "shared")
-				break
-			}
-			dir = filepath.Dir(dir)
-		}
-	}
-	c := filepath.Join(shared, "conformance")
-	_, err := os.Stat(filepath.Join(c, "MANIFEST.md"))
-	raNeed(t, "conformance data", shared != "" && err == nil)
-	return c
-}
 
 // TestLoaderSharded reads every presented chunk of zarrita.js's sharded v3
 // arrays through the Loader (index read once per shard, inner chunks by
 // range) and compares it with zarr's whole-shard reference decode. The
 // --as-v2 view of each array must read the same.
 func TestLoaderSharded(t *testing.T) {
-	root := filepath.Join(conformance(t), "zarrita.js", "fixtures", "v3", "data.zarr")
+	root := testutil.Conformance(t, "zarrita.js/fixtures/v3/data.zarr")
 	names, _ := filepath.Glob(filepath.Join(root, "*sharded*"))
 	if len(names) < 5 {
 		t.Fatalf("found %d sharded arrays in %s", len(names), root)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/zfuse/zfuse/codec"
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 func TestV2Files(t *testing.T) {
@@ -172,15 +173,14 @@ func writeV2View(t *testing.T, root, dir string) int {
 // .zmetadata.
 func TestAsV2ZarrPython2(t *testing.T) {
 	root := zarritaV3(t)
-	err := exec.Command("/usr/bin/python3", "-c", "import zarr, numpy").Run()
-	v3Need(t, "/usr/bin/python3 with zarr 2", err == nil)
+	testutil.NeedPython(t, "zarr", "numpy")
 	dir := t.TempDir()
-	if n := writeV2View(t, root, dir); n != len(zarritaV3Values) {
-		t.Errorf("%d arrays in the v2 view, want %d", n, len(zarritaV3Values))
+	if n := writeV2View(t, root, dir); n != len(testutil.ZarritaV3) {
+		t.Errorf("%d arrays in the v2 view, want %d", n, len(testutil.ZarritaV3))
 	}
 	want := map[string][]float64{}
-	for k, v := range zarritaV3Values {
-		want[k] = v.values
+	for k, v := range testutil.ZarritaV3 {
+		want[k] = v.Data
 	}
 	wj, _ := json.Marshal(want)
 	script := `
@@ -202,7 +202,7 @@ if dict(g.attrs) != {"answer": 42}:
     bad.append("consolidated attrs %r" % dict(g.attrs))
 print("\n".join(bad) if bad else "ok %d" % len(want))
 `
-	out, err := exec.Command("/usr/bin/python3", "-c", script, dir, string(wj)).CombinedOutput()
+	out, err := exec.Command(testutil.Python, "-c", script, dir, string(wj)).CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "ok "+itoa(len(want)) {
 		t.Errorf("zarr-python 2 on the v2 view: %v\n%s", err, out)
 	}

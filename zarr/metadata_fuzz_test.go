@@ -9,12 +9,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // seedMetadata adds every file named name under ../shared/conformance to
 // f's seed corpus (metadata other implementations wrote).
 func seedMetadata(f *testing.F, names ...string) {
-	root := filepath.Join(sharedDir(f), "conformance")
+	root := filepath.Join(testutil.Shared(f), "conformance")
 	filepath.WalkDir(root, func(p string, d iofs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && slices.Contains(names, d.Name()) {
 			if b, err := os.ReadFile(p); err == nil {

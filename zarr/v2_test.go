@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/zfuse/zfuse/codec"
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 func TestParseV2(t *testing.T) {
@@ -181,7 +182,7 @@ func TestRewriteV2Consolidated(t *testing.T) {
 // 2.18.7 and zarrita.js's generator: each parses, and exactly the object
 // arrays pass through.
 func TestConformanceV2Metadata(t *testing.T) {
-	root := sharedDir(t)
+	root := testutil.Shared(t)
 	var n int
 	for _, dir := range []string{"conformance/zarr-python-2.18.7/fixture", "conformance/zarrita.js/fixtures/v2/data.zarr"} {
 		filepath.WalkDir(filepath.Join(root, dir), func(path string, d os.DirEntry, err error) error {
@@ -224,30 +225,6 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// sharedDir finds ../shared beside the checkout (or $ZFUSE_SHARED). It skips
-// the test when absent, except in CI, where it fails.
-func sharedDir(t testing.TB) string {
-	t.Helper()
-	if d := os.Getenv("ZFUSE_SHARED"); d != "" {
-		return d
-	}
-	dir, _ := os.Getwd()
-	for ; dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			d := filepath.Join(filepath.Dir(dir), "shared")
-			if _, err := os.Stat(filepath.Join(d, "conformance")); err == nil {
-				return d
-			}
-			break
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("../shared/conformance is required in CI")
-	}
-	t.Skip("no ../shared/conformance")
-	return ""
 }
 
 func TestRewriteKeepsAngleBrackets(t *testing.T) {

@@ -13,50 +13,12 @@ import (
 	"testing"
 
 	"github.com/zfuse/zfuse/codec"
+	"github.com/zfuse/zfuse/internal/testutil"
 )
-
-// v3Need skips a test when something it needs is absent, and fails it in CI.
-func v3Need(t testing.TB, what string, ok bool) {
-	t.Helper()
-	if ok {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s required in CI", what)
-	}
-	t.Skipf("no %s", what)
-}
-
-// v3Shared returns the shared directory (ZFUSE_SHARED, or ../shared beside
-// the repository root), or "" when it is absent.
-func v3Shared() string {
-	if d := os.Getenv("ZFUSE_SHARED"); d != "" {
-		return d
-	}
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			d := filepath.Join(dir, "..", "shared")
-			if _, err := os.Stat(d); err == nil {
-				return d
-			}
-			return ""
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			return ""
-		}
-		dir = up
-	}
-}
 
 func zarritaV3(t testing.TB) string {
 	t.Helper()
-	s := v3Shared()
-	d := filepath.Join(s, "conformance", "zarrita.js", "fixtures", "v3", "data.zarr")
-	_, err := os.Stat(filepath.Join(d, "zarr.json"))
-	v3Need(t, "conformance/zarrita.js/fixtures/v3", s != "" && err == nil)
-	return d
+	return testutil.Conformance(t, "zarrita.js/fixtures/v3/data.zarr")
 }
 
 // readV3 reads every presented chunk of the array at dir through the API
@@ -163,60 +125,6 @@ func encodeValues(a *Array, kind byte, values []float64) []byte {
 	return b
 }
 
-func arange(from, to int) []float64 {
-	var v []float64
-	for i := from; i < to; i++ {
-		v = append(v, float64(i))
-	}
-	return v
-}
-
-// zarritaV3Values are the values generate-v3.py wrote (MANIFEST §5).
-var zarritaV3Values = map[string]struct {
-	kind   byte
-	values []float64
-}{
-	"1d.contiguous.gzip.i2":                   {'i', []float64{1, 2, 3, 4}},
-	"1d.contiguous.blosc.i2":                  {'i', []float64{1, 2, 3, 4}},
-	"1d.contiguous.raw.i2":                    {'i', []float64{1, 2, 3, 4}},
-	"1d.contiguous.i4":                        {'i', []float64{1, 2, 3, 4}},
-	"1d.contiguous.u1":                        {'u', []float64{255, 0, 255, 0}},
-	"1d.contiguous.f2.le":                     {'f', []float64{-1000.5, 0, 1000.5, 0}},
-	"1d.contiguous.f4.le":                     {'f', []float64{-1000.5, 0, 1000.5, 0}},
-	"1d.contiguous.f4.be":                     {'f', []float64{-1000.5, 0, 1000.5, 0}},
-	"1d.contiguous.f8":                        {'f', []float64{1.5, 2.5, 3.5, 4.5}},
-	"1d.contiguous.b1":                        {'b', []float64{1, 0, 1, 0}},
-	"1d.chunked.i2":                           {'i', []float64{1, 2, 3, 4}},
-	"1d.chunked.ragged.i2":                    {'i', []float64{1, 2, 3, 4, 5}},
-	"2d.contiguous.i2":                        {'i', []float64{1, 2, 3, 4}},
-	"2d.chunked.i2":                           {'i', []float64{1, 2, 3, 4}},
-	"2d.chunked.ragged.i2":                    {'i', arange(1, 10)},
-	"3d.contiguous.i2":                        {'i', arange(0, 27)},
-	"3d.chunked.i2":                           {'i', arange(0, 27)},
-	"3d.chunked.mixed.i2.C":                   {'i', arange(0, 27)},
-	"3d.chunked.mixed.i2.F":                   {'i', arange(0, 27)},
-	"1d.contiguous.compressed.sharded.i2":     {'i', []float64{1, 2, 3, 4}},
-	"1d.contiguous.compressed.sharded.i4":     {'i', []float64{1, 2, 3, 4}},
-	"1d.contiguous.compressed.sharded.u1":     {'u', []float64{255, 0, 255, 0}},
-	"1d.contiguous.compressed.sharded.f4":     {'f', []float64{-1000.5, 0, 1000.5, 0}},
-	"1d.contiguous.compressed.sharded.f8":     {'f', []float64{1.5, 2.5, 3.5, 4.5}},
-	"1d.contiguous.compressed.sharded.b1":     {'b', []float64{1, 0, 1, 0}},
-	"1d.chunked.compressed.sharded.i2":        {'i', []float64{1, 2, 3, 4}},
-	"1d.chunked.filled.compressed.sharded.i2": {'i', []float64{1, 2, 0, 0}},
-	"2d.contiguous.compressed.sharded.i2":     {'i', []float64{1, 2, 3, 4}},
-	"2d.chunked.compressed.sharded.filled.i2": {'i', arange(0, 16)},
-	"2d.chunked.compressed.sharded.i2":        {'i', arange(1, 17)},
-	"2d.chunked.ragged.compressed.sharded.i2": {'i', arange(1, 10)},
-	"3d.contiguous.compressed.sharded.i2":     {'i', arange(0, 27)},
-	"3d.chunked.compressed.sharded.i2":        {'i', arange(0, 64)},
-	"3d.chunked.mixed.compressed.sharded.i2":  {'i', arange(0, 27)},
-	"1d.contiguous.delta.i4":                  {'i', []float64{1, 2, 3, 4}},
-	"3d.contiguous.delta.i4.mixed":            {'i', arange(0, 27)},
-	"consolidated/1d.chunked.i2":              {'i', []float64{1, 2, 3, 4}},
-	"consolidated/2d.contiguous.i2":           {'i', []float64{1, 2, 3, 4}},
-	"consolidated/nested/1d.i2":               {'i', []float64{10, 20, 30, 40}},
-}
-
 // zarritaV3Nodes returns every zarr.json under root, by path relative to root.
 func zarritaV3Nodes(t testing.TB, root string) map[string][]byte {
 	nodes := map[string][]byte{}
@@ -247,7 +155,7 @@ func TestZarritaV3Fixtures(t *testing.T) {
 		if g != nil {
 			continue
 		}
-		want, known := zarritaV3Values[rel]
+		want, known := testutil.ZarritaV3[rel]
 		if strings.Contains(rel, "string") {
 			if !errors.Is(a.PassThrough, codec.ErrNotRaw) {
 				t.Errorf("%s: PassThrough = %v, want ErrNotRaw", rel, a.PassThrough)
@@ -263,14 +171,14 @@ func TestZarritaV3Fixtures(t *testing.T) {
 				t.Fatalf("PassThrough: %v", a.PassThrough)
 			}
 			got := readV3(t, filepath.Join(root, rel), a)
-			if w := encodeValues(a, want.kind, want.values); !bytes.Equal(got, w) {
+			if w := encodeValues(a, want.Kind, want.Data); !bytes.Equal(got, w) {
 				t.Errorf("decoded %v\nwant    %v\ncodecs %s", got, w, a.Codecs)
 			}
 		})
 		decoded++
 	}
-	if decoded != len(zarritaV3Values) {
-		t.Errorf("decoded %d arrays, want %d", decoded, len(zarritaV3Values))
+	if decoded != len(testutil.ZarritaV3) {
+		t.Errorf("decoded %d arrays, want %d", decoded, len(testutil.ZarritaV3))
 	}
 }
 

@@ -3,14 +3,12 @@ package zarr
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"math"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // The zarrita npm package (zarrita.js) is an independent Zarr v3 reader.
@@ -19,11 +17,9 @@ import (
 // another implementation reads it. zarrita does not verify the index
 // crc32c; the decoder tests check that.
 //
-// It needs node and npm. zarrita@0.7.5 is installed once into $ZFUSE_ZARRITA
-// (default: the user cache directory). Without node, npm or the package it
-// skips, and fails instead when ZFUSE_REQUIRE_ZARRITA is set.
-
-const zarritaVersion = "0.7.5"
+// It needs node, and zarrita@0.7.5 where testutil.ZarritaDir finds or
+// installs it (make deps does). Without them it skips, and fails instead
+// where ZFUSE_TEST_REQUIRE lists deps.
 
 // zarritaScript prints one JSON line per array: its shape and values in C
 // order (zarrita may return strided, e.g. F-order, views).
@@ -53,44 +49,6 @@ for (const path of paths) {
 }
 `
 
-func zarritaNeed(t *testing.T, what string, ok bool) {
-	t.Helper()
-	if ok {
-		return
-	}
-	if os.Getenv("ZFUSE_REQUIRE_ZARRITA") != "" {
-		t.Fatalf("%s required (ZFUSE_REQUIRE_ZARRITA is set)", what)
-	}
-	t.Skipf("no %s", what)
-}
-
-// zarritaDir returns a directory whose node_modules holds zarrita.
-func zarritaDir(t *testing.T) string {
-	_, errNode := exec.LookPath("node")
-	_, errNpm := exec.LookPath("npm")
-	zarritaNeed(t, "node and npm", errNode == nil && errNpm == nil)
-	dir := os.Getenv("ZFUSE_ZARRITA")
-	if dir == "" {
-		cache, err := os.UserCacheDir()
-		zarritaNeed(t, "a user cache directory", err == nil)
-		dir = filepath.Join(cache, "zfuse", "zarrita-"+zarritaVersion)
-	}
-	pkg := filepath.Join(dir, "node_modules", "zarrita", "package.json")
-	var meta struct{ Version string }
-	if b, err := os.ReadFile(pkg); err == nil && json.Unmarshal(b, &meta) == nil && meta.Version == zarritaVersion {
-		return dir
-	}
-	if testing.Short() {
-		zarritaNeed(t, "zarrita installed (-short does not install it)", false)
-	}
-	os.MkdirAll(dir, 0o755)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "npm", "install", "--prefix", dir, "--no-audit", "--no-fund", "zarrita@"+zarritaVersion).CombinedOutput()
-	zarritaNeed(t, "zarrita@"+zarritaVersion+" (npm install failed: "+string(bytes.TrimSpace(out))+")", err == nil)
-	return dir
-}
-
 type zarritaResult struct {
 	Path  string    `json:"path"`
 	Shape []int     `json:"shape"`
@@ -100,20 +58,7 @@ type zarritaResult struct {
 
 // zarritaRead reads the arrays at paths under root with zarrita.
 func zarritaRead(t *testing.T, root string, paths []string) map[string]zarritaResult {
-	dir := zarritaDir(t)
-	script := filepath.Join(dir, "zfuse-read.mjs")
-	if err := os.WriteFile(script, []byte(zarritaScript), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", append([]string{script, root}, paths...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node: %v\n%s", err, stderr.Bytes())
-	}
+	out := testutil.Node(t, "zfuse-read.mjs", []byte(zarritaScript), append([]string{root}, paths...)...)
 	res := map[string]zarritaResult{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 1<<24)

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/zfuse/zfuse/fs"
+	"github.com/zfuse/zfuse/internal/testutil"
 	"github.com/zfuse/zfuse/zarr"
 )
 
@@ -204,7 +205,7 @@ func TestCompressSmall(t *testing.T) {
 	if !strings.Contains(out.String(), "total") || !strings.Contains(errOut.String(), "compress:") {
 		t.Errorf("summary:\n%s\nprogress:\n%s", out.String(), errOut.String())
 	}
-	enc, err := zarr.NewEncoding(map[string][]byte{zarr.MetadataFile: must(os.ReadFile(filepath.Join(dest, "a", "zarr.json")))})
+	enc, err := zarr.NewEncoding(map[string][]byte{zarr.MetadataFile: testutil.Must(os.ReadFile(filepath.Join(dest, "a", "zarr.json")))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +213,7 @@ func TestCompressSmall(t *testing.T) {
 	if !slices.Equal(d.Chunks, []int{2, 5}) || d.Shard() == nil || !bytes.Equal(d.Fill, []byte{7, 0}) {
 		t.Fatalf("written array: chunks %v, sharded %v, fill %v", d.Chunks, d.Shard() != nil, d.Fill)
 	}
-	shard := must(os.ReadFile(filepath.Join(dest, "a", "c", "0", "0")))
+	shard := testutil.Must(os.ReadFile(filepath.Join(dest, "a", "c", "0", "0")))
 	// The first shard holds rows 0-3: rows 0-2 of the source's first
 	// chunk and row 3, the fill value, from its second.
 	rows := append(chunk(0), bytes.Repeat([]byte{7, 0}, 5)...)
@@ -225,16 +226,9 @@ func TestCompressSmall(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dest, "a", "c", "1", "0")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the all-fill shard was written: %v", err)
 	}
-	if b := must(os.ReadFile(filepath.Join(dest, "zarr.json"))); !bytes.Contains(b, []byte(`"small"`)) {
+	if b := testutil.Must(os.ReadFile(filepath.Join(dest, "zarr.json"))); !bytes.Contains(b, []byte(`"small"`)) {
 		t.Errorf("group zarr.json %s", b)
 	}
 }
 
 func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
-}

@@ -17,19 +17,8 @@ import (
 	"time"
 
 	"github.com/zfuse/zfuse/gpu"
+	"github.com/zfuse/zfuse/internal/testutil"
 )
-
-// decNeed skips a test when something it needs is absent, and fails it in CI.
-func decNeed(t testing.TB, what string, ok bool) {
-	t.Helper()
-	if ok {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s required in CI", what)
-	}
-	t.Skipf("no %s", what)
-}
 
 // noGPU returns nil where this machine has a usable GPU, else the error
 // gpu.Open gives (no libcuda.so.1, no device, ...). The tests expect what
@@ -194,10 +183,8 @@ func TestDecoderMount(t *testing.T) {
 	if testing.Short() {
 		t.Skip("mounts are not short")
 	}
-	_, ferr := exec.LookPath("fusermount3")
-	_, derr := os.Stat("/dev/fuse")
-	decNeed(t, "FUSE (/dev/fuse and fusermount3)", ferr == nil && derr == nil)
-	const py = "/usr/bin/python3"
+	testutil.NeedFUSE(t)
+	testutil.NeedPython(t, "zarr", "numcodecs")
 	src := filepath.Join(t.TempDir(), "store.zarr")
 	script := `
 import sys, numpy as np, numcodecs, zarr
@@ -206,8 +193,7 @@ g = zarr.open_group(sys.argv[1], mode="w")
 for name, c in [("blosc", numcodecs.Blosc("lz4", 5, numcodecs.Blosc.SHUFFLE)), ("lz4", numcodecs.LZ4(1)), ("zstd", numcodecs.Zstd(3))]:
     g.create_dataset(name, data=x, chunks=(32, 32), compressor=c)
 `
-	out, err := exec.Command(py, "-c", script, src).CombinedOutput()
-	decNeed(t, py+" with zarr and numcodecs", err == nil)
+	out, err := exec.Command(testutil.Python, "-c", script, src).CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}

@@ -5,12 +5,13 @@ import (
 	"context"
 	"flag"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // mountFlagSet is a FlagSet with the flags of zfuse mount that have their
@@ -121,13 +122,7 @@ func TestEveryFlagIsAnOption(t *testing.T) {
 // TestOptionsRun: -o reaches the command: zfuse info -o as_v2 presents a
 // v3 store as v2, as --as-v2 does.
 func TestOptionsRun(t *testing.T) {
-	v3 := filepath.Join("..", "..", "..", "shared", "conformance", "zarrita.js", "fixtures", "v3", "data.zarr")
-	if _, err := os.Stat(v3); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("conformance data required in CI: %v", err)
-		}
-		t.Skip(err)
-	}
+	v3 := testutil.Conformance(t, "zarrita.js/fixtures/v3/data.zarr")
 	var flags, opts bytes.Buffer
 	if err := run(context.Background(), []string{"info", "--as-v2", v3}, &flags, io.Discard); err != nil {
 		t.Fatal(err)

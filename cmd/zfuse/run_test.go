@@ -3,10 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 func TestRun(t *testing.T) {
@@ -17,11 +18,7 @@ func TestRun(t *testing.T) {
 		"compressor": null, "fill_value": 0, "order": "C", "filters": null}`)
 	write("a/0", "\x01\x02")
 	write("a/1", "\x03\x00")
-	for _, r := range []struct {
-		args    []string
-		stdout  string // substring of stdout
-		wantErr string // substring of the error
-	}{
+	checkRuns(t, []runCase{
 		{[]string{"version"}, "zfuse ", ""},
 		{[]string{"cat", src, "a/1"}, "\x03\x00", ""},
 		{[]string{"cat", src, "a/.zarray"}, `"compressor": null`, ""},
@@ -36,7 +33,20 @@ func TestRun(t *testing.T) {
 		{[]string{"cat", src}, "", "takes 2 arguments"},
 		{[]string{"frobnicate"}, "", "unknown command"},
 		{nil, "", "no command"},
-	} {
+	})
+}
+
+// A runCase is a zfuse command line and what it must print, or fail with.
+type runCase struct {
+	args    []string
+	stdout  string // substring of stdout (info: with columns joined by one space)
+	wantErr string // substring of the error or stderr
+}
+
+// checkRuns runs each case through run and checks its output or error.
+func checkRuns(t *testing.T, cases []runCase) {
+	t.Helper()
+	for _, r := range cases {
 		var stdout, stderr bytes.Buffer
 		err := run(context.Background(), r.args, &stdout, &stderr)
 		if r.wantErr != "" {
@@ -50,7 +60,7 @@ func TestRun(t *testing.T) {
 			out = strings.Join(strings.Fields(out), " ") // columns, not their widths
 		}
 		if err != nil || !strings.Contains(out, r.stdout) {
-			t.Errorf("zfuse %q: %v\nstdout %q\nwant %q", r.args, err, stdout.String(), r.stdout)
+			t.Errorf("zfuse %q: %v\nstdout %q\nwant %q\nstderr %s", r.args, err, stdout.String(), r.stdout, stderr.String())
 		}
 	}
 }
@@ -58,13 +68,7 @@ func TestRun(t *testing.T) {
 // storeWriter returns a function that writes data at key (a "/" path)
 // under dir, making its directories.
 func storeWriter(t testing.TB, dir string) func(key, data string) {
-	return func(key, data string) {
-		p := filepath.Join(dir, filepath.FromSlash(key))
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	return func(key, data string) { testutil.WriteFile(t, dir, key, []byte(data)) }
 }
 
 func TestDisplaySource(t *testing.T) {

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/binary"
 	"hash/crc32"
 	"math"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // TestRunV3: zfuse cat and info understand Zarr v3, with and without
@@ -19,13 +16,7 @@ import (
 // expected bytes are plain.
 func TestRunV3(t *testing.T) {
 	src := t.TempDir()
-	write := func(key string, data []byte) {
-		p := filepath.Join(src, key)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(key string, data []byte) { testutil.WriteFile(t, src, key, data) }
 	meta := func(chunk int, codecs string) []byte {
 		return []byte(`{"zarr_format": 3, "node_type": "array", "shape": [6], "data_type": "int16",
 			"chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [` + string(rune('0'+chunk)) + `]}},
@@ -47,11 +38,7 @@ func TestRunV3(t *testing.T) {
 	write("strings/zarr.json", []byte(`{"zarr_format": 3, "node_type": "array", "shape": [1], "data_type": "string",
 		"chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1]}},
 		"chunk_key_encoding": {"name": "default"}, "fill_value": "", "codecs": [{"name": "vlen-utf8"}]}`))
-	for _, r := range []struct {
-		args    []string
-		stdout  string // substring of stdout (info: with columns joined by one space)
-		wantErr string // substring of the error
-	}{
+	checkRuns(t, []runCase{
 		{[]string{"cat", src, "plain/c/1"}, "\x05\x00\x06\x00\x00\x00\x00\x00", ""},
 		{[]string{"cat", src, "sharded/c/0"}, "\x01\x00\x02\x00", ""},
 		{[]string{"cat", src, "sharded/c/1"}, "", "no such file"}, // the empty inner chunk
@@ -68,21 +55,5 @@ func TestRunV3(t *testing.T) {
 		{[]string{"info", src}, "strings v3 1 1 - string vlen-utf8 - 0 chunks, 0 B - passed through", ""},
 		{[]string{"info", "--as-v2", src}, "plain v3->v2 6 4 - <i2 bytes(little) none: stored uncompressed 1 chunks, 8 B 1.00 raw", ""},
 		{[]string{"info", "--as-v2", src}, "strings v3 1 1 - string vlen-utf8 - 0 chunks, 0 B - not shown (--as-v2)", ""},
-	} {
-		var stdout, stderr bytes.Buffer
-		err := run(context.Background(), r.args, &stdout, &stderr)
-		if r.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error()+stderr.String(), r.wantErr) {
-				t.Errorf("zfuse %q: err %v, want %q", r.args, err, r.wantErr)
-			}
-			continue
-		}
-		out := stdout.String()
-		if r.args[0] == "info" {
-			out = strings.Join(strings.Fields(out), " ")
-		}
-		if err != nil || !strings.Contains(out, r.stdout) {
-			t.Errorf("zfuse %q: %v\nstdout %q\nwant %q\nstderr %s", r.args, err, stdout.String(), r.stdout, stderr.String())
-		}
-	}
+	})
 }

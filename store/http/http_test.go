@@ -18,45 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zfuse/zfuse/internal/testutil"
 	"github.com/zfuse/zfuse/store"
 	httpstore "github.com/zfuse/zfuse/store/http"
 	"github.com/zfuse/zfuse/store/remote"
 )
-
-// httpNeed skips a test that needs something absent, and fails it in CI.
-func httpNeed(t testing.TB, what string, ok bool) {
-	t.Helper()
-	if ok {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s required in CI", what)
-	}
-	t.Skipf("no %s", what)
-}
-
-// conformance returns a directory of the shared conformance data.
-func conformance(t testing.TB, rel string) string {
-	t.Helper()
-	shared := os.Getenv("ZFUSE_SHARED")
-	if shared == "" {
-		dir, _ := os.Getwd()
-		for {
-			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-				break
-			}
-			if dir == filepath.Dir(dir) {
-				break
-			}
-			dir = filepath.Dir(dir)
-		}
-		shared = filepath.Join(dir, "..", "shared")
-	}
-	p := filepath.Join(shared, "conformance", rel)
-	_, err := os.Stat(p)
-	httpNeed(t, "conformance data at "+p, err == nil)
-	return p
-}
 
 // A server is Go's file server over a directory on 127.0.0.1 (it serves
 // ranges, Last-Modified, and redirects "dir" to "dir/"), counting the
@@ -164,7 +130,7 @@ func TestAgainstDir(t *testing.T) {
 		{"v3 hints", "zarrita.js/fixtures/v3/data.zarr", []string{"3d.chunked.i2", "1d.chunked.compressed.sharded.i2", "consolidated/nested/1d.i2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			root := conformance(t, tc.dir)
+			root := testutil.Conformance(t, tc.dir)
 			local, err := store.Dir(root)
 			if err != nil {
 				t.Fatal(err)
@@ -235,7 +201,7 @@ func TestAgainstDir(t *testing.T) {
 
 // TestTreeFromMetadata: the listing that a consolidated v3 store gives.
 func TestTreeFromMetadata(t *testing.T) {
-	srv := serve(t, conformance(t, "zarrita.js/fixtures/v3/data.zarr/consolidated"))
+	srv := serve(t, testutil.Conformance(t, "zarrita.js/fixtures/v3/data.zarr/consolidated"))
 	hs := open(t, httpstore.Config{URL: srv.URL})
 	ctx := t.Context()
 	for _, tc := range []struct {
@@ -284,7 +250,7 @@ func TestTreeFromMetadata(t *testing.T) {
 
 // TestNoMetadata: a server without metadata at the root needs hints.
 func TestNoMetadata(t *testing.T) {
-	srv := serve(t, conformance(t, "zarrita.js/fixtures/v3"))
+	srv := serve(t, testutil.Conformance(t, "zarrita.js/fixtures/v3"))
 	_, err := httpstore.Open(t.Context(), httpstore.Config{URL: srv.URL})
 	if err == nil || !strings.Contains(err.Error(), "--array") {
 		t.Fatalf("Open without metadata: %v, want an error naming --array", err)
@@ -299,7 +265,7 @@ func TestNoMetadata(t *testing.T) {
 // TestErrors: 404 is ErrNotExist, 403 ErrPermission, both without retries;
 // 503 is retried until it succeeds or the attempts are used up.
 func TestErrors(t *testing.T) {
-	srv := serve(t, conformance(t, "zarrita.js/fixtures/v2/data.zarr"))
+	srv := serve(t, testutil.Conformance(t, "zarrita.js/fixtures/v2/data.zarr"))
 	hs := open(t, httpstore.Config{URL: srv.URL, Backoff: remote.Backoff{Attempts: 3, Base: time.Millisecond}})
 	ctx := t.Context()
 	const chunk = "1d.chunked.i2/0"
@@ -360,7 +326,7 @@ func TestErrors(t *testing.T) {
 // TestTimeout: a server that does not answer in time is tried again, a
 // bounded number of times, and then the read fails as unavailable.
 func TestTimeout(t *testing.T) {
-	srv := serve(t, conformance(t, "zarrita.js/fixtures/v2/data.zarr"))
+	srv := serve(t, testutil.Conformance(t, "zarrita.js/fixtures/v2/data.zarr"))
 	hs := open(t, httpstore.Config{URL: srv.URL, Timeout: 100 * time.Millisecond, Backoff: remote.Backoff{Attempts: 2, Base: time.Millisecond}})
 	srv.mu.Lock()
 	srv.fail = func(r *http.Request) int {
@@ -389,7 +355,7 @@ func TestTimeout(t *testing.T) {
 // TestStatAfterRead: a read tells Stat the size; a read in flight makes
 // Stat wait for it instead of sending a HEAD.
 func TestStatAfterRead(t *testing.T) {
-	srv := serve(t, conformance(t, "zarrita.js/fixtures/v2/data.zarr"))
+	srv := serve(t, testutil.Conformance(t, "zarrita.js/fixtures/v2/data.zarr"))
 	hs := open(t, httpstore.Config{URL: srv.URL})
 	ctx := t.Context()
 	b, err := hs.ReadKey(ctx, "2d.chunked.i2/0.0")
@@ -434,7 +400,7 @@ func TestStatAfterRead(t *testing.T) {
 // TestMaxInFlight: requests held by the server pile up to the limit and
 // no further.
 func TestMaxInFlight(t *testing.T) {
-	srv := serve(t, conformance(t, "zarrita.js/fixtures/v2/data.zarr"))
+	srv := serve(t, testutil.Conformance(t, "zarrita.js/fixtures/v2/data.zarr"))
 	hs := open(t, httpstore.Config{URL: srv.URL, MaxInFlight: 3})
 	hold := make(chan struct{})
 	srv.mu.Lock()
@@ -469,7 +435,7 @@ func TestMaxInFlight(t *testing.T) {
 // version again, it reads again.
 func TestChangeRefused(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.CopyFS(dir, os.DirFS(conformance(t, "zarrita.js/fixtures/v2/data.zarr"))); err != nil {
+	if err := os.CopyFS(dir, os.DirFS(testutil.Conformance(t, "zarrita.js/fixtures/v2/data.zarr"))); err != nil {
 		t.Fatal(err)
 	}
 	srv := serve(t, dir)
@@ -504,7 +470,7 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 // TestDirRedirect: a directory the metadata does not name is found by the
 // server's redirect to "dir/"; keys never escape the base URL.
 func TestDirRedirect(t *testing.T) {
-	srv := serve(t, conformance(t, "zarrita.js/fixtures/v3"))
+	srv := serve(t, testutil.Conformance(t, "zarrita.js/fixtures/v3"))
 	hs := open(t, httpstore.Config{URL: srv.URL, Hints: []string{"data.zarr"}})
 	ctx := t.Context()
 	if e, err := hs.Stat(ctx, "data.zarr/1d.chunked.i2"); err != nil || !e.Dir {
@@ -519,7 +485,7 @@ func TestDirRedirect(t *testing.T) {
 		}
 	}
 	// Names with spaces and percent signs are escaped.
-	srv2 := serve(t, conformance(t, "zarrita.js/fixtures/v2/data.zarr"))
+	srv2 := serve(t, testutil.Conformance(t, "zarrita.js/fixtures/v2/data.zarr"))
 	hs2 := open(t, httpstore.Config{URL: srv2.URL})
 	if _, err := hs2.Stat(ctx, "my group with spaces"); err != nil {
 		t.Errorf("Stat(name with spaces): %v", err)

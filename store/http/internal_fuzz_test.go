@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // FuzzCatalog feeds arbitrary consolidated metadata (v2 .zmetadata, v3
@@ -14,18 +16,16 @@ import (
 // and every directory and name it then knows is a valid key under the
 // store root, whatever the document names ("../x", "", "a//b").
 func FuzzCatalog(f *testing.F) {
-	shared := os.Getenv("ZFUSE_SHARED") // seeds, where the shared data is
-	if shared == "" {
-		shared = filepath.Join("..", "..", "..", "shared")
-	}
-	filepath.WalkDir(filepath.Join(shared, "conformance"), func(p string, d iofs.DirEntry, err error) error {
-		if err == nil && (d.Name() == ".zmetadata" || d.Name() == "zarr.json") {
-			if b, err := os.ReadFile(p); err == nil {
-				f.Add(b, d.Name() == "zarr.json")
+	if shared := testutil.SharedDir(); shared != "" { // seeds, where the shared data is
+		filepath.WalkDir(filepath.Join(shared, "conformance"), func(p string, d iofs.DirEntry, err error) error {
+			if err == nil && (d.Name() == ".zmetadata" || d.Name() == "zarr.json") {
+				if b, err := os.ReadFile(p); err == nil {
+					f.Add(b, d.Name() == "zarr.json")
+				}
 			}
-		}
-		return nil
-	})
+			return nil
+		})
+	}
 	f.Add([]byte(`{"metadata":{"../x/.zarray":{},"a//b/.zgroup":{},"ok/.zarray":{"zarr_format":2,"shape":[4,4],"dimension_separator":"/"}}}`), false)
 	f.Add([]byte(`{"consolidated_metadata":{"metadata":{"..":{},"":{},"a":{"zarr_format":3,"node_type":"array","shape":[2,2]}}}}`), true)
 	f.Fuzz(func(t *testing.T, doc []byte, v3 bool) {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path"
@@ -19,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zfuse/zfuse/internal/testutil"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/store/remote"
 	s3store "github.com/zfuse/zfuse/store/s3"
@@ -29,55 +29,6 @@ const (
 	secretKey = "zfuse-s3-secret-never-logged"
 	bucket    = "zarr"
 )
-
-// s3Need skips a test that needs something absent, and fails it in CI.
-func s3Need(t testing.TB, what string, ok bool) {
-	t.Helper()
-	if ok {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s required in CI", what)
-	}
-	t.Skipf("no %s", what)
-}
-
-// versitygw finds the versitygw binary: $ZFUSE_VERSITYGW, $GOPATH/bin
-// (where make deps installs it), or PATH.
-func versitygw(t testing.TB) string {
-	t.Helper()
-	if p := os.Getenv("ZFUSE_VERSITYGW"); p != "" {
-		return p
-	}
-	if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
-		for _, dir := range filepath.SplitList(strings.TrimSpace(string(out))) {
-			if p := filepath.Join(dir, "bin", "versitygw"); fileExists(p) {
-				return p
-			}
-		}
-	}
-	p, err := exec.LookPath("versitygw")
-	s3Need(t, "versitygw (make deps: go install github.com/versity/versitygw/cmd/versitygw@v1.8.0)", err == nil)
-	return p
-}
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
-
-// conformance returns a directory of the shared conformance data.
-func conformance(t testing.TB, rel string) string {
-	t.Helper()
-	shared := os.Getenv("ZFUSE_SHARED")
-	if shared == "" {
-		dir, _ := os.Getwd()
-		for !fileExists(filepath.Join(dir, "go.mod")) && dir != filepath.Dir(dir) {
-			dir = filepath.Dir(dir)
-		}
-		shared = filepath.Join(dir, "..", "shared")
-	}
-	p := filepath.Join(shared, "conformance", rel)
-	s3Need(t, "conformance data at "+p, fileExists(p))
-	return p
-}
 
 // A gateway is versitygw's posix backend on 127.0.0.1, serving root/<bucket>/<key>.
 type gateway struct {
@@ -92,16 +43,16 @@ type gateway struct {
 // (fixtures/v2/data.zarr: v2.zarr), and serves them.
 func startGateway(t *testing.T, rel ...string) *gateway {
 	t.Helper()
-	bin := versitygw(t)
+	bin := testutil.Versitygw(t)
 	g := &gateway{root: t.TempDir(), log: &bytes.Buffer{}}
 	for _, r := range rel {
 		dst := filepath.Join(g.root, bucket, storeName(r))
-		if err := os.CopyFS(dst, os.DirFS(conformance(t, r))); err != nil {
+		if err := os.CopyFS(dst, os.DirFS(testutil.Conformance(t, r))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	os.MkdirAll(filepath.Join(g.root, bucket), 0o755)
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	cmd := exec.Command(bin, "--port", addr, "posix", "--nometa", g.root)
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+accessKey, "ROOT_SECRET_ACCESS_KEY="+secretKey)
 	cmd.Stdout, cmd.Stderr = g.log, g.log
@@ -111,7 +62,9 @@ func startGateway(t *testing.T, rel ...string) *gateway {
 	var once sync.Once
 	g.stop = func() { once.Do(func() { cmd.Process.Kill(); cmd.Wait() }) }
 	t.Cleanup(g.stop)
-	waitListening(t, addr)
+	if err := testutil.WaitListening(addr, nil, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	g.endpoint = "http://" + addr
 	t.Setenv("AWS_ACCESS_KEY_ID", accessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", secretKey)
@@ -122,31 +75,6 @@ func startGateway(t *testing.T, rel ...string) *gateway {
 }
 
 func storeName(rel string) string { return path.Base(path.Dir(rel)) + ".zarr" }
-
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-func waitListening(t testing.TB, addr string) {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nothing listens on %s: %v", addr, err)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a port
-	}
-}
 
 func (g *gateway) open(t *testing.T, prefix string, log *slog.Logger) *s3store.Store {
 	t.Helper()
@@ -166,7 +94,7 @@ func TestAgainstDir(t *testing.T) {
 	ctx := t.Context()
 	for _, rel := range stores {
 		t.Run(storeName(rel), func(t *testing.T) {
-			local, err := store.Dir(conformance(t, rel))
+			local, err := store.Dir(testutil.Conformance(t, rel))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zfuse/zfuse/internal/testutil"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/store/remote"
 )
@@ -31,7 +32,7 @@ func TestReadKeyVersion(t *testing.T) {
 	if err := os.Chtimes(file, past, past); err != nil {
 		t.Fatal(err)
 	}
-	want, err := os.ReadFile(filepath.Join(conformance(t, rel), key))
+	want, err := os.ReadFile(filepath.Join(testutil.Conformance(t, rel), key))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,9 @@
-package codec
+package testutil
 
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -10,9 +11,10 @@ import (
 	"strings"
 )
 
-// npyArray is a .npy file: its header fields and the payload as stored
-// (F order when Fortran is set), which is numpy's tobytes(order='A').
-type npyArray struct {
+// An NPY is a .npy file (numpy's format, versions 1 to 3): its header
+// fields and its payload as stored, in Fortran order when Fortran is set
+// (numpy's tobytes(order='A')), which is what a filter or codec decodes to.
+type NPY struct {
 	Descr   string // numpy typestr, e.g. "<i4", "|O"; "" for structured dtypes
 	Fortran bool
 	Shape   []int
@@ -21,15 +23,15 @@ type npyArray struct {
 
 // Object reports whether the array holds Python objects (a pickle, not raw
 // elements).
-func (a npyArray) Object() bool { return a.Descr == "|O" || a.Descr == "O" }
+func (a NPY) Object() bool { return a.Descr == "|O" || a.Descr == "O" }
 
-// loadNPYFile reads a .npy file (format versions 1 to 3).
-func loadNPYFile(path string) (npyArray, error) {
+// ReadNPY reads and parses the .npy file at path.
+func ReadNPY(path string) (NPY, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return npyArray{}, err
+		return NPY{}, err
 	}
-	a, err := loadNPY(b)
+	a, err := parseNPY(b)
 	if err != nil {
 		return a, fmt.Errorf("%s: %w", path, err)
 	}
@@ -37,16 +39,17 @@ func loadNPYFile(path string) (npyArray, error) {
 }
 
 var (
-	loadNPYDescrRE   = regexp.MustCompile(`'descr':\s*'([^']*)'`)
-	loadNPYFortranRE = regexp.MustCompile(`'fortran_order':\s*(True|False)`)
-	loadNPYShapeRE   = regexp.MustCompile(`'shape':\s*\(([^)]*)\)`)
+	npyDescr   = regexp.MustCompile(`'descr':\s*'([^']*)'`)
+	npyFortran = regexp.MustCompile(`'fortran_order':\s*(True|False)`)
+	npyShape   = regexp.MustCompile(`'shape':\s*\(([^)]*)\)`)
 )
 
-// loadNPY parses the bytes of a .npy file.
-func loadNPY(b []byte) (npyArray, error) {
-	var a npyArray
+// parseNPY parses the bytes of a .npy file. Data aliases b. For arrays of
+// fixed-size elements the payload must be exactly shape × item size.
+func parseNPY(b []byte) (NPY, error) {
+	var a NPY
 	if len(b) < 10 || !bytes.HasPrefix(b, []byte("\x93NUMPY")) {
-		return a, fmt.Errorf("not a .npy file")
+		return a, errors.New("not a .npy file")
 	}
 	var hlen, start int
 	switch b[6] {
@@ -54,28 +57,28 @@ func loadNPY(b []byte) (npyArray, error) {
 		hlen, start = int(binary.LittleEndian.Uint16(b[8:])), 10
 	case 2, 3:
 		if len(b) < 12 {
-			return a, fmt.Errorf("npy header truncated")
+			return a, errors.New("npy header truncated")
 		}
 		hlen, start = int(binary.LittleEndian.Uint32(b[8:])), 12
 	default:
 		return a, fmt.Errorf("npy version %d", b[6])
 	}
 	if start+hlen > len(b) {
-		return a, fmt.Errorf("npy header truncated")
+		return a, errors.New("npy header truncated")
 	}
 	h := string(b[start : start+hlen])
 	a.Data = b[start+hlen:]
-	if m := loadNPYDescrRE.FindStringSubmatch(h); m != nil {
+	if m := npyDescr.FindStringSubmatch(h); m != nil {
 		a.Descr = m[1]
 	} else if !strings.Contains(h, "'descr': [") {
 		return a, fmt.Errorf("npy header without descr: %q", h)
 	}
-	m := loadNPYFortranRE.FindStringSubmatch(h)
+	m := npyFortran.FindStringSubmatch(h)
 	if m == nil {
 		return a, fmt.Errorf("npy header without fortran_order: %q", h)
 	}
 	a.Fortran = m[1] == "True"
-	m = loadNPYShapeRE.FindStringSubmatch(h)
+	m = npyShape.FindStringSubmatch(h)
 	if m == nil {
 		return a, fmt.Errorf("npy header without shape: %q", h)
 	}
@@ -90,7 +93,7 @@ func loadNPY(b []byte) (npyArray, error) {
 		a.Shape = append(a.Shape, n)
 	}
 	if !a.Object() && a.Descr != "" {
-		size, err := loadNPYItemSize(a.Descr)
+		size, err := ItemSize(a.Descr)
 		if err != nil {
 			return a, err
 		}
@@ -105,9 +108,9 @@ func loadNPY(b []byte) (npyArray, error) {
 	return a, nil
 }
 
-// loadNPYItemSize is the element size of a numpy typestr ("<f8" 8, "|S3" 3,
-// "<U4" 16, "<M8[ns]" 8). Object dtypes have none.
-func loadNPYItemSize(descr string) (int, error) {
+// ItemSize is the element size of a numpy typestr ("<f8" 8, "|S3" 3, "<U4"
+// 16, "<M8[ns]" 8). Object dtypes have none.
+func ItemSize(descr string) (int, error) {
 	if len(descr) < 2 || !strings.ContainsRune("<>|=", rune(descr[0])) {
 		return 0, fmt.Errorf("typestr %q", descr)
 	}
