@@ -8,18 +8,21 @@ import (
 	"strings"
 )
 
-// A DType is a fixed-size numpy dtype, as the numcodecs filter
-// configurations name it ("<f8", ">i2", "|b1", "<M8[ns]", or a Zarr v3 name
-// such as "int32"). DTypes are comparable values; the zero DType is invalid.
+// A DType is a fixed-size numpy dtype: what a numpy typestr ("<f8", ">i2",
+// "|b1", "<M8[ns]", "|S5", "<U3") or dtype name ("int32", "datetime64[ms]")
+// says. It is zfuse's one model of an element type: the numcodecs filters
+// compute in it (filter.go says which kinds they take), and package zarr
+// maps Zarr v2 dtypes and v3 data types onto it. DTypes are comparable
+// values, equal when numpy's dtypes are; the zero DType is invalid.
 type DType struct {
-	Kind byte   // 'b' bool, 'i' int, 'u' uint, 'f' float, 'c' complex, 'M' datetime, 'm' timedelta
-	Size int    // bytes per element: 1, 2, 4, 8 or 16 (complex128)
-	Big  bool   // big-endian; always false for Size 1
-	Unit string // datetime unit for M and m ("ns", "10s"); "" otherwise
+	Kind byte   // 'b' bool, 'i' int, 'u' uint, 'f' float, 'c' complex, 'M' datetime, 'm' timedelta, 'S' bytes, 'U' UTF-32 text, 'V' raw bytes, 'O' Python object
+	Size int    // bytes per element: 4 per character for 'U', 8 (a pointer) for 'O'
+	Big  bool   // big-endian; always false where the byte order means nothing (see Ordered)
+	Unit string // kinds M and m: the unit as numpy writes it ("ns", "10s"), "" for numpy's generic unit; "" for other kinds
 }
 
-// names maps the dtype names that are not typestrs (Zarr v3 data types and
-// numpy's spelled-out names) to typestrs.
+// names maps the dtype names that are not typestrs (numpy's spelled-out
+// names, which Zarr v3 data types also use) to typestrs.
 var names = map[string]string{
 	"bool": "|b1", "?": "|b1",
 	"int8": "|i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
@@ -29,9 +32,17 @@ var names = map[string]string{
 	"int": "<i8", "uint": "<u8", "float": "<f8", "double": "<f8", "complex": "<c16",
 }
 
-// ParseDType parses a numpy typestr or dtype name. Errors wrap ErrConfig.
-// Only the fixed-size numeric, bool and datetime dtypes are accepted: the
-// filters cannot operate on strings, objects or records.
+// maxItemSize bounds the item size of S, U and V dtypes: larger ones are
+// absurd metadata, not elements to allocate.
+const maxItemSize = 1 << 30
+
+// ParseDType parses a numpy typestr or dtype name. A typestr is an
+// optional byte order ('<', '>', '|' or '=', which is little-endian), a
+// kind, the item size in decimal as numpy writes it (characters for 'U';
+// none or 8 for 'O'), and for datetimes an optional unit in brackets (see
+// parseUnit). The sizes are numpy's: b1; i and u 1, 2, 4, 8; f 2, 4, 8, 16;
+// c 8, 16, 32; M8 and m8; S, U and V of any length up to 2^30. Errors wrap
+// ErrConfig.
 func ParseDType(s string) (DType, error) {
 	t := s
 	if n, ok := names[t]; ok {
@@ -52,78 +63,117 @@ func ParseDType(s string) (DType, error) {
 	if t == "" {
 		return bad("empty")
 	}
-	d.Kind = t[0]
-	t = t[1:]
-	if d.Kind == 'M' || d.Kind == 'm' {
-		num, unit, ok := strings.Cut(t, "[")
-		if !ok || !strings.HasSuffix(unit, "]") || len(unit) < 2 {
-			return bad("datetime without unit")
+	d.Kind, t = t[0], t[1:]
+	if num, unit, ok := strings.Cut(t, "["); ok && (d.Kind == 'M' || d.Kind == 'm') {
+		u, ok := strings.CutSuffix(unit, "]")
+		if !ok {
+			return bad("datetime unit without ']'")
 		}
-		t, d.Unit = num, strings.TrimSuffix(unit, "]")
-		if !validUnit(d.Unit) {
+		if d.Unit, ok = parseUnit(u); !ok {
 			return bad("unknown datetime unit")
 		}
+		t = num
 	}
-	size, err := strconv.Atoi(t)
-	if err != nil {
+	if d.Kind == 'O' && t == "" {
+		t = "8"
+	}
+	n, err := strconv.Atoi(t)
+	if err != nil || n < 0 || n > maxItemSize || t != strconv.Itoa(n) {
 		return bad("no item size")
 	}
-	d.Size = size
 	ok := false
 	switch d.Kind {
 	case 'b':
-		ok = size == 1
+		ok = n == 1
 	case 'i', 'u':
-		ok = size == 1 || size == 2 || size == 4 || size == 8
+		ok = n == 1 || n == 2 || n == 4 || n == 8
 	case 'f':
-		ok = size == 2 || size == 4 || size == 8
+		ok = n == 2 || n == 4 || n == 8 || n == 16
 	case 'c':
-		ok = size == 8 || size == 16
-	case 'M', 'm':
-		ok = size == 8
+		ok = n == 8 || n == 16 || n == 32
+	case 'M', 'm', 'O':
+		ok = n == 8
+	case 'S', 'V':
+		ok = true
+	case 'U':
+		ok, n = true, 4*n
 	default:
-		return bad("kind not supported by filters")
+		return bad("unknown kind")
 	}
 	if !ok {
 		return bad("item size not supported")
 	}
-	if size == 1 {
-		d.Big = false
-	}
+	d.Size = n
+	d.Big = d.Big && d.Ordered()
 	return d, nil
 }
 
-// validUnit reports whether u is a numpy datetime unit with an optional
-// positive multiplier ("s", "10ms").
-func validUnit(u string) bool {
+// parseUnit reads a datetime unit, the text between the brackets of
+// "<M8[10ms]": an optional multiplier from 1 to 2^31-1 and one of numpy's
+// units ("μs" is "us"), or "generic", numpy's unit-less datetime. It
+// returns the unit as numpy writes it: no multiplier 1 ("s", not "1s"),
+// and "" for generic.
+func parseUnit(u string) (string, bool) {
 	i := 0
 	for i < len(u) && u[i] >= '0' && u[i] <= '9' {
 		i++
 	}
-	if i > 0 && (u[0] == '0' || i > 9) {
-		return false
+	num, base := u[:i], u[i:]
+	mult := 1
+	if num != "" {
+		n, err := strconv.Atoi(num)
+		if err != nil || n < 1 || n > math.MaxInt32 || num != strconv.Itoa(n) {
+			return "", false
+		}
+		mult = n
 	}
-	switch u[i:] {
+	switch base {
+	case "generic":
+		return "", mult == 1
+	case "μs":
+		base = "us"
 	case "Y", "M", "W", "D", "h", "m", "s", "ms", "us", "ns", "ps", "fs", "as":
-		return true
+	default:
+		return "", false
+	}
+	if mult == 1 {
+		return base, true
+	}
+	return num + base, true
+}
+
+// Ordered reports whether the bytes of an element depend on the byte
+// order: they do for numbers, datetimes and text wider than one byte.
+func (d DType) Ordered() bool {
+	switch d.Kind {
+	case 'i', 'u', 'f', 'c', 'M', 'm', 'U':
+		return d.Size > 1
 	}
 	return false
 }
 
-// String returns the numpy typestr, as numcodecs' get_config writes it.
+// String returns the numpy typestr, as numpy's dtype.str (and so
+// numcodecs' get_config and zarr-python's .zarray) writes it.
 func (d DType) String() string {
 	o := byte('<')
 	switch {
-	case d.Size == 1:
-		o = '|'
 	case d.Big:
 		o = '>'
+	case !d.Ordered() && d.Kind != 'U':
+		o = '|'
 	}
-	s := fmt.Sprintf("%c%c%d", o, d.Kind, d.Size)
-	if d.Unit != "" {
-		s += "[" + d.Unit + "]"
+	switch d.Kind {
+	case 'O':
+		return "|O"
+	case 'U':
+		return fmt.Sprintf("%cU%d", o, d.Size/4)
+	case 'M', 'm':
+		if d.Unit == "" {
+			return fmt.Sprintf("%c%c8", o, d.Kind)
+		}
+		return fmt.Sprintf("%c%c8[%s]", o, d.Kind, d.Unit)
 	}
-	return s
+	return fmt.Sprintf("%c%c%d", o, d.Kind, d.Size)
 }
 
 // sameType reports whether a and b hold the same values (byte order aside).

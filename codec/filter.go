@@ -20,7 +20,33 @@ func configDType(c Config, key string, def *DType) (DType, error) {
 	if err != nil {
 		return DType{}, err
 	}
-	return ParseDType(s)
+	return parseFilterDType(s)
+}
+
+// parseFilterDType is ParseDType for the dtypes filters compute with:
+// bools, integers, the floats and complex numbers of at most 64 bits a
+// part (numpy's float128 is x87 extended precision), and datetimes with a
+// unit. Text, raw bytes and objects are not numbers to filter.
+func parseFilterDType(s string) (DType, error) {
+	d, err := ParseDType(s)
+	if err != nil {
+		return DType{}, err
+	}
+	ok := false
+	switch d.Kind {
+	case 'b', 'i', 'u':
+		ok = true
+	case 'f':
+		ok = d.Size <= 8
+	case 'c':
+		ok = d.Size <= 16
+	case 'M', 'm':
+		ok = d.Unit != ""
+	}
+	if !ok {
+		return DType{}, fmt.Errorf("%w: dtype %q: not a dtype filters compute with", ErrConfig, s)
+	}
+	return d, nil
 }
 
 // filterCount checks a filter's input and output room: src must hold whole
