@@ -349,16 +349,21 @@ func TestDType(t *testing.T) {
 			t.Errorf("ParseDType(%q) = %+v (%s), %v; want %+v (%s)", tc.in, got, got, err, tc.want, tc.str)
 		}
 	}
-	for _, bad := range []string{"", "<", "<f", "<f1", "<i3", "<b2", "<i04", "<i+4", "<f32", "<c4", "|O4", "<M4", "|S-1", "|S2000000000",
-		"<M8[xs]", "<M8[0s]", "<M8[010s]", "<M8[2147483648s]", "<M8[2generic]", "<M8[]", "<m8[s", "<i4[s]", "x4", "int128"} {
-		if d, err := ParseDType(bad); !errors.Is(err, ErrConfig) {
-			t.Errorf("ParseDType(%q) = %+v, %v; want ErrConfig", bad, d, err)
-		}
-	}
-	// Filters compute with numbers only.
-	for _, bad := range []string{"", "<", "<f", "<f16", "<f1", "<i3", "<b2", "|S3", "<U4", "|O", "|V8", "<M8", "<M8[xs]", "<M8[0s]", "<m8[s", "x4", "int128", "<c32", "<m8[generic]"} {
-		if d, err := parseFilterDType(bad); !errors.Is(err, ErrConfig) {
-			t.Errorf("parseFilterDType(%q) = %+v, %v; want ErrConfig", bad, d, err)
+	for _, p := range []struct {
+		name  string
+		parse func(string) (DType, error)
+		bad   []string
+	}{
+		{"ParseDType", ParseDType, []string{"", "<", "<f", "<f1", "<i3", "<b2", "<i04", "<i+4", "<f32", "<c4", "|O4", "<M4", "|S-1", "|S2000000000",
+			"<M8[xs]", "<M8[0s]", "<M8[010s]", "<M8[2147483648s]", "<M8[2generic]", "<M8[]", "<m8[s", "<i4[s]", "x4", "int128"}},
+		// Filters compute with numbers only.
+		{"parseFilterDType", parseFilterDType, []string{"", "<", "<f", "<f16", "<f1", "<i3", "<b2", "|S3", "<U4", "|O", "|V8", "<M8",
+			"<M8[xs]", "<M8[0s]", "<m8[s", "x4", "int128", "<c32", "<m8[generic]"}},
+	} {
+		for _, bad := range p.bad {
+			if d, err := p.parse(bad); !errors.Is(err, ErrConfig) {
+				t.Errorf("%s(%q) = %+v, %v; want ErrConfig", p.name, bad, d, err)
+			}
 		}
 	}
 	for _, good := range []string{"<f8", "|b1", "int32", "<c16", "<M8[ns]", ">m8[10s]"} {

@@ -29,7 +29,9 @@ func halfToFloat32(h uint16) uint32 {
 	return sign | (uint32(h&0x7fff)+0x1c000)<<13
 }
 
-// halfToFloat64 is numpy's npy_halfbits_to_doublebits.
+// halfToFloat64 is numpy's npy_halfbits_to_doublebits. It is not
+// halfToFloat32 widened: the hardware's float32 to float64 conversion
+// quiets signalling NaNs, and numpy's routine keeps them.
 func halfToFloat64(h uint16) uint64 {
 	sign := uint64(h&0x8000) << 48
 	exp, sig := h&0x7c00, uint64(h&0x03ff)
