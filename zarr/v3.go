@@ -287,7 +287,7 @@ func (a *Array) presentUnsharded(p *pipe, shape []int64) error {
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
-		a.decoder = newChain([]stage{{d: s.dec, out: s.innerLen}, {d: t, out: s.innerLen}}, 0)
+		a.decoder = codec.Chain(s.dec, t)
 	}
 	return nil
 }
