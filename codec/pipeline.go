@@ -15,6 +15,14 @@ type EncodedSizer interface {
 	EncodedLen(decodedLen int) (int, error)
 }
 
+// An EncodedBounder is a Decoder whose encoded size does not follow from
+// its decoded size but is bounded by it, more loosely than slack bounds a
+// compressor's: a Zarr shard holds an index and per-chunk overhead on top
+// of its data. Pipelines use the bound to size the buffer before it.
+type EncodedBounder interface {
+	EncodedBound(decodedLen int) int
+}
+
 // Raw is the identity decoder: it copies src to dst. It serves arrays stored
 // without compressor or filters.
 type Raw struct{}
@@ -30,14 +38,6 @@ func (Raw) Decode(dst, src []byte) ([]byte, error) {
 
 func (Raw) EncodedLen(n int) (int, error) { return n, nil }
 
-// An EncodedBounder is a Decoder whose encoded size does not follow from
-// its decoded size but is bounded by it, more loosely than slack bounds a
-// compressor's: a Zarr shard holds an index and per-chunk overhead on top
-// of its data. Pipelines use the bound to size the buffer before it.
-type EncodedBounder interface {
-	EncodedBound(decodedLen int) int
-}
-
 // A Pipeline decodes through its stages in order: Stages[0] sees the stored
 // bytes, the last stage writes into dst. It is the one chain of decoders
 // in zfuse: a v2 array's compressor and filters, a v3 array's codec list
@@ -48,7 +48,7 @@ type EncodedBounder interface {
 // backwards from the room in dst: a stage's room is what the next stage
 // needs for its own room. That is exact when the next stage is an
 // EncodedSizer (filters, checksums, transpose). Otherwise (a compressor, a
-// shard) it is only a bound: the next stage's MaxEncodedLen when it is an
+// shard) it is only a bound: the next stage's EncodedBound when it is an
 // EncodedBounder, slack otherwise; the buffer then starts at slack of the
 // stage's input and grows towards the bound while the stage reports
 // ErrTooLarge.
@@ -135,10 +135,11 @@ func (p *Pipeline) Decode(dst, src []byte) ([]byte, error) {
 	}
 	return runStages(n, dst, src,
 		func(k int, in []byte) (int, int) {
-			if r := rooms[k]; !r.exact {
-				return min(slack(len(in)), r.n), r.n
+			r := rooms[k]
+			if r.exact {
+				return r.n, r.n
 			}
-			return rooms[k].n, rooms[k].n
+			return min(slack(len(in)), r.n), r.n
 		},
 		func(k int, dst, src []byte) ([]byte, error) { return p.Stages[k].Decode(dst, src) })
 }
@@ -182,7 +183,10 @@ func runStages(n int, dst, src []byte, room func(k int, in []byte) (start, limit
 // DecodeBounded decodes src with d when the decoded size is not known in
 // advance, only bounded by limit: it tries len(src) bytes of room, then,
 // while d reports ErrTooLarge, slack of that, up to limit. The caller owns
-// the result, whose capacity is the room of the last try.
+// the result, whose capacity is the room of the last try. It is the growth
+// of a Pipeline's bounded stages for a result that outlives the call: not
+// from the pool, and first tried at len(src), not slack of it, so that a
+// checksum's result does not keep twice its size.
 func DecodeBounded(d Decoder, src []byte, limit int) ([]byte, error) {
 	for size := min(len(src), limit); ; size = min(slack(size), limit) {
 		out, err := d.Decode(make([]byte, 0, size), src)

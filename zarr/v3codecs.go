@@ -327,6 +327,8 @@ func prod(s []int) int {
 // before a shard, whose stored size does not follow from n.
 func (s *Shard) EncodedBound(n int) int { return min(4*n+1<<24, 1<<34) }
 
+var _ codec.EncodedBounder = (*Shard)(nil)
+
 // describeConfig names a numcodecs configuration in words, like the v2
 // description: "zstd(checksum=false level=0)".
 func describeConfig(c codec.Config) string {
