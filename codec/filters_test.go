@@ -264,15 +264,51 @@ func TestDType(t *testing.T) {
 		{"<M8[ns]", DType{Kind: 'M', Size: 8, Unit: "ns"}, "<M8[ns]"},
 		{"<m8[10s]", DType{Kind: 'm', Size: 8, Unit: "10s"}, "<m8[10s]"},
 		{"datetime64[ms]", DType{Kind: 'M', Size: 8, Unit: "ms"}, "<M8[ms]"},
+		// Dtypes that arrays have and filters do not take.
+		{"|S3", DType{Kind: 'S', Size: 3}, "|S3"},
+		{">S3", DType{Kind: 'S', Size: 3}, "|S3"},
+		{"<U4", DType{Kind: 'U', Size: 16}, "<U4"},
+		{">U1", DType{Kind: 'U', Size: 4, Big: true}, ">U1"},
+		{"|V8", DType{Kind: 'V', Size: 8}, "|V8"},
+		{"|S0", DType{Kind: 'S', Size: 0}, "|S0"},
+		{"|O", DType{Kind: 'O', Size: 8}, "|O"},
+		{"|O8", DType{Kind: 'O', Size: 8}, "|O"},
+		{"<f16", DType{Kind: 'f', Size: 16}, "<f16"},
+		{">c32", DType{Kind: 'c', Size: 32, Big: true}, ">c32"},
+		{"<M8", DType{Kind: 'M', Size: 8}, "<M8"},
+		{"datetime64", DType{Kind: 'M', Size: 8}, "<M8"},
+		// Datetime units as numpy writes them.
+		{"<M8[generic]", DType{Kind: 'M', Size: 8}, "<M8"},
+		{"<M8[1s]", DType{Kind: 'M', Size: 8, Unit: "s"}, "<M8[s]"},
+		{">m8[μs]", DType{Kind: 'm', Size: 8, Unit: "us", Big: true}, ">m8[us]"},
+		{"<M8[10μs]", DType{Kind: 'M', Size: 8, Unit: "10us"}, "<M8[10us]"},
+		{"<M8[2147483647D]", DType{Kind: 'M', Size: 8, Unit: "2147483647D"}, "<M8[2147483647D]"},
 	} {
 		got, err := ParseDType(tc.in)
 		if err != nil || got != tc.want || got.String() != tc.str {
 			t.Errorf("ParseDType(%q) = %+v (%s), %v; want %+v (%s)", tc.in, got, got, err, tc.want, tc.str)
 		}
 	}
-	for _, bad := range []string{"", "<", "<f", "<f16", "<f1", "<i3", "<b2", "|S3", "<U4", "|O", "|V8", "<M8", "<M8[xs]", "<M8[0s]", "<m8[s", "x4", "int128"} {
-		if d, err := ParseDType(bad); !errors.Is(err, ErrConfig) {
-			t.Errorf("ParseDType(%q) = %+v, %v; want ErrConfig", bad, d, err)
+	for _, p := range []struct {
+		name  string
+		parse func(string) (DType, error)
+		bad   []string
+	}{
+		{"ParseDType", ParseDType, []string{"", "<", "<f", "<f1", "<i3", "<b2", "<i04", "<i+4", "<f32", "<c4", "|O4", "<M4", "|S-1", "|S2000000000",
+			"<M8[xs]", "<M8[0s]", "<M8[010s]", "<M8[2147483648s]", "<M8[2generic]", "<M8[]", "<m8[s", "<i4[s]", "x4", "int128"}},
+		// Filters compute with numbers only.
+		{"parseFilterDType", parseFilterDType, []string{"", "<", "<f", "<f16", "<f1", "<i3", "<b2", "|S3", "<U4", "|O", "|V8", "<M8",
+			"<M8[xs]", "<M8[0s]", "<m8[s", "x4", "int128", "<c32", "<m8[generic]"}},
+	} {
+		for _, bad := range p.bad {
+			if d, err := p.parse(bad); !errors.Is(err, ErrConfig) {
+				t.Errorf("%s(%q) = %+v, %v; want ErrConfig", p.name, bad, d, err)
+			}
+		}
+	}
+	for _, good := range []string{"<f8", "|b1", "int32", "<c16", "<M8[ns]", ">m8[10s]"} {
+		if _, err := parseFilterDType(good); err != nil {
+			t.Errorf("parseFilterDType(%q): %v", good, err)
 		}
 	}
 }

@@ -266,16 +266,3 @@ func (f *FixedScaleOffset) fast(out, src []byte) bool {
 	}
 	return true
 }
-
-// floatDiv is a/b on float bits of size bytes, in numpy's precision for
-// that size (float16 divides in float32 and rounds).
-func floatDiv(a, b uint64, size int) uint64 {
-	switch size {
-	case 2:
-		q := math.Float32frombits(halfToFloat32(uint16(a))) / math.Float32frombits(halfToFloat32(uint16(b)))
-		return uint64(halfFromFloat32(math.Float32bits(q)))
-	case 4:
-		return uint64(math.Float32bits(math.Float32frombits(uint32(a)) / math.Float32frombits(uint32(b))))
-	}
-	return math.Float64bits(math.Float64frombits(a) / math.Float64frombits(b))
-}

@@ -46,31 +46,16 @@ func (p *EncodePipeline) MaxEncodedLen(n int) int {
 	return n
 }
 
-// Encode runs the stages with pooled intermediate buffers sized by each
-// stage's bound; the last stage writes into dst.
+// Encode runs the stages, as Pipeline.Decode does: with pooled
+// intermediate buffers, here sized by each stage's bound; the last stage
+// writes into dst.
 func (p *EncodePipeline) Encode(dst, src []byte) ([]byte, error) {
-	in := src
-	var prev *[]byte
-	defer func() {
-		if prev != nil {
-			putBuf(prev)
-		}
-	}()
-	last := len(p.Stages) - 1
-	for _, s := range p.Stages[:last] {
-		n := s.MaxEncodedLen(len(in))
-		buf := getBuf(n)
-		out, err := s.Encode((*buf)[:0:n], in)
-		if prev != nil {
-			putBuf(prev)
-		}
-		prev = buf
-		if err != nil {
-			return dst, err
-		}
-		in = out
-	}
-	return p.Stages[last].Encode(dst, in)
+	return runStages(len(p.Stages), dst, src,
+		func(k int, in []byte) (int, int) {
+			n := p.Stages[k].MaxEncodedLen(len(in))
+			return n, n
+		},
+		func(k int, dst, src []byte) ([]byte, error) { return p.Stages[k].Encode(dst, src) })
 }
 
 // EncoderV2 returns the encoder of a Zarr v2 array, the inverse of V2: the

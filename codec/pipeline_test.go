@@ -32,6 +32,53 @@ func TestChain(t *testing.T) {
 	if _, ok := Chain(z, Raw{}).(*Pipeline); !ok {
 		t.Fatalf("Chain of two is not a Pipeline")
 	}
+	crc := compNew(t, `{"id":"crc32"}`)
+	if p, ok := Chain(z, Chain(crc, Raw{}), crc).(*Pipeline); !ok || len(p.Stages) != 4 || p.Stages[1] != crc || p.Stages[3] != crc {
+		t.Fatalf("a Pipeline inside Chain is not spliced in: %#v", p)
+	}
+}
+
+// TestPipelineGrows decodes through a compressor whose output, another
+// compressor's stream, is more than slack of its input: the buffer between
+// them must grow, up to the bound the room in dst gives.
+func TestPipelineGrows(t *testing.T) {
+	payload := bytes.Repeat([]byte("zfuse grows "), 100000)
+	src := encZstd()(encZlib(0)(payload)) // zlib's stored blocks, which zstd shrinks a hundredfold
+	if len(src)*10 > len(payload) {
+		t.Fatalf("zstd of stored zlib blocks is %d bytes, want far less than %d", len(src), len(payload))
+	}
+	d, err := V2(json.RawMessage(`{"id":"zstd"}`), []json.RawMessage{json.RawMessage(`{"id":"zlib"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeFull(d, make([]byte, 0, len(payload)), src)
+	if err != nil || !bytes.Equal(got, payload) {
+		t.Fatalf("decoded %d bytes, %v; want the %d-byte payload", len(got), err, len(payload))
+	}
+	if _, err := d.Decode(make([]byte, 0, len(payload)-1), src); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("one byte short: %v, want ErrTooLarge", err)
+	}
+}
+
+// TestDecodeBounded decodes without knowing the decoded size: a checksum's
+// output fits the first try (len(src)), a compressor's grows to its size,
+// and a limit below it fails.
+func TestDecodeBounded(t *testing.T) {
+	payload := compData(100000, 3)
+	crc := compNew(t, `{"id":"crc32"}`)
+	src := v2Encode(t, payload, []string{`{"id":"crc32"}`}, nil)
+	got, err := DecodeBounded(crc, src, 1<<20)
+	if err != nil || !bytes.Equal(got, payload) || cap(got) != len(src) {
+		t.Fatalf("crc32: %d bytes (cap %d), %v; want %d (cap %d)", len(got), cap(got), err, len(payload), len(src))
+	}
+	z := compNew(t, `{"id":"zlib"}`)
+	src = encZlib(9)(payload)
+	if got, err := DecodeBounded(z, src, 1<<20); err != nil || !bytes.Equal(got, payload) {
+		t.Fatalf("zlib: %d bytes, %v; want %d", len(got), err, len(payload))
+	}
+	if _, err := DecodeBounded(z, src, len(payload)-1); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("zlib with a limit one byte short: %v, want ErrTooLarge", err)
+	}
 }
 
 // v2Encode encodes payload as zarr-python 2 would: the filters in list

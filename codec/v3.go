@@ -116,11 +116,11 @@ func V3Config(name string, configuration json.RawMessage, endian string) (Config
 			if err != nil {
 				return nil, err
 			}
-			d, err := ParseDType(s)
+			d, err := parseFilterDType(s)
 			if err != nil {
 				return nil, err
 			}
-			d.Big = endian == "big" && d.Size > 1
+			d.Big = endian == "big" && d.Ordered()
 			c[k], _ = json.Marshal(d.String())
 		}
 	}

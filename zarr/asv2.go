@@ -19,7 +19,7 @@ func (a *Array) AsV2() (*Array, error) {
 	if a.Format != 3 {
 		return nil, fmt.Errorf("%w: AsV2 of a v%d array", ErrInvalid, a.Format)
 	}
-	if a.dt.typestr(a.Endian == "big") == "" {
+	if a.dt.typestr() == "" {
 		return nil, fmt.Errorf("%w: data type %s has no Zarr v2 equivalent", codec.ErrNotRaw, a.DataType)
 	}
 	if a.PassThrough != nil {
@@ -37,7 +37,7 @@ func (a *Array) v2Zarray() ([]byte, error) {
 		"shape":               a.Shape,
 		"chunks":              a.Chunks,
 		"dtype":               a.DType,
-		"fill_value":          a.dt.v2Fill(a.fillJSON, a.Fill, a.Endian == "big"),
+		"fill_value":          a.dt.v2Fill(a.fillJSON, a.Fill),
 		"order":               "C",
 		"compressor":          nil,
 		"filters":             nil,

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/zfuse/zfuse/codec"
 )
@@ -49,7 +48,7 @@ func PresentBeside(zarrJSON []byte, v2 *Array) ([]byte, error) {
 		return nil, fmt.Errorf("%w: shape %v, .zarray %v", ErrDisagree, a.Shape, v2.Shape)
 	case !slices.Equal(a.Chunks, v2.Chunks):
 		return nil, fmt.Errorf("%w: chunk shape %v, .zarray %v", ErrDisagree, a.Chunks, v2.Chunks)
-	case !sameTypestr(a.DType, v2.DType, a.ItemSize):
+	case !a.dt.sameElements(v2.dt):
 		return nil, fmt.Errorf("%w: data type %s (%s), .zarray %s", ErrDisagree, a.DataType, a.DType, v2.DType)
 	}
 	last := make([]int, len(a.grid))
@@ -124,32 +123,21 @@ func storedOrder(list json.RawMessage, rank int) (string, error) {
 	return "F", nil
 }
 
-// sameTypestr reports whether two numpy typestrs name the same type: for
-// 1-byte types the byte order character ("|u1", "<u1") says nothing.
-func sameTypestr(a, b string, itemSize int) bool {
-	if itemSize == 1 && len(a) > 1 && len(b) > 1 && strings.ContainsRune("<>|=", rune(a[0])) && strings.ContainsRune("<>|=", rune(b[0])) {
-		return a[1:] == b[1:]
-	}
-	return a == b
-}
-
 // sameFill reports whether v2Fill, the fill_value of a .zarray, gives the
 // same element as a's fill_value (NaNs of any payload are the same).
 func (a *Array) sameFill(v2Fill json.RawMessage) (bool, error) {
 	if len(bytes.TrimSpace(v2Fill)) == 0 {
 		v2Fill = json.RawMessage("null")
 	}
-	big := a.Endian == "big"
-	f, err := a.dt.fill(v2Fill, big)
+	f, err := a.dt.fill(v2Fill)
 	if err != nil {
 		return false, err
 	}
 	if bytes.Equal(f, a.Fill) {
 		return true, nil
 	}
-	if a.dt.kind == 'f' && f != nil && a.Fill != nil {
-		t := floatType(a.dt.size, big)
-		return math.IsNaN(t.Float(f)) && math.IsNaN(t.Float(a.Fill)), nil
+	if a.dt.Kind == 'f' && f != nil && a.Fill != nil {
+		return math.IsNaN(a.dt.Float(f)) && math.IsNaN(a.dt.Float(a.Fill)), nil
 	}
 	return false, nil
 }

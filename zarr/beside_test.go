@@ -124,7 +124,7 @@ func TestPresentBeside(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, raw := a.Decoder().(codec.Raw); v2.Order == "C" && !raw || !sameTypestr(a.DType, v2.DType, a.ItemSize) || a.ChunkLen() != v2.ChunkLen() {
+			if _, raw := a.Decoder().(codec.Raw); v2.Order == "C" && !raw || !a.dt.sameElements(v2.dt) || a.ChunkLen() != v2.ChunkLen() {
 				t.Errorf("presented: %s decoder %T, chunk %d bytes; .zarray: %s, %d", a.DType, a.Decoder(), a.ChunkLen(), v2.DType, v2.ChunkLen())
 			}
 		})
@@ -155,7 +155,7 @@ func FuzzPresentBeside(f *testing.F) {
 		if err != nil || a == nil {
 			t.Fatalf("presented %s does not parse as an array: %v", got, err)
 		}
-		if a.PassThrough != nil || !sameTypestr(a.DType, v2.DType, a.ItemSize) || a.ChunkLen() != v2.ChunkLen() || len(a.Shape) != len(v2.Shape) {
+		if a.PassThrough != nil || !a.dt.sameElements(v2.dt) || a.ChunkLen() != v2.ChunkLen() || len(a.Shape) != len(v2.Shape) {
 			t.Fatalf("presented %s: %s, %d bytes per chunk, %v; .zarray %s, %d", got, a.DType, a.ChunkLen(), a.PassThrough, v2.DType, v2.ChunkLen())
 		}
 	})

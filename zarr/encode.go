@@ -19,9 +19,9 @@ import (
 // An Encoding is immutable and safe for concurrent use.
 type Encoding struct {
 	a     *Array
-	chunk codec.Encoder   // presented chunk → its stored bytes
-	index []codec.Encoder // sharded: the index's bytes→bytes codecs, encode order
-	outer codec.Encoder   // sharded: bytes→bytes codecs over the whole shard; nil when none
+	chunk codec.Encoder // presented chunk → its stored bytes
+	index codec.Encoder // sharded: the index's bytes→bytes codecs
+	outer codec.Encoder // sharded: bytes→bytes codecs over the whole shard; nil when none
 }
 
 // NewEncoding returns the encoding of the array whose metadata files are
@@ -86,13 +86,15 @@ func NewEncoding(files map[string][]byte) (*Encoding, error) {
 		return nil, fmt.Errorf("%w: no encoder for sharding inside sharding", codec.ErrUnknownCodec)
 	}
 	e.chunk = inner
+	var index []codec.Encoder
 	for i := len(a.shard.indexDec) - 1; i >= 0; i-- { // decode order, backwards
-		ie, ok := a.shard.indexDec[i].d.(codec.Encoder)
+		ie, ok := a.shard.indexDec[i].(codec.Encoder)
 		if !ok {
-			return nil, fmt.Errorf("%w: no encoder for the shard index codec %T", codec.ErrUnknownCodec, a.shard.indexDec[i].d)
+			return nil, fmt.Errorf("%w: no encoder for the shard index codec %T", codec.ErrUnknownCodec, a.shard.indexDec[i])
 		}
-		e.index = append(e.index, ie)
+		index = append(index, ie)
 	}
+	e.index = codec.EncodeChain(index...)
 	return e, nil
 }
 
@@ -204,13 +206,9 @@ func (e *Encoding) Shard(inner [][]byte) ([]byte, error) {
 		order.PutUint64(index[16*i:], off)
 		order.PutUint64(index[16*i+8:], n)
 	}
-	ix := index
-	for _, ie := range e.index {
-		b, err := ie.Encode(make([]byte, 0, ie.MaxEncodedLen(len(ix))), ix)
-		if err != nil {
-			return nil, fmt.Errorf("shard index: %w", err)
-		}
-		ix = b
+	ix, err := encodeNew(e.index, index)
+	if err != nil {
+		return nil, fmt.Errorf("shard index: %w", err)
 	}
 	if int64(len(ix)) != s.indexLen {
 		return nil, fmt.Errorf("%w: the shard index encodes to %d bytes, want %d", codec.ErrConfig, len(ix), s.indexLen)
@@ -226,9 +224,14 @@ func (e *Encoding) Shard(inner [][]byte) ([]byte, error) {
 	if _, raw := e.outer.(codec.Raw); raw {
 		return out, nil
 	}
-	b, err := e.outer.Encode(make([]byte, 0, e.outer.MaxEncodedLen(len(out))), out)
+	b, err := encodeNew(e.outer, out)
 	if err != nil {
 		return nil, fmt.Errorf("shard: %w", err)
 	}
 	return b, nil
+}
+
+// encodeNew encodes src with enc into a new slice, which the caller owns.
+func encodeNew(enc codec.Encoder, src []byte) ([]byte, error) {
+	return enc.Encode(make([]byte, 0, enc.MaxEncodedLen(len(src))), src)
 }

@@ -38,19 +38,19 @@ import (
 // and arrays that cannot be presented unsharded are decoded. It is immutable
 // and safe for concurrent use.
 type Shard struct {
-	shape      []int         // decoded shard shape, in the sharding codec's axes
-	inner      []int         // inner chunk shape, same axes
-	cps        []int         // inner chunks per shard along each axis
-	n          int           // inner chunks per shard
-	itemSize   int           // bytes per element
-	fill       []byte        // one element for empty inner chunks; nil: zeros
-	innerLen   int           // decoded bytes of one inner chunk
-	dec        codec.Decoder // one inner chunk → C order of inner, stored byte order
-	first      codec.Config  // the inner codec that decodes first (Array.Compressor); nil when none
-	indexLen   int64         // encoded index bytes
-	indexStart bool          // index_location "start"
-	indexBig   bool          // the index's bytes codec is big-endian
-	indexDec   []stage       // the index's bytes→bytes codecs, decode order
+	shape      []int           // decoded shard shape, in the sharding codec's axes
+	inner      []int           // inner chunk shape, same axes
+	cps        []int           // inner chunks per shard along each axis
+	n          int             // inner chunks per shard
+	itemSize   int             // bytes per element
+	fill       []byte          // one element for empty inner chunks; nil: zeros
+	innerLen   int             // decoded bytes of one inner chunk
+	dec        codec.Decoder   // one inner chunk → C order of inner, stored byte order
+	first      codec.Config    // the inner codec that decodes first (Array.Compressor); nil when none
+	indexLen   int64           // encoded index bytes
+	indexStart bool            // index_location "start"
+	indexBig   bool            // the index's bytes codec is big-endian
+	indexDec   []codec.Decoder // the index's bytes→bytes codecs, decode order
 	desc       string
 }
 
@@ -122,7 +122,7 @@ func (s *Shard) buildIndex(list []json.RawMessage) error {
 	}
 	n := int64(16 * s.n)
 	seenBytes := false
-	var bb []stage
+	var bb []codec.Decoder
 	for _, raw := range list {
 		e, err := parseExtension(raw)
 		if err != nil {
@@ -153,7 +153,7 @@ func (s *Shard) buildIndex(list []json.RawMessage) error {
 			if err != nil {
 				return err
 			}
-			bb = append([]stage{{d: d, out: int(n)}}, bb...) // decode order
+			bb = append([]codec.Decoder{d}, bb...) // decode order
 			n = int64(enc)
 		case k == codec.ArrayToArray && !seenBytes:
 			return fmt.Errorf("%w: index codec %q not supported", codec.ErrUnknownCodec, e.Name)
@@ -207,13 +207,9 @@ func (s *Shard) ParseIndex(b []byte, shardSize int64) (*Index, error) {
 	if int64(len(b)) != s.indexLen || shardSize < s.indexLen {
 		return nil, fmt.Errorf("%w: shard of %d bytes, index of %d bytes, want %d", codec.ErrCorrupt, shardSize, len(b), s.indexLen)
 	}
-	in := b
-	for _, st := range s.indexDec {
-		out, err := st.d.Decode(make([]byte, 0, st.out), in)
-		if err != nil {
-			return nil, fmt.Errorf("shard index: %w", err)
-		}
-		in = out
+	in, err := codec.Chain(s.indexDec...).Decode(make([]byte, 0, 16*s.n), b)
+	if err != nil {
+		return nil, fmt.Errorf("shard index: %w", err)
 	}
 	if len(in) != 16*s.n {
 		return nil, fmt.Errorf("%w: shard index decodes to %d bytes, want %d", codec.ErrCorrupt, len(in), 16*s.n)
@@ -272,8 +268,7 @@ func (s *Shard) Decode(dst, src []byte) ([]byte, error) {
 	if err != nil {
 		return dst, err
 	}
-	buf := getChainBuf(s.innerLen)
-	defer chainBufs.Put(buf)
+	buf := make([]byte, 0, s.innerLen)
 	for i := range s.n {
 		o, l, err := ix.Entry(i)
 		if isNotExist(err) {
@@ -282,7 +277,7 @@ func (s *Shard) Decode(dst, src []byte) ([]byte, error) {
 		if err != nil {
 			return dst, err
 		}
-		chunk, err := codec.DecodeFull(s.dec, (*buf)[:0:s.innerLen], src[o:o+l])
+		chunk, err := codec.DecodeFull(s.dec, buf, src[o:o+l])
 		if err != nil {
 			return dst, fmt.Errorf("inner chunk %d: %w", i, err)
 		}
@@ -441,16 +436,7 @@ func (a *Array) UnwrapShard(src []byte) ([]byte, error) {
 	}
 	// The unwrapped size is not known in advance: at most the stored size
 	// for checksums; grow for compressors.
-	n := len(src)
-	limit := shardLimit(prod(a.shard.shape) * a.shard.itemSize)
-	for {
-		out, err := a.unwrap.Decode(make([]byte, 0, n), src)
-		if errors.Is(err, codec.ErrTooLarge) && n < limit {
-			n = min(2*n+4096, limit)
-			continue
-		}
-		return out, err
-	}
+	return codec.DecodeBounded(a.unwrap, src, a.shard.EncodedBound(prod(a.shard.shape)*a.shard.itemSize))
 }
 
 // DecodeFromShard decodes the presented chunk at coords of a sharded array

@@ -58,24 +58,19 @@ func ParseV2(zarray []byte) (*Array, error) {
 		}
 		a.Separator, a.separatorGiven = *m.Separator, true
 	}
-	size, object, err := itemSize(m.DType)
+	dt, err := parseV2DType(m.DType)
 	if err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal(m.DType, &a.DType); err != nil {
-		a.DType = string(bytes.Join(bytes.Fields(m.DType), nil)) // structured: compact JSON
-	}
-	a.ItemSize = size
-	a.Fill = v2FillBytes(a.DType, size, m.FillValue)
+	a.dt, a.DType, a.ItemSize = dt, dt.text, dt.Size
+	a.Fill = dt.fillV2(m.FillValue)
 	if err := a.setShape(*m.Shape, *m.Chunks); err != nil {
 		return nil, err
 	}
 	a.Codecs = describeV2(m.Compressor, m.Filters)
 	switch {
-	case object:
-		a.PassThrough = fmt.Errorf("%w: object dtype %s", codec.ErrNotRaw, a.DType)
-	case size == 0:
-		a.PassThrough = fmt.Errorf("%w: zero-size dtype %s", codec.ErrNotRaw, a.DType)
+	case dt.notRaw != nil:
+		a.PassThrough = dt.notRaw
 	default:
 		a.decoder, err = codec.V2(m.Compressor, m.Filters)
 		if err != nil {

@@ -38,6 +38,8 @@ func TestParseV2(t *testing.T) {
 		{"rank mismatch", `{` + base + `, "shape": [4, 4], "chunks": [2], "dtype": "<i2", "compressor": null}`, 0, nil, nil, true},
 		{"unknown dtype", `{` + base + `, "shape": [4], "chunks": [2], "dtype": "<q7", "compressor": null}`, 0, nil, nil, true},
 		{"bad int size", `{` + base + `, "shape": [4], "chunks": [2], "dtype": "<i3", "compressor": null}`, 0, nil, nil, true},
+		{"datetime zero multiplier", `{` + base + `, "shape": [4], "chunks": [2], "dtype": "<M8[0s]", "compressor": null}`, 0, nil, nil, true},
+		{"dtype name", `{` + base + `, "shape": [4], "chunks": [2], "dtype": "int16", "compressor": null}`, 0, nil, nil, true},
 		{"format 3", `{"zarr_format": 3, "order": "C", "shape": [4], "chunks": [2], "dtype": "<i2"}`, 0, nil, nil, true},
 		{"bad order", `{"zarr_format": 2, "order": "X", "shape": [4], "chunks": [2], "dtype": "<i2", "compressor": null}`, 0, nil, nil, true},
 		{"not json", `{"zarr_format": 2,`, 0, nil, nil, true},

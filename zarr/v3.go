@@ -128,7 +128,7 @@ func parseArray(m map[string]json.RawMessage) (*Array, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.dt, a.DataType, a.ItemSize = dt, dt.text, dt.size
+	a.DataType, a.ItemSize = dt.text, dt.Size
 	if dt.notRaw != nil {
 		passIf(dt.notRaw)
 	}
@@ -213,19 +213,14 @@ func parseArray(m map[string]json.RawMessage) (*Array, error) {
 	if err != nil {
 		return nil, err
 	}
-	big := endian == "big" && dt.ordered()
-	if dt.ordered() {
-		a.Endian = "little"
-		if big {
-			a.Endian = "big"
-		}
-	}
-	a.DType = dt.typestr(big)
+	dt.Big = endian == "big" && dt.Ordered()
+	a.dt, a.Endian = dt, dt.endian()
+	a.DType = dt.typestr()
 	if a.DType == "" {
 		a.DType = dt.text
 	}
 	a.fillJSON = m["fill_value"]
-	if a.Fill, err = dt.fill(m["fill_value"], big); err != nil {
+	if a.Fill, err = dt.fill(m["fill_value"]); err != nil {
 		return nil, err
 	}
 
@@ -292,7 +287,7 @@ func (a *Array) presentUnsharded(p *pipe, shape []int64) error {
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
-		a.decoder = newChain([]stage{{d: s.dec, out: s.innerLen}, {d: t, out: s.innerLen}}, 0)
+		a.decoder = codec.Chain(s.dec, t)
 	}
 	return nil
 }

@@ -405,6 +405,8 @@ func TestParseV3(t *testing.T) {
 		{"datetime", set{"data_type": `{"name":"numpy.datetime64","configuration":{"unit":"ms","scale_factor":10}}`, "fill_value": `-9223372036854775808`}, "<M8[10ms]", "little", 32, nil, false},
 		{"timedelta", set{"data_type": `{"name":"numpy.timedelta64","configuration":{"unit":"s"}}`, "fill_value": `"NaT"`}, "<m8[s]", "little", 32, nil, false},
 		{"utf32", set{"data_type": `{"name":"fixed_length_utf32","configuration":{"length_bytes":16}}`, "fill_value": `""`}, "<U4", "little", 64, nil, false},
+		{"datetime μs", set{"data_type": `{"name":"numpy.datetime64","configuration":{"unit":"μs","scale_factor":1}}`, "fill_value": `"NaT"`}, "<M8[us]", "little", 32, nil, false},
+		{"datetime generic", set{"data_type": `{"name":"numpy.datetime64","configuration":{"unit":"generic"}}`, "fill_value": `0`}, "<M8", "little", 32, nil, false},
 		{"transpose C", set{"codecs": `[{"name":"transpose","configuration":{"order":"C"}},"bytes"]`}, "<i2", "little", 8, nil, false},
 		{"numcodecs with id", set{"data_type": `"int32"`, "codecs": `[{"name":"numcodecs.delta","configuration":{"id":"delta","dtype":"<i4"}},"bytes",{"name":"numcodecs.zlib","configuration":{"level":1}}]`}, "<i4", "little", 16, nil, false},
 		{"optional extension", set{"my_ext": `{"must_understand": false, "x": 1}`}, "<i2", "little", 8, nil, false},
@@ -448,6 +450,8 @@ func TestParseV3(t *testing.T) {
 		{"attributes list", set{"attributes": `[1]`}, "", "", 0, nil, true},
 		{"r7", set{"data_type": `"r7"`}, "", "", 0, nil, true},
 		{"bad datetime unit", set{"data_type": `{"name":"numpy.datetime64","configuration":{"unit":"fortnight"}}`}, "", "", 0, nil, true},
+		{"zero datetime scale", set{"data_type": `{"name":"numpy.datetime64","configuration":{"unit":"s","scale_factor":0}}`}, "", "", 0, nil, true},
+		{"huge datetime scale", set{"data_type": `{"name":"numpy.datetime64","configuration":{"unit":"s","scale_factor":2147483648}}`}, "", "", 0, nil, true},
 		{"not json", set{}, "", "", 0, nil, true},
 		{"sharding not dividing", set{"codecs": `[{"name":"sharding_indexed","configuration":{"chunk_shape":[3],"codecs":["bytes"],"index_codecs":["bytes"]}}]`}, "", "", 0, nil, true},
 		{"sharding bad location", set{"codecs": `[{"name":"sharding_indexed","configuration":{"chunk_shape":[2],"codecs":["bytes"],"index_codecs":["bytes"],"index_location":"middle"}}]`}, "", "", 0, nil, true},
@@ -564,7 +568,8 @@ func TestV3Fill(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := dt.fill(json.RawMessage(tt.fill), tt.big)
+		dt.Big = tt.big
+		got, err := dt.fill(json.RawMessage(tt.fill))
 		if tt.want == nil && tt.v2 == "" {
 			if !errors.Is(err, ErrInvalid) {
 				t.Errorf("%s %s: fill = %v, %v; want ErrInvalid", tt.dtype, tt.fill, got, err)
@@ -574,7 +579,7 @@ func TestV3Fill(t *testing.T) {
 		if err != nil || !bytes.Equal(got, tt.want) {
 			t.Errorf("%s %s: fill = %v, %v; want %v", tt.dtype, tt.fill, got, err, tt.want)
 		}
-		if v2 := dt.v2Fill(json.RawMessage(tt.fill), got, tt.big); !jsonEqual(v2, json.RawMessage(tt.v2)) {
+		if v2 := dt.v2Fill(json.RawMessage(tt.fill), got); !jsonEqual(v2, json.RawMessage(tt.v2)) {
 			t.Errorf("%s %s: v2 fill = %s, want %s", tt.dtype, tt.fill, v2, tt.v2)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/zfuse/zfuse/codec"
 )
@@ -131,14 +130,9 @@ func buildPipe(list []json.RawMessage, shape []int, itemSize int, fill []byte, e
 
 	// Array→array codecs, encode direction: the shape and item size each
 	// one produces.
-	type aaStage struct {
-		d      codec.Decoder
-		outLen int // decoded bytes
-	}
-	var aas []aaStage
+	var aas []codec.Decoder
 	cur, curItem := append([]int(nil), shape...), itemSize
 	for _, e := range aa {
-		outLen := prod(cur) * curItem
 		if e.Name == "transpose" {
 			order, err := transposeOrder(e.Config, len(cur))
 			if err != nil {
@@ -153,17 +147,13 @@ func buildPipe(list []json.RawMessage, shape []int, itemSize int, fill []byte, e
 				next[i] = cur[o]
 			}
 			p.perm = composePerm(p.perm, order)
-			aas = append(aas, aaStage{t, outLen})
+			aas = append(aas, t)
 			aaDesc = append(aaDesc, fmt.Sprintf("transpose(%v)", order))
 			cur = next
 			continue
 		}
 		p.unperm = false
-		cfg, err := codec.V3Config(e.Name, e.Config, endian)
-		if err != nil {
-			return nil, err
-		}
-		d, err := codec.NewConfig(cfg)
+		cfg, d, err := v3Decoder(e, endian)
 		if err != nil {
 			return nil, err
 		}
@@ -182,14 +172,12 @@ func buildPipe(list []json.RawMessage, shape []int, itemSize int, fill []byte, e
 			}
 			curItem = t.Size
 		}
-		aas = append(aas, aaStage{d, outLen})
+		aas = append(aas, d)
 		aaDesc = append(aaDesc, describeConfig(cfg))
 	}
-	encLen := prod(cur) * curItem // bytes the array→bytes codec sees
 
 	// The array→bytes codec.
-	var stages []stage
-	abIn := encLen // its input size; 0 when not known in advance
+	var stages []codec.Decoder
 	switch ab.Name {
 	case "bytes", "endian":
 		e := "little"
@@ -210,64 +198,38 @@ func buildPipe(list []json.RawMessage, shape []int, itemSize int, fill []byte, e
 			return nil, err
 		}
 		p.shard = s
-		stages = append(stages, stage{d: s, out: encLen})
-		abIn = 0
+		stages = append(stages, s)
 		abDesc = s.desc
 	default:
-		cfg, err := codec.V3Config(ab.Name, ab.Config, endian)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := codec.NewConfig(cfg); err != nil {
+		if _, _, err := v3Decoder(*ab, endian); err != nil {
 			return nil, err
 		}
 		return nil, fmt.Errorf("%w: array→bytes codec %q", codec.ErrUnknownCodec, ab.Name)
 	}
 
-	// Bytes→bytes codecs, decode order (last listed first). Sizes go
-	// backwards from abIn: a stage's output is the next stage's input.
-	var outer []stage
-	out := abIn
+	// Bytes→bytes codecs, decode order (last listed first).
+	var outer []codec.Decoder
 	for i := len(bb) - 1; i >= 0; i-- {
-		e := bb[i]
-		cfg, err := codec.V3Config(e.Name, e.Config, endian)
-		if err != nil {
-			return nil, err
-		}
-		d, err := codec.NewConfig(cfg)
+		cfg, d, err := v3Decoder(bb[i], endian)
 		if err != nil {
 			return nil, err
 		}
 		if p.first == nil {
 			p.first = cfg
 		}
-		outer = append(outer, stage{d: d})
+		outer = append(outer, d)
 		bbDesc = append(bbDesc, describeConfig(cfg)) // decode order already
 	}
-	for k := len(outer) - 1; k >= 0; k-- { // sizes, from the last decode stage back
-		outer[k].out = out
-		switch s, ok := outer[k].d.(codec.EncodedSizer); {
-		case out == 0:
-		case ok:
-			in, err := s.EncodedLen(out)
-			if err != nil {
-				return nil, err
-			}
-			out = in
-		default:
-			out = slack(out)
-		}
-	}
 	if len(outer) > 0 {
-		p.outer = newChain(outer, shardLimit(encLen))
+		p.outer = codec.Chain(outer...)
 	}
-	stages = append(append([]stage(nil), outer...), stages...)
+	stages = append(append([]codec.Decoder(nil), outer...), stages...)
 	descs := append(bbDesc, abDesc)
 	for i := len(aas) - 1; i >= 0; i-- {
-		stages = append(stages, stage{d: aas[i].d, out: aas[i].outLen})
+		stages = append(stages, aas[i])
 		descs = append(descs, aaDesc[i])
 	}
-	p.dec = newChain(stages, shardLimit(encLen))
+	p.dec = codec.Chain(stages...) // the sizes between stages follow from the chunk's (codec.Pipeline)
 	p.desc = strings.Join(descs, " | ")
 	return p, nil
 }
@@ -277,12 +239,20 @@ func unknownCodec(e extension) bool {
 	if _, known := map[string]bool{"bytes": true, "endian": true, "transpose": true, "sharding_indexed": true}[e.Name]; known {
 		return false
 	}
-	cfg, err := codec.V3Config(e.Name, e.Config, "")
-	if err != nil {
-		return errors.Is(err, codec.ErrUnknownCodec)
-	}
-	_, err = codec.NewConfig(cfg)
+	_, _, err := v3Decoder(e, "")
 	return errors.Is(err, codec.ErrUnknownCodec)
+}
+
+// v3Decoder builds the decoder of one v3 codec that codec.V3Config
+// translates (every one but bytes, transpose and sharding_indexed), and
+// returns its numcodecs configuration too.
+func v3Decoder(e extension, endian string) (codec.Config, codec.Decoder, error) {
+	cfg, err := codec.V3Config(e.Name, e.Config, endian)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := codec.NewConfig(cfg)
+	return cfg, d, err
 }
 
 // transposeOrder reads the transpose codec's "order": a permutation, or
@@ -352,102 +322,16 @@ func prod(s []int) int {
 	return n
 }
 
-// slack bounds the input of a stage whose encoded size cannot be derived
-// (a compressor): encoded data is never much larger than what it encodes.
-func slack(n int) int { return 2*n + 4096 }
+// EncodedBound bounds the stored size of a shard that decodes to n bytes:
+// an index and per-chunk overhead on top of the data. It sizes the buffers
+// before a shard, whose stored size does not follow from n.
+func (s *Shard) EncodedBound(n int) int { return min(4*n+1<<24, 1<<34) }
 
-// shardLimit bounds buffers of unknown size on the way to a shard that
-// decodes to n bytes (an index and per-chunk overhead on top of the data).
-func shardLimit(n int) int { return min(4*n+1<<24, 1<<34) }
+var _ codec.EncodedBounder = (*Shard)(nil)
 
 // describeConfig names a numcodecs configuration in words, like the v2
 // description: "zstd(checksum=false level=0)".
 func describeConfig(c codec.Config) string {
 	b, _ := jsonCompact(c)
 	return describeCodec(b)
-}
-
-// A stage is one decoder of a chain and the capacity of its output.
-type stage struct {
-	d   codec.Decoder
-	out int // output capacity; 0: unknown, grown from slack(len(in)) up to the chain's limit
-}
-
-// A chain runs decoders in order with pooled intermediate buffers. Unlike
-// codec.Pipeline it knows most sizes in advance (they follow from the
-// chunk shape), and it grows the buffer of a stage whose output size is
-// unknown (the bytes before a shard index). Safe for concurrent use.
-type chain struct {
-	stages []stage
-	limit  int
-}
-
-func newChain(stages []stage, limit int) codec.Decoder {
-	switch len(stages) {
-	case 0:
-		return codec.Raw{}
-	case 1:
-		if stages[0].out != 0 {
-			return stages[0].d
-		}
-	}
-	return &chain{stages: stages, limit: limit}
-}
-
-var chainBufs sync.Pool // of *[]byte
-
-func getChainBuf(n int) *[]byte {
-	if p, _ := chainBufs.Get().(*[]byte); p != nil && cap(*p) >= n {
-		*p = (*p)[:0]
-		return p
-	}
-	b := make([]byte, 0, n)
-	return &b
-}
-
-func (c *chain) Decode(dst, src []byte) ([]byte, error) {
-	in := src
-	var prev *[]byte
-	defer func() {
-		if prev != nil {
-			chainBufs.Put(prev)
-		}
-	}()
-	last := len(c.stages) - 1
-	if c.stages[last].out == 0 {
-		last++ // the final stage grows too; dst receives a copy
-	}
-	for k := 0; k < last; k++ {
-		buf, out, err := c.run(c.stages[k], in)
-		if prev != nil {
-			chainBufs.Put(prev)
-		}
-		prev = buf
-		if err != nil {
-			return dst, err
-		}
-		in = out
-	}
-	if last == len(c.stages) {
-		return codec.Raw{}.Decode(dst, in)
-	}
-	return c.stages[last].d.Decode(dst, in)
-}
-
-// run decodes in with one stage into a pooled buffer.
-func (c *chain) run(s stage, in []byte) (*[]byte, []byte, error) {
-	n := s.out
-	if n == 0 {
-		n = min(slack(len(in)), c.limit)
-	}
-	for {
-		buf := getChainBuf(n)
-		out, err := s.d.Decode((*buf)[:0:n], in)
-		if s.out == 0 && errors.Is(err, codec.ErrTooLarge) && n < c.limit {
-			chainBufs.Put(buf)
-			n = min(2*n, c.limit)
-			continue
-		}
-		return buf, out, err
-	}
 }

@@ -154,7 +154,7 @@ func v3Codecs(a *Array, t Target) ([]any, error) {
 		}
 	}
 	bytesCodec := map[string]any{"name": "bytes"}
-	if e := presentedEndian(a); e != "" {
+	if e := a.dt.endian(); e != "" {
 		bytesCodec["configuration"] = map[string]any{"endian": e}
 	}
 	list := append(pre, bytesCodec)
@@ -167,22 +167,6 @@ func v3Codecs(a *Array, t Target) ([]any, error) {
 		list = append(list, c)
 	}
 	return list, nil
-}
-
-// presentedEndian is the byte order of a's presented chunks: "little",
-// "big", or "" where it does not matter (1-byte items, raw bytes).
-func presentedEndian(a *Array) string {
-	if a.Format == 3 {
-		return a.Endian
-	}
-	dt, big := v2DataType(a.DType, a.ItemSize)
-	switch {
-	case !dt.ordered():
-		return ""
-	case big:
-		return "big"
-	}
-	return "little"
 }
 
 // v3Codec names a numcodecs configuration as Zarr v3 does: the core codecs
@@ -237,8 +221,7 @@ func v3Codec(c codec.Config, itemSize int) (any, error) {
 // byte order, fill value and attributes; its chunks are in C order with
 // the default chunk key encoding.
 func v3FromV2(src map[string][]byte, a *Array) (map[string]json.RawMessage, error) {
-	dt, big := v2DataType(a.DType, a.ItemSize)
-	name, err := v3DataTypeName(dt)
+	name, err := v3DataTypeName(a.dt)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +240,7 @@ func v3FromV2(src map[string][]byte, a *Array) (map[string]json.RawMessage, erro
 	m["shape"], _ = jsonCompact(a.Shape)
 	m["data_type"] = name
 	m["chunk_key_encoding"], _ = jsonCompact(map[string]any{"name": "default", "configuration": map[string]any{"separator": "/"}})
-	m["fill_value"] = dt.v3Fill(z.Fill, fill, big)
+	m["fill_value"] = a.dt.v3Fill(z.Fill, fill)
 	var attrs map[string]json.RawMessage
 	if b := src[AttrsFile]; b != nil {
 		if err := json.Unmarshal(b, &attrs); err != nil {
@@ -276,65 +259,6 @@ func v3FromV2(src map[string][]byte, a *Array) (map[string]json.RawMessage, erro
 	}
 	m["attributes"], _ = jsonCompact(attrs)
 	return m, nil
-}
-
-// v3DataTypeName is the v3 data_type of a numpy kind and size: the core
-// types, numpy.datetime64/timedelta64 (zarr-python 3's extension),
-// null_terminated_bytes and fixed_length_utf32 for S and U, r<bits> for
-// unstructured V. Structured dtypes have no v3 equivalent zfuse writes.
-func v3DataTypeName(dt dataType) (json.RawMessage, error) {
-	for name, t := range coreTypes {
-		if t.kind == dt.kind && t.size == dt.size {
-			return jsonCompact(name)
-		}
-	}
-	switch dt.kind {
-	case 'M', 'm':
-		name := map[byte]string{'M': "numpy.datetime64", 'm': "numpy.timedelta64"}[dt.kind]
-		unit, scale := dt.unit, 1
-		if i := firstNonDigit(unit); i > 0 {
-			fmt.Sscan(unit[:i], &scale)
-			unit = unit[i:]
-		}
-		return jsonCompact(map[string]any{"name": name, "configuration": map[string]any{"unit": unit, "scale_factor": scale}})
-	case 'S':
-		return jsonCompact(map[string]any{"name": "null_terminated_bytes", "configuration": map[string]any{"length_bytes": dt.size}})
-	case 'U':
-		return jsonCompact(map[string]any{"name": "fixed_length_utf32", "configuration": map[string]any{"length_bytes": dt.size}})
-	case 'V':
-		if dt.name != "" && dt.name[0] == '|' {
-			return jsonCompact(fmt.Sprintf("r%d", 8*dt.size))
-		}
-	}
-	return nil, fmt.Errorf("%w: dtype %s has no Zarr v3 data type (store it as v2)", codec.ErrNotRaw, dt.text)
-}
-
-func firstNonDigit(s string) int {
-	for i, c := range s {
-		if c < '0' || c > '9' {
-			return i
-		}
-	}
-	return len(s)
-}
-
-// v3Fill is the v3 fill_value of one element: numbers as v2 wrote them
-// (or as their value), bools, [re, im], lists of byte values for raw
-// bytes, base64 for null-terminated bytes, text for UTF-32.
-func (dt dataType) v3Fill(raw json.RawMessage, fill []byte, big bool) json.RawMessage {
-	switch dt.kind {
-	case 'V':
-		ints := make([]int, len(fill))
-		for i, b := range fill {
-			ints[i] = int(b)
-		}
-		b, _ := jsonCompact(ints)
-		return b
-	case 'M', 'm':
-		b, _ := jsonCompact(codec.DType{Kind: 'i', Size: 8, Big: big}.Int(fill))
-		return b
-	}
-	return dt.v2Fill(raw, fill, big)
 }
 
 // StoreGroup returns the metadata files of a group in format 2 (".zgroup",

@@ -206,6 +206,7 @@ func TestStoreArrayConversions(t *testing.T) {
 		{"<f4", "null", `"float32"`},
 		{"<c16", `[1.5, "-Infinity"]`, `"complex128"`},
 		{"<M8[10ms]", "-9223372036854775808", `{"configuration":{"scale_factor":10,"unit":"ms"},"name":"numpy.datetime64"}`},
+		{"<m8", "0", `{"configuration":{"scale_factor":1,"unit":"generic"},"name":"numpy.timedelta64"}`},
 		{"|S3", `"YWI="`, `{"configuration":{"length_bytes":3},"name":"null_terminated_bytes"}`},
 		{"<U2", `"é"`, `{"configuration":{"length_bytes":8},"name":"fixed_length_utf32"}`},
 		{"|V4", `"AQIDBA=="`, `"r32"`},
