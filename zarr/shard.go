@@ -194,9 +194,7 @@ func (s *Shard) IndexRange(shardSize int64) (off, n int64) {
 type Index struct {
 	e          []uint64 // offset, nbytes pairs
 	size       int64    // shard bytes
-	ixOff      int64    // where the index itself lies
-	ixEnd      int64
-	start, end int64 // data may lie in [start, end)
+	start, end int64    // data may lie in [start, end)
 }
 
 // ParseIndex decodes the index bytes b (the range IndexRange names) of a
@@ -227,9 +225,9 @@ func (s *Shard) ParseIndex(b []byte, shardSize int64) (*Index, error) {
 		ix.e[i] = order.Uint64(in[8*i:])
 	}
 	if s.indexStart {
-		ix.start, ix.ixOff, ix.ixEnd = s.indexLen, 0, s.indexLen
+		ix.start = s.indexLen
 	} else {
-		ix.end, ix.ixOff, ix.ixEnd = shardSize-s.indexLen, shardSize-s.indexLen, shardSize
+		ix.end = shardSize - s.indexLen
 	}
 	return ix, nil
 }
