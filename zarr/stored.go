@@ -1,0 +1,73 @@
+package zarr
+
+// Where each presented chunk is stored. A v2 array and an unsharded v3
+// array store each presented chunk under its own key, in the stored key
+// encoding; an array presented unsharded stores it as an inner chunk of a
+// shard, at an entry of the shard's index. Callers map keys through these
+// methods, never by formatting coordinates themselves.
+
+// StoredGrid returns the number of stored values (shards, for a sharded
+// array; chunks otherwise) along each dimension. The caller must not
+// modify it.
+func (a *Array) StoredGrid() []int {
+	if a.storedGrid != nil {
+		return a.storedGrid
+	}
+	return a.grid
+}
+
+// StoredKey maps the presented chunk at coords to the key of the stored
+// value that holds it, relative to the array. For a sharded array (sharded
+// true) that is the shard, and inner is the chunk's entry in the shard
+// index; otherwise it is the chunk's own stored key and inner is 0.
+func (a *Array) StoredKey(coords []int) (key string, inner int, sharded bool) {
+	if a.shard == nil {
+		return formatKey(a.storedPrefix, a.Separator, coords), 0, false
+	}
+	rank := len(coords)
+	shard := make([]int, rank)
+	local := make([]int, rank)
+	for d, c := range coords {
+		shard[d], local[d] = c/a.shardPer[d], c%a.shardPer[d]
+	}
+	for i := range rank { // C order over the codec's axes
+		ax := i
+		if a.perm != nil {
+			ax = a.perm[i]
+		}
+		inner = inner*a.shard.cps[i] + local[ax]
+	}
+	return formatKey(a.storedPrefix, a.Separator, shard), inner, true
+}
+
+// ParseStoredKey returns the stored grid coordinates (shard coordinates for
+// a sharded array) of rel, a stored key relative to the array, or false.
+func (a *Array) ParseStoredKey(rel string) ([]int, bool) {
+	return parseKey(rel, a.storedPrefix, a.Separator, a.StoredGrid(), !a.separatorGiven)
+}
+
+// InnerCoords is the inverse of StoredKey for a sharded array: the
+// presented chunk coordinates of entry inner of the shard at shard
+// coordinates. It reports false when that inner chunk lies outside the
+// array (edge shards have index entries for those) or the array is not
+// sharded.
+func (a *Array) InnerCoords(shard []int, inner int) ([]int, bool) {
+	if a.shard == nil || len(shard) != len(a.grid) || inner < 0 || inner >= a.shard.n {
+		return nil, false
+	}
+	local := unravel(inner, a.shard.cps)
+	coords := make([]int, len(shard))
+	for i, l := range local {
+		ax := i
+		if a.perm != nil {
+			ax = a.perm[i]
+		}
+		coords[ax] = shard[ax]*a.shardPer[ax] + l
+	}
+	for d, c := range coords {
+		if c >= a.grid[d] {
+			return nil, false
+		}
+	}
+	return coords, true
+}
