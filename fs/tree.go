@@ -120,7 +120,7 @@ type array struct {
 	path string      // the array's key prefix in the store: its directory key, "" for the root (as readahead.Loader.Chunk takes it)
 	a    *zarr.Array // as presented (for v3 under AsV2: its v2 view); nil when the metadata does not parse
 	why  error       // non-nil: passed through unchanged (or, under AsV2, not shown), and why
-	v3   *v3Layout   // non-nil: a raw v3 array, whose chunk tree is computed (v3.go)
+	v3   bool        // a raw v3 array, whose chunk tree is computed from its metadata (v3.go)
 }
 
 // raw reports whether chunks are served decoded.
@@ -133,7 +133,6 @@ type dirMeta struct {
 	files  map[string][]byte // metadata files served from memory in this directory, by name
 	hide   string            // a stored name not shown ("zarr.json" under AsV2)
 	skip   error             // non-nil: under AsV2, the directory is not shown, and why
-	shards []int             // v3 sharded arrays: the stored (outer) chunk shape
 	// zarrJSON, for a v2 array directory that also holds zarr.json, says
 	// what is served of it (mixed.go): "rewritten too", "as stored", or
 	// "hidden: " and why; "" when there is none.
@@ -173,7 +172,7 @@ func (t *Tree) child(ctx context.Context, dir *node, name string) (*node, error)
 			return metaNode(dir, name, b), nil
 		}
 	}
-	if x := dir.arr; x != nil && x.v3 != nil {
+	if x := dir.arr; x != nil && x.v3 {
 		return t.v3Child(ctx, dir, name)
 	}
 	e, err := store.Stat(ctx, t.store, key)
@@ -241,7 +240,7 @@ func (t *Tree) list(ctx context.Context, dir *node) ([]*node, error) {
 			out = append(out, metaNode(dir, name, b))
 		}
 	}
-	if x := dir.arr; x != nil && x.v3 != nil {
+	if x := dir.arr; x != nil && x.v3 {
 		ns, err := t.v3Children(ctx, dir)
 		if err != nil {
 			return nil, err

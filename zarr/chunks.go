@@ -25,6 +25,11 @@ func (a *Array) NumChunks() int64 { return a.numChunks }
 // key encoding it is "c/0/3" (or "c.0.3"), and "c" for a 0-d array.
 func (a *Array) ChunkKey(coords []int) string { return formatKey(a.keyPrefix, a.Separator, coords) }
 
+// KeyPrefix returns what every presented chunk key starts with, before
+// its first separator: "c" for a v3 array with the default chunk key
+// encoding, "" otherwise (v2 arrays, the v2 encoding, --as-v2 views).
+func (a *Array) KeyPrefix() string { return a.keyPrefix }
+
 func formatKey(prefix, sep string, coords []int) string {
 	if len(coords) == 0 {
 		if prefix == "" {
@@ -76,6 +81,12 @@ func parseKey(rel, prefix, sep string, grid []int, legacy bool) ([]int, bool) {
 	if len(parts) != len(grid) {
 		return nil, false
 	}
+	return parseCoords(parts, grid)
+}
+
+// parseCoords parses parts as coordinates inside the first len(parts)
+// dimensions of grid, each a decimal without sign or leading zeros.
+func parseCoords(parts []string, grid []int) ([]int, bool) {
 	coords := make([]int, len(parts))
 	for i, p := range parts {
 		n, err := strconv.Atoi(p)
@@ -85,6 +96,29 @@ func parseKey(rel, prefix, sep string, grid []int, legacy bool) ([]int, bool) {
 		coords[i] = n
 	}
 	return coords, true
+}
+
+// ParseChunkDir returns the coordinates fixed by rel, a directory of the
+// presented chunk keys relative to the array: with the "/" separator,
+// each proper prefix of a chunk key that ends before a separator ("c" and
+// "c/2" of "c/2/1/0"; "2" and "2/1" of "2/1/0"). It reports false for
+// anything else, and always for the "." separator, whose keys have no
+// directories.
+func (a *Array) ParseChunkDir(rel string) ([]int, bool) {
+	if a.Separator != "/" || len(a.grid) == 0 {
+		return nil, false
+	}
+	parts := strings.Split(rel, "/")
+	if a.keyPrefix != "" {
+		if parts[0] != a.keyPrefix {
+			return nil, false
+		}
+		parts = parts[1:]
+	}
+	if len(parts) >= len(a.grid) {
+		return nil, false
+	}
+	return parseCoords(parts, a.grid)
 }
 
 // Legacy reports whether the metadata names no dimension separator, so

@@ -1,5 +1,11 @@
 package zarr
 
+import (
+	"slices"
+	"strconv"
+	"strings"
+)
+
 // Where each presented chunk is stored. A v2 array and an unsharded v3
 // array store each presented chunk under its own key, in the stored key
 // encoding; an array presented unsharded stores it as an inner chunk of a
@@ -14,6 +20,38 @@ func (a *Array) StoredGrid() []int {
 		return a.storedGrid
 	}
 	return a.grid
+}
+
+// ChunksPerShard returns the number of presented chunks per stored value
+// along each dimension: the inner chunks per shard, for an array presented
+// unsharded; 1 each otherwise. The caller must not modify it.
+func (a *Array) ChunksPerShard() []int {
+	if a.shardPer != nil {
+		return a.shardPer
+	}
+	return slices.Repeat([]int{1}, len(a.grid))
+}
+
+// ShardShape returns the stored chunk shape, the shape of a shard, of an
+// array presented unsharded (whose Chunks is the inner chunk shape), or
+// nil. The caller must not modify it.
+func (a *Array) ShardShape() []int { return a.shardShape }
+
+// StoredChunkDir returns the directory, relative to the array, that holds
+// the stored values of the presented chunks whose coordinates start with
+// p, for keys with the "/" separator: the stored key prefix and the
+// stored coordinates p fixes ("c/0" for p = [1] when a shard holds two
+// chunks along the first axis); "" for the array's own directory.
+func (a *Array) StoredChunkDir(p []int) string {
+	parts := make([]string, 0, 1+len(p))
+	if a.storedPrefix != "" {
+		parts = append(parts, a.storedPrefix)
+	}
+	per := a.ChunksPerShard()
+	for d, c := range p {
+		parts = append(parts, strconv.Itoa(c/per[d]))
+	}
+	return strings.Join(parts, "/")
 }
 
 // StoredKey maps the presented chunk at coords to the key of the stored
