@@ -19,7 +19,6 @@
 package fs
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -27,7 +26,6 @@ import (
 	"log/slog"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -382,49 +380,25 @@ func (t *Tree) loadArray(ctx context.Context, dir string) (*v2array, error) {
 		t.log.WarnContext(ctx, "array passed through unchanged", "key", dir, "err", x.why)
 		return x, nil
 	}
-	if nested, err := t.legacyNested(ctx, dir, x.a); err != nil {
-		return nil, err
-	} else if nested {
-		// A NestedDirectoryStore array: "0/0" keys, no dimension_separator.
-		// Present it with the separator named, so that readers find its
-		// chunks and Array.ChunkKey names them as stored.
-		b = setSeparator(b, "/")
-		if x.a, err = zarr.ParseV2(b); err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
+	// A legacy array's keys may be nested ("0/0"): zarr decides from the
+	// directory's listing, and every key comes from the array it returns.
+	x.a, err = x.a.ResolveSeparator(func() ([]string, error) {
+		es, err := store.List(ctx, t.store, dir)
+		var dirs []string
+		for _, e := range es {
+			if e.Dir {
+				dirs = append(dirs, e.Name)
+			}
 		}
+		return dirs, err
+	})
+	if err != nil {
+		return nil, err
 	}
-	if x.meta, err = zarr.RewriteV2Array(b); err != nil {
+	if x.meta, err = zarr.RewriteV2Array(b, x.a); err != nil {
 		return nil, fmt.Errorf("%s: %w", key, err)
 	}
 	return x, nil
-}
-
-// legacyNested reports whether an array without "dimension_separator" keeps
-// its chunks in nested directories ("0/0"), as zarr-python 2's
-// NestedDirectoryStore wrote them. One-dimensional arrays look the same
-// either way.
-func (t *Tree) legacyNested(ctx context.Context, dir string, a *zarr.Array) (bool, error) {
-	if !a.Legacy() || len(a.Grid()) < 2 {
-		return false, nil
-	}
-	es, err := store.List(ctx, t.store, dir)
-	if err != nil {
-		return false, err
-	}
-	for _, e := range es {
-		if i, err := strconv.Atoi(e.Name); e.Dir && err == nil && i >= 0 && i < a.Grid()[0] {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// setSeparator names sep in a .zarray that names no separator. zarray has
-// parsed as a JSON object with members, so it starts with '{' (after
-// spaces) and the key is not there yet.
-func setSeparator(zarray []byte, sep string) []byte {
-	i := bytes.IndexByte(zarray, '{')
-	return slices.Concat(zarray[:i+1], []byte(`"dimension_separator": `+strconv.Quote(sep)+`, `), zarray[i+1:])
 }
 
 // consolidated returns the presented .zmetadata at key: rewritten entry by

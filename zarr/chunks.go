@@ -52,16 +52,15 @@ func formatKey(prefix, sep string, coords []int) string {
 }
 
 // ParseChunkKey returns the grid coordinates of rel, a key relative to the
-// array. It reports false when rel is not a chunk key of this array or lies
-// outside the grid. Arrays whose metadata names no separator accept both
-// "0.0" and the legacy nested "0/0".
+// array: the inverse of ChunkKey. It reports false when rel is not a chunk
+// key of this array or lies outside the grid.
 func (a *Array) ParseChunkKey(rel string) ([]int, bool) {
-	return parseKey(rel, a.keyPrefix, a.Separator, a.grid, !a.separatorGiven)
+	return parseKey(rel, a.keyPrefix, a.Separator, a.grid)
 }
 
 // parseKey parses rel as formatKey(prefix, sep, coords) with coords inside
-// grid; legacy also accepts "/" when sep is not.
-func parseKey(rel, prefix, sep string, grid []int, legacy bool) ([]int, bool) {
+// grid.
+func parseKey(rel, prefix, sep string, grid []int) ([]int, bool) {
 	if prefix != "" {
 		if len(grid) == 0 {
 			return []int{}, rel == prefix
@@ -75,9 +74,6 @@ func parseKey(rel, prefix, sep string, grid []int, legacy bool) ([]int, bool) {
 		return []int{}, rel == "0"
 	}
 	parts := strings.Split(rel, sep)
-	if legacy && len(parts) == 1 && len(grid) > 1 {
-		parts = strings.Split(rel, "/")
-	}
 	if len(parts) != len(grid) {
 		return nil, false
 	}
@@ -120,10 +116,6 @@ func (a *Array) ParseChunkDir(rel string) ([]int, bool) {
 	}
 	return parseCoords(parts, a.grid)
 }
-
-// Legacy reports whether the metadata names no dimension separator, so
-// chunk keys may be either "0.0" or the legacy nested "0/0".
-func (a *Array) Legacy() bool { return a.Format == 2 && !a.separatorGiven }
 
 // Linear returns the index of the chunk at coords in C order over the grid.
 func (a *Array) Linear(coords []int) int64 {

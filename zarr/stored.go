@@ -81,7 +81,7 @@ func (a *Array) StoredKey(coords []int) (key string, inner int, sharded bool) {
 // ParseStoredKey returns the stored grid coordinates (shard coordinates for
 // a sharded array) of rel, a stored key relative to the array, or false.
 func (a *Array) ParseStoredKey(rel string) ([]int, bool) {
-	return parseKey(rel, a.storedPrefix, a.Separator, a.StoredGrid(), !a.separatorGiven)
+	return parseKey(rel, a.storedPrefix, a.Separator, a.StoredGrid())
 }
 
 // InnerCoords is the inverse of StoredKey for a sharded array: the
