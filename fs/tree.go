@@ -21,7 +21,6 @@ package fs
 import (
 	"context"
 	"errors"
-	"fmt"
 	iofs "io/fs"
 	"log/slog"
 	"path"
@@ -160,7 +159,7 @@ func (t *Tree) root(ctx context.Context) (*node, error) {
 func (t *Tree) child(ctx context.Context, dir *node, name string) (*node, error) {
 	key := join(dir.key, name)
 	if !iofs.ValidPath(key) || name == "." {
-		return nil, fmt.Errorf("%s: %w", key, store.ErrOutside)
+		return nil, &iofs.PathError{Op: "lookup", Path: key, Err: store.ErrOutside}
 	}
 	if m := dir.m; m != nil {
 		if m.skip != nil || name == m.hide {
@@ -372,7 +371,7 @@ func (t *Tree) loadArray(ctx context.Context, dir string) (*v2array, error) {
 	case err != nil && errors.Is(err, zarr.ErrInvalid):
 		x.a, x.why = nil, err
 	case err != nil:
-		return nil, fmt.Errorf("%s: %w", key, err)
+		return nil, &iofs.PathError{Op: "parse", Path: key, Err: err}
 	case x.a.PassThrough != nil:
 		x.why = x.a.PassThrough
 	}
@@ -396,7 +395,7 @@ func (t *Tree) loadArray(ctx context.Context, dir string) (*v2array, error) {
 		return nil, err
 	}
 	if x.meta, err = zarr.RewriteV2Array(b, x.a); err != nil {
-		return nil, fmt.Errorf("%s: %w", key, err)
+		return nil, &iofs.PathError{Op: "rewrite", Path: key, Err: err}
 	}
 	return x, nil
 }

@@ -3,7 +3,6 @@ package fs
 import (
 	"context"
 	"errors"
-	"fmt"
 	iofs "io/fs"
 	"slices"
 	"strconv"
@@ -104,7 +103,7 @@ func (t *Tree) loadV3(ctx context.Context, dir string) (*dirMeta, error) {
 	case !t.asV2:
 		r, err := zarr.RewriteV3(b)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
+			return nil, &iofs.PathError{Op: "rewrite", Path: key, Err: err}
 		}
 		m.files = map[string][]byte{zarr.MetadataFile: r}
 	}

@@ -2,7 +2,7 @@ package readahead
 
 import (
 	"context"
-	"fmt"
+	iofs "io/fs"
 	"log/slog"
 	"sync"
 
@@ -123,7 +123,7 @@ func (c *shardIndexes) load(ctx context.Context, a *zarr.Array, key string, size
 		ix, err = sh.ParseIndex(b, size)
 	}
 	if err != nil {
-		err = fmt.Errorf("shard %s: %w", key, err)
+		err = &iofs.PathError{Op: "shard", Path: key, Err: err}
 		c.log.WarnContext(ctx, "shard index unreadable: its chunks fail with EIO", "key", key, "err", err)
 	}
 	return indexResult{ix: ix, err: err}, nil

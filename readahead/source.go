@@ -3,6 +3,7 @@ package readahead
 import (
 	"context"
 	"fmt"
+	iofs "io/fs"
 	"runtime"
 	"strconv"
 	"sync"
@@ -61,7 +62,7 @@ func (l *Loader) encoded(ctx context.Context, a *zarr.Array, r chunkRef) ([]byte
 	}
 	off, n, err := ix.Entry(r.inner)
 	if err != nil {
-		return nil, fmt.Errorf("shard %s: %w", r.stored, err)
+		return nil, &iofs.PathError{Op: "shard", Path: r.stored, Err: err}
 	}
 	return l.compressed.Load(ctx, r.id, func(ctx context.Context) ([]byte, error) {
 		l.storeReads.Add(1)

@@ -396,7 +396,7 @@ func (a *Array) DecodeFromShard(dst, shard []byte, coords []int) ([]byte, error)
 		return nil, fmt.Errorf("%w: array is not presented unsharded", ErrInvalid)
 	}
 	if _, ok := a.ParseChunkKey(a.ChunkKey(coords)); !ok {
-		return nil, fmt.Errorf("chunk %v: %w", coords, iofs.ErrNotExist)
+		return nil, &iofs.PathError{Op: "decode", Path: a.ChunkKey(coords), Err: iofs.ErrNotExist}
 	}
 	_, inner, _ := a.StoredKey(coords)
 	b, err := a.UnwrapShard(shard)
