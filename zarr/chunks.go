@@ -2,11 +2,12 @@ package zarr
 
 import (
 	"fmt"
-	"github.com/zfuse/zfuse/codec"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/zfuse/zfuse/codec"
 )
 
 // ChunkLen returns the decoded size of every chunk in bytes: the chunk
