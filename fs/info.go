@@ -47,8 +47,11 @@ func (t *Tree) Arrays(ctx context.Context) ([]ArrayInfo, error) {
 		if x == nil {
 			return nil
 		}
-		info := ArrayInfo{Path: dir.key, Format: dir.m.format, Array: x.a, Shards: dir.m.shards,
+		info := ArrayInfo{Path: dir.key, Format: dir.m.format, Array: x.a,
 			PassThrough: x.why, Hidden: dir.m.skip, ZarrJSON: dir.m.zarrJSON}
+		if x.a != nil {
+			info.Shards = x.a.ShardShape()
+		}
 		if info.Hidden != nil {
 			info.PassThrough = nil
 			out = append(out, info)

@@ -20,7 +20,7 @@ var ErrIsDir = errors.New("fs: is a directory")
 func (t *Tree) readAt(ctx context.Context, n *node, dest []byte, off int64, pid uint32) ([]byte, error) {
 	switch n.kind {
 	case kindDir:
-		return nil, fmt.Errorf("read %s: %w", n.key, ErrIsDir)
+		return nil, &iofs.PathError{Op: "read", Path: n.key, Err: ErrIsDir}
 	case kindMeta:
 		return clip(n.data, off, int64(len(dest))), nil
 	case kindChunk:
@@ -41,7 +41,7 @@ func (t *Tree) readAt(ctx context.Context, n *node, dest []byte, off int64, pid 
 // error, not ENOENT from read(2).
 func presentedErr(n *node, err error) error {
 	if errors.Is(err, iofs.ErrNotExist) {
-		return fmt.Errorf("%s: presented, but the store has no such chunk: %v", n.key, err)
+		return &iofs.PathError{Op: "read", Path: n.key, Err: fmt.Errorf("presented, but the store has no such chunk: %v", err)}
 	}
 	return err
 }
@@ -60,7 +60,7 @@ func clip(b []byte, off, n int64) []byte {
 // store.ErrOutside.
 func (t *Tree) lookup(ctx context.Context, p string) (*node, error) {
 	if !iofs.ValidPath(p) {
-		return nil, fmt.Errorf("%q: %w", p, store.ErrOutside)
+		return nil, &iofs.PathError{Op: "lookup", Path: p, Err: store.ErrOutside}
 	}
 	n, err := t.root(ctx)
 	if err != nil || p == "." {
@@ -68,7 +68,7 @@ func (t *Tree) lookup(ctx context.Context, p string) (*node, error) {
 	}
 	for name := range strings.SplitSeq(p, "/") {
 		if n.kind != kindDir {
-			return nil, fmt.Errorf("%s: %w", p, iofs.ErrNotExist)
+			return nil, notExist(p)
 		}
 		if n, err = t.child(ctx, n, name); err != nil {
 			return nil, err
@@ -91,7 +91,7 @@ func (t *Tree) ReadFile(ctx context.Context, p string) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(b)) != n.size {
-		return nil, fmt.Errorf("read %s: got %d bytes, want %d: %w", p, len(b), n.size, errShort)
+		return nil, &iofs.PathError{Op: "read", Path: p, Err: fmt.Errorf("got %d bytes, want %d: %w", len(b), n.size, errShort)}
 	}
 	return b, nil
 }

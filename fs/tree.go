@@ -19,15 +19,12 @@
 package fs
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	iofs "io/fs"
 	"log/slog"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -120,7 +117,7 @@ type array struct {
 	path string      // the array's key prefix in the store: its directory key, "" for the root (as readahead.Loader.Chunk takes it)
 	a    *zarr.Array // as presented (for v3 under AsV2: its v2 view); nil when the metadata does not parse
 	why  error       // non-nil: passed through unchanged (or, under AsV2, not shown), and why
-	v3   *v3Layout   // non-nil: a raw v3 array, whose chunk tree is computed (v3.go)
+	v3   bool        // a raw v3 array, whose chunk tree is computed from its metadata (v3.go)
 }
 
 // raw reports whether chunks are served decoded.
@@ -133,7 +130,6 @@ type dirMeta struct {
 	files  map[string][]byte // metadata files served from memory in this directory, by name
 	hide   string            // a stored name not shown ("zarr.json" under AsV2)
 	skip   error             // non-nil: under AsV2, the directory is not shown, and why
-	shards []int             // v3 sharded arrays: the stored (outer) chunk shape
 	// zarrJSON, for a v2 array directory that also holds zarr.json, says
 	// what is served of it (mixed.go): "rewritten too", "as stored", or
 	// "hidden: " and why; "" when there is none.
@@ -163,7 +159,7 @@ func (t *Tree) root(ctx context.Context) (*node, error) {
 func (t *Tree) child(ctx context.Context, dir *node, name string) (*node, error) {
 	key := join(dir.key, name)
 	if !iofs.ValidPath(key) || name == "." {
-		return nil, fmt.Errorf("%s: %w", key, store.ErrOutside)
+		return nil, &iofs.PathError{Op: "lookup", Path: key, Err: store.ErrOutside}
 	}
 	if m := dir.m; m != nil {
 		if m.skip != nil || name == m.hide {
@@ -173,7 +169,7 @@ func (t *Tree) child(ctx context.Context, dir *node, name string) (*node, error)
 			return metaNode(dir, name, b), nil
 		}
 	}
-	if x := dir.arr; x != nil && x.v3 != nil {
+	if x := dir.arr; x != nil && x.v3 {
 		return t.v3Child(ctx, dir, name)
 	}
 	e, err := store.Stat(ctx, t.store, key)
@@ -241,7 +237,7 @@ func (t *Tree) list(ctx context.Context, dir *node) ([]*node, error) {
 			out = append(out, metaNode(dir, name, b))
 		}
 	}
-	if x := dir.arr; x != nil && x.v3 != nil {
+	if x := dir.arr; x != nil && x.v3 {
 		ns, err := t.v3Children(ctx, dir)
 		if err != nil {
 			return nil, err
@@ -375,7 +371,7 @@ func (t *Tree) loadArray(ctx context.Context, dir string) (*v2array, error) {
 	case err != nil && errors.Is(err, zarr.ErrInvalid):
 		x.a, x.why = nil, err
 	case err != nil:
-		return nil, fmt.Errorf("%s: %w", key, err)
+		return nil, &iofs.PathError{Op: "parse", Path: key, Err: err}
 	case x.a.PassThrough != nil:
 		x.why = x.a.PassThrough
 	}
@@ -383,49 +379,25 @@ func (t *Tree) loadArray(ctx context.Context, dir string) (*v2array, error) {
 		t.log.WarnContext(ctx, "array passed through unchanged", "key", dir, "err", x.why)
 		return x, nil
 	}
-	if nested, err := t.legacyNested(ctx, dir, x.a); err != nil {
-		return nil, err
-	} else if nested {
-		// A NestedDirectoryStore array: "0/0" keys, no dimension_separator.
-		// Present it with the separator named, so that readers find its
-		// chunks and Array.ChunkKey names them as stored.
-		b = setSeparator(b, "/")
-		if x.a, err = zarr.ParseV2(b); err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
+	// A legacy array's keys may be nested ("0/0"): zarr decides from the
+	// directory's listing, and every key comes from the array it returns.
+	x.a, err = x.a.ResolveSeparator(func() ([]string, error) {
+		es, err := store.List(ctx, t.store, dir)
+		var dirs []string
+		for _, e := range es {
+			if e.Dir {
+				dirs = append(dirs, e.Name)
+			}
 		}
+		return dirs, err
+	})
+	if err != nil {
+		return nil, err
 	}
-	if x.meta, err = zarr.RewriteV2Array(b); err != nil {
-		return nil, fmt.Errorf("%s: %w", key, err)
+	if x.meta, err = zarr.RewriteV2Array(b, x.a); err != nil {
+		return nil, &iofs.PathError{Op: "rewrite", Path: key, Err: err}
 	}
 	return x, nil
-}
-
-// legacyNested reports whether an array without "dimension_separator" keeps
-// its chunks in nested directories ("0/0"), as zarr-python 2's
-// NestedDirectoryStore wrote them. One-dimensional arrays look the same
-// either way.
-func (t *Tree) legacyNested(ctx context.Context, dir string, a *zarr.Array) (bool, error) {
-	if !a.Legacy() || len(a.Grid()) < 2 {
-		return false, nil
-	}
-	es, err := store.List(ctx, t.store, dir)
-	if err != nil {
-		return false, err
-	}
-	for _, e := range es {
-		if i, err := strconv.Atoi(e.Name); e.Dir && err == nil && i >= 0 && i < a.Grid()[0] {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// setSeparator names sep in a .zarray that names no separator. zarray has
-// parsed as a JSON object with members, so it starts with '{' (after
-// spaces) and the key is not there yet.
-func setSeparator(zarray []byte, sep string) []byte {
-	i := bytes.IndexByte(zarray, '{')
-	return slices.Concat(zarray[:i+1], []byte(`"dimension_separator": `+strconv.Quote(sep)+`, `), zarray[i+1:])
 }
 
 // consolidated returns the presented .zmetadata at key: rewritten entry by

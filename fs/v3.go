@@ -2,13 +2,10 @@ package fs
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	iofs "io/fs"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/zfuse/zfuse/store"
@@ -34,98 +31,23 @@ import (
 // listed, and reading them fails with EIO while every other chunk reads.
 //
 // Presented and stored keys use the same separator. With "/", the
-// directories of the presented keys ("c/", "c/0/") are virtual: a directory
-// exists when the stored directory of the shards it covers does, so listing
-// one that is not the last level reads no index (it may turn out empty).
-
-// A v3Layout says how the presented chunk keys of a raw v3 array map onto
-// its stored values. It is immutable.
-type v3Layout struct {
-	rank   int
-	sep    string // key separator, presented and stored alike: "/" or "."
-	pp, sp string // presented and stored key prefixes: "c" (default encoding) or ""
-	per    []int  // presented chunks per stored value along each axis: 1 unless sharded
-}
-
-func newV3Layout(a *zarr.Array) *v3Layout {
-	l := &v3Layout{rank: len(a.Grid()), sep: a.Separator}
-	l.per = make([]int, l.rank)
-	if l.rank > 0 {
-		zeros := make([]int, l.rank)
-		z := strings.Repeat(l.sep+"0", l.rank)[len(l.sep):]
-		sk, _, _ := a.StoredKey(zeros)
-		l.pp = strings.TrimSuffix(strings.TrimSuffix(a.ChunkKey(zeros), z), l.sep)
-		l.sp = strings.TrimSuffix(strings.TrimSuffix(sk, z), l.sep)
-	}
-	for d := range l.rank {
-		l.per[d] = 1
-		if a.Shard() == nil {
-			continue
-		}
-		// The first presented coordinate along d that lies in the second
-		// shard along d (StoredKey is monotonic in it); the grid size when
-		// one shard covers the axis.
-		lo, hi := 1, a.Grid()[d]
-		for lo < hi {
-			mid := lo + (hi-lo)/2
-			c := make([]int, l.rank)
-			c[d] = mid
-			k, _, _ := a.StoredKey(c)
-			if sc, ok := a.ParseStoredKey(k); ok && sc[d] >= 1 {
-				hi = mid
-			} else {
-				lo = mid + 1
-			}
-		}
-		l.per[d] = max(lo, 1)
-	}
-	return l
-}
+// directories of the presented keys ("c/", "c/0/": Array.ParseChunkDir)
+// are virtual: a directory exists when the stored directory of the shards
+// it covers (Array.StoredChunkDir) does, so listing one that is not the
+// last level reads no index (it may turn out empty).
 
 // storedDir is the store key of the directory holding the stored values
-// whose presented chunks start with the coordinates p ("/" separator only).
-func (l *v3Layout) storedDir(x *array, p []int) string {
-	parts := make([]string, 0, 2+len(p))
-	if x.path != "" {
-		parts = append(parts, x.path)
-	}
-	if l.sp != "" {
-		parts = append(parts, l.sp)
-	}
-	for d, c := range p {
-		parts = append(parts, strconv.Itoa(c/l.per[d]))
-	}
-	if len(parts) == 0 {
+// of x's presented chunks whose coordinates start with p ("/" separator
+// only).
+func storedDir(x *array, p []int) string {
+	rel := x.a.StoredChunkDir(p)
+	switch {
+	case rel == "" && x.path == "":
 		return "."
+	case rel == "":
+		return x.path
 	}
-	return strings.Join(parts, "/")
-}
-
-// parseDir returns the coordinates fixed by rel, a presented directory
-// relative to the array ("c", "c/0", or "0" without a prefix), or false.
-func (l *v3Layout) parseDir(a *zarr.Array, rel string) ([]int, bool) {
-	if l.sep != "/" || l.rank == 0 {
-		return nil, false
-	}
-	comps := strings.Split(rel, "/")
-	if l.pp != "" {
-		if comps[0] != l.pp {
-			return nil, false
-		}
-		comps = comps[1:]
-	}
-	if len(comps) >= l.rank || (l.pp == "" && len(comps) == 0) {
-		return nil, false
-	}
-	p := make([]int, len(comps))
-	for d, s := range comps {
-		c, ok := atoiBelow(s, a.Grid()[d])
-		if !ok {
-			return nil, false
-		}
-		p[d] = c
-	}
-	return p, true
+	return join(x.path, rel)
 }
 
 // atoiBelow parses s as a decimal in [0, n) written without sign or
@@ -158,9 +80,6 @@ func (t *Tree) loadV3(ctx context.Context, dir string) (*dirMeta, error) {
 		m.arr = &array{path: storePath(dir), why: err}
 	default:
 		m.arr = &array{path: storePath(dir), a: a, why: a.PassThrough}
-		if a.Shard() != nil {
-			m.shards = outerChunks(b)
-		}
 	}
 	x := m.arr
 	if x.why == nil && t.asV2 {
@@ -184,11 +103,11 @@ func (t *Tree) loadV3(ctx context.Context, dir string) (*dirMeta, error) {
 	case !t.asV2:
 		r, err := zarr.RewriteV3(b)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
+			return nil, &iofs.PathError{Op: "rewrite", Path: key, Err: err}
 		}
 		m.files = map[string][]byte{zarr.MetadataFile: r}
 	}
-	x.v3 = newV3Layout(x.a)
+	x.v3 = true
 	return m, nil
 }
 
@@ -208,20 +127,6 @@ func (t *Tree) v3Group(ctx context.Context, key string, b []byte, m *dirMeta) *d
 		t.log.WarnContext(ctx, "group metadata passed through unchanged", "key", key, "err", err)
 	}
 	return m
-}
-
-// outerChunks returns the stored chunk shape of a v3 array (for a sharded
-// one, the shard shape), or nil.
-func outerChunks(zarrJSON []byte) []int {
-	var doc struct {
-		Grid struct {
-			Config struct {
-				Shape []int `json:"chunk_shape"`
-			} `json:"configuration"`
-		} `json:"chunk_grid"`
-	}
-	json.Unmarshal(zarrJSON, &doc)
-	return doc.Grid.Config.Shape
 }
 
 // v3Child returns what name inside dir, a directory of a raw v3 array's
@@ -244,8 +149,8 @@ func (t *Tree) v3Child(ctx context.Context, dir *node, name string) (*node, erro
 		}
 		return t.v3Chunk(ctx, dir, name, c, skey, e.Size, inner, sharded)
 	}
-	if p, ok := x.v3.parseDir(x.a, rel); ok {
-		e, err := store.Stat(ctx, t.store, x.v3.storedDir(x, p))
+	if p, ok := x.a.ParseChunkDir(rel); ok {
+		e, err := store.Stat(ctx, t.store, storedDir(x, p))
 		if doubtful(err) { // as Tree.unconfirmed, for the directories on the way to chunks
 			t.log.WarnContext(ctx, "cannot tell whether a chunk directory exists: presented", "key", join(dir.key, name), "err", err)
 			d := v3Dir(dir, name, p)
@@ -265,11 +170,11 @@ func (t *Tree) v3Child(ctx context.Context, dir *node, name string) (*node, erro
 // v3Children lists the chunk tree of a raw v3 array under dir, without
 // the metadata files.
 func (t *Tree) v3Children(ctx context.Context, dir *node) ([]*node, error) {
-	x, l := dir.arr, dir.arr.v3
+	x := dir.arr
 	switch {
 	case dir.rel != "":
 		return t.v3Level(ctx, dir, dir.coords)
-	case l.rank == 0:
+	case len(x.a.Grid()) == 0:
 		n, err := t.v3Child(ctx, dir, x.a.ChunkKey(nil))
 		if errors.Is(err, iofs.ErrNotExist) {
 			return nil, nil
@@ -278,27 +183,27 @@ func (t *Tree) v3Children(ctx context.Context, dir *node) ([]*node, error) {
 			return nil, err
 		}
 		return []*node{n}, nil
-	case l.sep != "/":
+	case x.a.Separator != "/":
 		return t.v3Flat(ctx, dir)
-	case l.pp == "":
+	case x.a.KeyPrefix() == "":
 		return t.v3Level(ctx, dir, []int{})
 	}
-	e, err := store.Stat(ctx, t.store, l.storedDir(x, nil))
+	e, err := store.Stat(ctx, t.store, storedDir(x, nil))
 	if errors.Is(err, iofs.ErrNotExist) || (err == nil && !e.Dir) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return []*node{v3Dir(dir, l.pp, []int{})}, nil
+	return []*node{v3Dir(dir, x.a.KeyPrefix(), []int{})}, nil
 }
 
 // v3Level lists the presented directory whose keys start with the
 // coordinates p ("/" separator): directories for the next coordinate, or
 // the chunks when one coordinate is left.
 func (t *Tree) v3Level(ctx context.Context, dir *node, p []int) ([]*node, error) {
-	x, l, a := dir.arr, dir.arr.v3, dir.arr.a
-	sdir := l.storedDir(x, p)
+	a := dir.arr.a
+	sdir := storedDir(dir.arr, p)
 	es, err := store.List(ctx, t.store, sdir)
 	if errors.Is(err, iofs.ErrNotExist) {
 		return nil, nil
@@ -306,14 +211,15 @@ func (t *Tree) v3Level(ctx context.Context, dir *node, p []int) ([]*node, error)
 	if err != nil {
 		return nil, err
 	}
-	k, last := len(p), len(p) == l.rank-1
+	k, last := len(p), len(p) == len(a.Grid())-1
+	per := a.ChunksPerShard()[k]
 	var out []*node
 	for _, e := range es {
 		s, ok := atoiBelow(e.Name, a.StoredGrid()[k])
 		if !ok || e.Dir == last {
 			continue
 		}
-		for v := s * l.per[k]; v < min((s+1)*l.per[k], a.Grid()[k]); v++ {
+		for v := s * per; v < min((s+1)*per, a.Grid()[k]); v++ {
 			c := append(slices.Clip(p), v)
 			if !last {
 				out = append(out, v3Dir(dir, strconv.Itoa(v), c))

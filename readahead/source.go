@@ -2,12 +2,10 @@ package readahead
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	iofs "io/fs"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -24,7 +22,6 @@ import (
 // A chunkRef locates one presented chunk in the store.
 type chunkRef struct {
 	coords []int
-	rel    string // stored key relative to the array
 	stored string // key of the stored value holding it: the chunk, or its shard
 	inner  int    // entry in the shard index, for a sharded array
 	shard  bool   // stored is a shard
@@ -34,7 +31,7 @@ type chunkRef struct {
 // ref locates the chunk at coords of the array whose key prefix is path.
 func ref(a *zarr.Array, path string, coords []int) chunkRef {
 	rel, inner, sharded := a.StoredKey(coords)
-	r := chunkRef{coords: coords, rel: rel, stored: join(path, rel), inner: inner, shard: sharded}
+	r := chunkRef{coords: coords, stored: join(path, rel), inner: inner, shard: sharded}
 	r.id = r.stored
 	if sharded {
 		// NUL cannot occur in a key, so this names no stored value.
@@ -56,18 +53,7 @@ func join(path, rel string) string {
 // compressed tier, or the store on a miss (one read per key at a time).
 func (l *Loader) encoded(ctx context.Context, a *zarr.Array, r chunkRef) ([]byte, error) {
 	switch {
-	case !r.shard:
-		b, err := l.fetchStored(ctx, r.stored)
-		if errors.Is(err, iofs.ErrNotExist) && a.Legacy() && len(r.coords) > 1 {
-			// No dimension_separator in the metadata: the chunk may be
-			// stored under the nested key (0/0) instead of 0.0.
-			nested := strings.TrimSuffix(r.stored, r.rel) + nestedKey(r.coords)
-			if b2, err2 := l.fetchStored(ctx, nested); err2 == nil || !errors.Is(err2, iofs.ErrNotExist) {
-				return b2, err2
-			}
-		}
-		return b, err
-	case a.WholeShard():
+	case !r.shard, a.WholeShard():
 		return l.fetchStored(ctx, r.stored)
 	}
 	ix, err := l.shards.index(ctx, a, r.stored, -1)
@@ -76,7 +62,7 @@ func (l *Loader) encoded(ctx context.Context, a *zarr.Array, r chunkRef) ([]byte
 	}
 	off, n, err := ix.Entry(r.inner)
 	if err != nil {
-		return nil, fmt.Errorf("shard %s: %w", r.stored, err)
+		return nil, &iofs.PathError{Op: "shard", Path: r.stored, Err: err}
 	}
 	return l.compressed.Load(ctx, r.id, func(ctx context.Context) ([]byte, error) {
 		l.storeReads.Add(1)
@@ -84,14 +70,6 @@ func (l *Loader) encoded(ctx context.Context, a *zarr.Array, r chunkRef) ([]byte
 		defer stop()
 		return store.ReadRange(ctx, l.store, r.stored, off, n)
 	})
-}
-
-func nestedKey(coords []int) string {
-	parts := make([]string, len(coords))
-	for i, c := range coords {
-		parts[i] = strconv.Itoa(c)
-	}
-	return strings.Join(parts, "/")
 }
 
 // raw reports whether a's stored values are its decoded chunks (no codec
@@ -112,9 +90,6 @@ func (l *Loader) openStored(ctx context.Context, a *zarr.Array, r chunkRef) (c *
 		return nil, false, nil
 	}
 	f, err := l.store.(store.FileOpener).OpenKey(ctx, r.stored)
-	if errors.Is(err, iofs.ErrNotExist) && a.Legacy() {
-		return nil, false, nil // perhaps under its nested key: see encoded
-	}
 	if err != nil {
 		return nil, true, err
 	}

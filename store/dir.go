@@ -83,7 +83,7 @@ func (d *DirStore) why(key string, err error) error {
 		return err
 	}
 	if rel, rerr := filepath.Rel(d.dir, real); rerr == nil && (rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator))) {
-		return fmt.Errorf("%w: %s resolves to %s: %w", ErrOutside, key, real, err)
+		return &fs.PathError{Op: "resolve", Path: key, Err: fmt.Errorf("%w: it resolves to %s", ErrOutside, real)}
 	}
 	return err
 }

@@ -77,8 +77,8 @@ var errNotKey = fmt.Errorf("not a key (a directory or special file): %w", fs.Err
 // ReadKeyRange reads [off, off+n) of key with ReadAt when fsys's files
 // support it, else reads the whole file. The caller owns the slice.
 func (s *FSStore) ReadKeyRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
-	if off < 0 || n < 0 {
-		return nil, fmt.Errorf("read %s [%d,+%d): negative range", key, off, n)
+	if err := CheckRange(key, off, n); err != nil {
+		return nil, err
 	}
 	f, fi, err := s.open(ctx, key)
 	if err != nil {

@@ -98,8 +98,8 @@ type FileOpener interface {
 // the value ends. It uses s's ReadKeyRange if s is a RangeReader and otherwise
 // reads the whole value. The caller owns the slice.
 func ReadRange(ctx context.Context, s Store, key string, off, n int64) ([]byte, error) {
-	if off < 0 || n < 0 {
-		return nil, fmt.Errorf("read %s [%d,+%d): negative range", key, off, n)
+	if err := CheckRange(key, off, n); err != nil {
+		return nil, err
 	}
 	if r, ok := s.(RangeReader); ok {
 		return r.ReadKeyRange(ctx, key, off, n)
@@ -109,6 +109,16 @@ func ReadRange(ctx context.Context, s Store, key string, off, n int64) ([]byte, 
 		return nil, err
 	}
 	return clip(b, off, n), nil
+}
+
+// CheckRange returns the error of a read of [off, off+n) of key's value
+// when off or n is negative, else nil. ReadRange and the backends'
+// ReadKeyRange check with it first.
+func CheckRange(key string, off, n int64) error {
+	if off < 0 || n < 0 {
+		return &fs.PathError{Op: "read", Path: key, Err: fmt.Errorf("negative range [%d,+%d)", off, n)}
+	}
+	return nil
 }
 
 // clip returns b[off:off+n] limited to b's length.
@@ -125,7 +135,7 @@ func List(ctx context.Context, s Store, dir string) ([]Entry, error) {
 	if l, ok := s.(Lister); ok {
 		return l.List(ctx, dir)
 	}
-	return nil, fmt.Errorf("list %s: %w", dir, ErrNotSupported)
+	return nil, &fs.PathError{Op: "list", Path: dir, Err: ErrNotSupported}
 }
 
 // Stat describes name. It uses s's Stat if s is a Stater, else looks name up
@@ -134,8 +144,8 @@ func Stat(ctx context.Context, s Store, name string) (Entry, error) {
 	if st, ok := s.(Stater); ok {
 		return st.Stat(ctx, name)
 	}
-	if !fs.ValidPath(name) {
-		return Entry{}, fmt.Errorf("stat %s: %w", name, ErrOutside)
+	if err := checkKey("stat", name); err != nil {
+		return Entry{}, err
 	}
 	if name == "." {
 		return Entry{Name: ".", Dir: true}, nil
@@ -148,7 +158,7 @@ func Stat(ctx context.Context, s Store, name string) (Entry, error) {
 		}
 		i, found := slices.BinarySearchFunc(es, base, func(e Entry, n string) int { return strings.Compare(e.Name, n) })
 		if !found {
-			return Entry{}, fmt.Errorf("stat %s: %w", name, fs.ErrNotExist)
+			return Entry{}, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
 		}
 		return es[i], nil
 	}

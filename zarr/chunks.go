@@ -2,11 +2,12 @@ package zarr
 
 import (
 	"fmt"
-	"github.com/zfuse/zfuse/codec"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/zfuse/zfuse/codec"
 )
 
 // ChunkLen returns the decoded size of every chunk in bytes: the chunk
@@ -24,6 +25,11 @@ func (a *Array) NumChunks() int64 { return a.numChunks }
 // "0.3" or "0/3"; "0" for a 0-d array. For v3 arrays with the default chunk
 // key encoding it is "c/0/3" (or "c.0.3"), and "c" for a 0-d array.
 func (a *Array) ChunkKey(coords []int) string { return formatKey(a.keyPrefix, a.Separator, coords) }
+
+// KeyPrefix returns what every presented chunk key starts with, before
+// its first separator: "c" for a v3 array with the default chunk key
+// encoding, "" otherwise (v2 arrays, the v2 encoding, --as-v2 views).
+func (a *Array) KeyPrefix() string { return a.keyPrefix }
 
 func formatKey(prefix, sep string, coords []int) string {
 	if len(coords) == 0 {
@@ -47,16 +53,15 @@ func formatKey(prefix, sep string, coords []int) string {
 }
 
 // ParseChunkKey returns the grid coordinates of rel, a key relative to the
-// array. It reports false when rel is not a chunk key of this array or lies
-// outside the grid. Arrays whose metadata names no separator accept both
-// "0.0" and the legacy nested "0/0".
+// array: the inverse of ChunkKey. It reports false when rel is not a chunk
+// key of this array or lies outside the grid.
 func (a *Array) ParseChunkKey(rel string) ([]int, bool) {
-	return parseKey(rel, a.keyPrefix, a.Separator, a.grid, !a.separatorGiven)
+	return parseKey(rel, a.keyPrefix, a.Separator, a.grid)
 }
 
 // parseKey parses rel as formatKey(prefix, sep, coords) with coords inside
-// grid; legacy also accepts "/" when sep is not.
-func parseKey(rel, prefix, sep string, grid []int, legacy bool) ([]int, bool) {
+// grid.
+func parseKey(rel, prefix, sep string, grid []int) ([]int, bool) {
 	if prefix != "" {
 		if len(grid) == 0 {
 			return []int{}, rel == prefix
@@ -70,12 +75,15 @@ func parseKey(rel, prefix, sep string, grid []int, legacy bool) ([]int, bool) {
 		return []int{}, rel == "0"
 	}
 	parts := strings.Split(rel, sep)
-	if legacy && len(parts) == 1 && len(grid) > 1 {
-		parts = strings.Split(rel, "/")
-	}
 	if len(parts) != len(grid) {
 		return nil, false
 	}
+	return parseCoords(parts, grid)
+}
+
+// parseCoords parses parts as coordinates inside the first len(parts)
+// dimensions of grid, each a decimal without sign or leading zeros.
+func parseCoords(parts []string, grid []int) ([]int, bool) {
 	coords := make([]int, len(parts))
 	for i, p := range parts {
 		n, err := strconv.Atoi(p)
@@ -87,9 +95,28 @@ func parseKey(rel, prefix, sep string, grid []int, legacy bool) ([]int, bool) {
 	return coords, true
 }
 
-// Legacy reports whether the metadata names no dimension separator, so
-// chunk keys may be either "0.0" or the legacy nested "0/0".
-func (a *Array) Legacy() bool { return a.Format == 2 && !a.separatorGiven }
+// ParseChunkDir returns the coordinates fixed by rel, a directory of the
+// presented chunk keys relative to the array: with the "/" separator,
+// each proper prefix of a chunk key that ends before a separator ("c" and
+// "c/2" of "c/2/1/0"; "2" and "2/1" of "2/1/0"). It reports false for
+// anything else, and always for the "." separator, whose keys have no
+// directories.
+func (a *Array) ParseChunkDir(rel string) ([]int, bool) {
+	if a.Separator != "/" || len(a.grid) == 0 {
+		return nil, false
+	}
+	parts := strings.Split(rel, "/")
+	if a.keyPrefix != "" {
+		if parts[0] != a.keyPrefix {
+			return nil, false
+		}
+		parts = parts[1:]
+	}
+	if len(parts) >= len(a.grid) {
+		return nil, false
+	}
+	return parseCoords(parts, a.grid)
+}
 
 // Linear returns the index of the chunk at coords in C order over the grid.
 func (a *Array) Linear(coords []int) int64 {

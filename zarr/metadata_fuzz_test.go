@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/zfuse/zfuse/internal/testutil"
@@ -67,7 +66,7 @@ func FuzzParseV2(f *testing.F) {
 			return
 		}
 		checkKeys(t, a)
-		out, err := RewriteV2Array(b)
+		out, err := RewriteV2Array(b, a)
 		if err != nil {
 			t.Fatalf("parses, but does not rewrite: %v", err)
 		}
@@ -82,6 +81,20 @@ func FuzzParseV2(f *testing.F) {
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(out, &m); err != nil || string(m["compressor"]) != "null" || string(m["filters"]) != "null" {
 			t.Fatalf("the rewritten .zarray says compressor %s, filters %s (%v)", m["compressor"], m["filters"], err)
+		}
+		// Found nested, a legacy array's keys are "0/0", and its presented
+		// .zarray says so.
+		n, err := a.ResolveSeparator(func() ([]string, error) { return []string{"0"}, nil })
+		if err != nil || n == a {
+			return
+		}
+		checkKeys(t, n)
+		out, err = RewriteV2Array(b, n)
+		if err != nil {
+			t.Fatalf("parses, but does not rewrite nested: %v", err)
+		}
+		if a2, err := ParseV2(out); err != nil || a2.Separator != "/" || a2.Legacy() || !slices.Equal(a2.Grid(), a.Grid()) {
+			t.Fatalf("the rewritten nested .zarray parses to %v (separator %q), %v\n%s", a2, a2.Separator, err, out)
 		}
 	})
 }
@@ -184,8 +197,7 @@ func FuzzChunkKey(f *testing.F) {
 					t.Fatalf("%q: coordinates %v outside the grid %v", rel, c, a.Grid())
 				}
 			}
-			// A legacy array's nested key "1/2" names the chunk "1.2".
-			if key := a.ChunkKey(c); key != rel && !(a.Legacy() && strings.ReplaceAll(key, ".", "/") == rel) {
+			if key := a.ChunkKey(c); key != rel {
 				t.Fatalf("%q parses to %v, whose key is %q", rel, c, key)
 			}
 		}

@@ -194,9 +194,7 @@ func (s *Shard) IndexRange(shardSize int64) (off, n int64) {
 type Index struct {
 	e          []uint64 // offset, nbytes pairs
 	size       int64    // shard bytes
-	ixOff      int64    // where the index itself lies
-	ixEnd      int64
-	start, end int64 // data may lie in [start, end)
+	start, end int64    // data may lie in [start, end)
 }
 
 // ParseIndex decodes the index bytes b (the range IndexRange names) of a
@@ -223,9 +221,9 @@ func (s *Shard) ParseIndex(b []byte, shardSize int64) (*Index, error) {
 		ix.e[i] = order.Uint64(in[8*i:])
 	}
 	if s.indexStart {
-		ix.start, ix.ixOff, ix.ixEnd = s.indexLen, 0, s.indexLen
+		ix.start = s.indexLen
 	} else {
-		ix.end, ix.ixOff, ix.ixEnd = shardSize-s.indexLen, shardSize-s.indexLen, shardSize
+		ix.end = shardSize - s.indexLen
 	}
 	return ix, nil
 }
@@ -361,72 +359,6 @@ func (a *Array) Shard() *Shard { return a.shard }
 // the whole stored shard and use DecodeFromShard (or UnwrapShard first).
 func (a *Array) WholeShard() bool { return a.shard != nil && a.unwrap != nil }
 
-// StoredGrid returns the number of stored values (shards, for a sharded
-// array; chunks otherwise) along each dimension. The caller must not
-// modify it.
-func (a *Array) StoredGrid() []int {
-	if a.storedGrid != nil {
-		return a.storedGrid
-	}
-	return a.grid
-}
-
-// StoredKey maps the presented chunk at coords to the key of the stored
-// value that holds it, relative to the array. For a sharded array (sharded
-// true) that is the shard, and inner is the chunk's entry in the shard
-// index; otherwise it is the chunk's own stored key and inner is 0.
-func (a *Array) StoredKey(coords []int) (key string, inner int, sharded bool) {
-	if a.shard == nil {
-		return formatKey(a.storedPrefix, a.Separator, coords), 0, false
-	}
-	rank := len(coords)
-	shard := make([]int, rank)
-	local := make([]int, rank)
-	for d, c := range coords {
-		shard[d], local[d] = c/a.shardPer[d], c%a.shardPer[d]
-	}
-	for i := range rank { // C order over the codec's axes
-		ax := i
-		if a.perm != nil {
-			ax = a.perm[i]
-		}
-		inner = inner*a.shard.cps[i] + local[ax]
-	}
-	return formatKey(a.storedPrefix, a.Separator, shard), inner, true
-}
-
-// ParseStoredKey returns the stored grid coordinates (shard coordinates for
-// a sharded array) of rel, a stored key relative to the array, or false.
-func (a *Array) ParseStoredKey(rel string) ([]int, bool) {
-	return parseKey(rel, a.storedPrefix, a.Separator, a.StoredGrid(), !a.separatorGiven)
-}
-
-// InnerCoords is the inverse of StoredKey for a sharded array: the
-// presented chunk coordinates of entry inner of the shard at shard
-// coordinates. It reports false when that inner chunk lies outside the
-// array (edge shards have index entries for those) or the array is not
-// sharded.
-func (a *Array) InnerCoords(shard []int, inner int) ([]int, bool) {
-	if a.shard == nil || len(shard) != len(a.grid) || inner < 0 || inner >= a.shard.n {
-		return nil, false
-	}
-	local := unravel(inner, a.shard.cps)
-	coords := make([]int, len(shard))
-	for i, l := range local {
-		ax := i
-		if a.perm != nil {
-			ax = a.perm[i]
-		}
-		coords[ax] = shard[ax]*a.shardPer[ax] + l
-	}
-	for d, c := range coords {
-		if c >= a.grid[d] {
-			return nil, false
-		}
-	}
-	return coords, true
-}
-
 // UnwrapShard undoes the bytes→bytes codecs after the sharding codec
 // (verifying a whole-shard checksum), giving the shard that IndexRange,
 // ParseIndex and Entry address. Without such codecs it returns src.
@@ -450,7 +382,7 @@ func (a *Array) DecodeFromShard(dst, shard []byte, coords []int) ([]byte, error)
 		return nil, fmt.Errorf("%w: array is not presented unsharded", ErrInvalid)
 	}
 	if _, ok := a.ParseChunkKey(a.ChunkKey(coords)); !ok {
-		return nil, fmt.Errorf("chunk %v: %w", coords, iofs.ErrNotExist)
+		return nil, &iofs.PathError{Op: "decode", Path: a.ChunkKey(coords), Err: iofs.ErrNotExist}
 	}
 	_, inner, _ := a.StoredKey(coords)
 	b, err := a.UnwrapShard(shard)

@@ -141,30 +141,25 @@ func describeCodec(raw json.RawMessage) string {
 	return id + "(" + strings.Join(args, " ") + ")"
 }
 
-// RewriteV2Array returns the presented .zarray: "compressor" and "filters"
-// null, everything else kept. Keys are sorted and indented by 4, as
-// zarr-python writes them.
-func RewriteV2Array(zarray []byte) ([]byte, error) {
-	return RewriteV2ArraySep(zarray, "")
-}
-
-// RewriteV2ArraySep is RewriteV2Array that also sets "dimension_separator"
-// to sep when sep is not empty (for legacy nested stores, whose .zarray
-// lacks the key although their chunk keys are "0/0").
-func RewriteV2ArraySep(zarray []byte, sep string) ([]byte, error) {
+// RewriteV2Array returns the presented .zarray of a, the array zarray
+// parses to (and ResolveSeparator resolves): "compressor" and "filters"
+// null, "dimension_separator" a's separator unless a is Legacy (so a
+// legacy nested array's .zarray names "/"), everything else kept. Keys are
+// sorted and indented by 4, as zarr-python writes them.
+func RewriteV2Array(zarray []byte, a *Array) ([]byte, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(sanitizeJSON(zarray), &m); err != nil || m == nil {
 		return nil, fmt.Errorf("%w: .zarray is not a JSON object", ErrInvalid)
 	}
-	rewriteV2(m, sep)
+	rewriteV2(m, a)
 	return marshal(m)
 }
 
-func rewriteV2(m map[string]json.RawMessage, sep string) {
+func rewriteV2(m map[string]json.RawMessage, a *Array) {
 	m["compressor"] = json.RawMessage("null")
 	m["filters"] = json.RawMessage("null")
-	if sep != "" {
-		m["dimension_separator"], _ = jsonCompact(sep)
+	if !a.Legacy() {
+		m["dimension_separator"], _ = jsonCompact(a.Separator)
 	}
 }
 
@@ -185,14 +180,15 @@ func RewriteV2Consolidated(zmetadata []byte) ([]byte, error) {
 		if key != ArrayFile && !strings.HasSuffix(key, "/"+ArrayFile) {
 			continue
 		}
-		if a, err := ParseV2(v); err != nil || a.PassThrough != nil {
+		a, err := ParseV2(v)
+		if err != nil || a.PassThrough != nil {
 			continue
 		}
 		var m map[string]json.RawMessage
 		if json.Unmarshal(v, &m) != nil {
 			continue
 		}
-		rewriteV2(m, "")
+		rewriteV2(m, a)
 		b, err := jsonCompact(m)
 		if err != nil {
 			return nil, err

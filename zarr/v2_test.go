@@ -93,7 +93,7 @@ func TestChunkKeys(t *testing.T) {
 		{"/", "2/1/0", []int{2, 1, 0}},
 		{"/", "2.1.0", nil},
 		{"", "2.1.0", []int{2, 1, 0}},
-		{"", "2/1/0", []int{2, 1, 0}}, // legacy nested
+		{"", "2/1/0", nil}, // legacy: nested only once ResolveSeparator finds it so
 	}
 	for _, tt := range tests {
 		a, err := ParseV2([]byte(doc(tt.sep)))
@@ -105,7 +105,7 @@ func TestChunkKeys(t *testing.T) {
 			t.Errorf("sep %q: ParseChunkKey(%q) = %v, %v; want %v", tt.sep, tt.key, got, ok, tt.want)
 		}
 		if tt.want != nil {
-			if k := a.ChunkKey(tt.want); tt.sep != "" && k != tt.key {
+			if k := a.ChunkKey(tt.want); k != tt.key {
 				t.Errorf("ChunkKey(%v) = %q, want %q", tt.want, k, tt.key)
 			}
 			if c := a.Coords(a.Linear(tt.want)); !slices.Equal(c, tt.want) {
@@ -117,9 +117,56 @@ func TestChunkKeys(t *testing.T) {
 	if !a.Legacy() || a.Linear([]int{1, 2, 0}) != 1*3*1+2*1+0 || a.NumChunks() != 9 {
 		t.Errorf("Legacy %v, Linear %d, NumChunks %d", a.Legacy(), a.Linear([]int{1, 2, 0}), a.NumChunks())
 	}
+	testResolveSeparator(t, a)
 	zero, _ := ParseV2([]byte(`{"zarr_format": 2, "order": "C", "shape": [], "chunks": [], "dtype": "<i2", "compressor": null, "filters": null, "fill_value": 0}`))
 	if c, ok := zero.ParseChunkKey("0"); !ok || len(c) != 0 || zero.ChunkKey(nil) != "0" {
 		t.Errorf("0-d key: %v %v %q", c, ok, zero.ChunkKey(nil))
+	}
+}
+
+// testResolveSeparator checks that a legacy array of grid 3×3×1 is
+// decided nested by a directory named for a first-axis chunk index, and
+// only by one, and that the array it gives has "/" keys only.
+func testResolveSeparator(t *testing.T, a *Array) {
+	t.Helper()
+	for _, tt := range []struct {
+		dirs   []string
+		nested bool
+	}{
+		{nil, false},
+		{[]string{"x", "3", "01", "-1"}, false}, // no chunk index along the first axis (of 3)
+		{[]string{"x", "2"}, true},
+	} {
+		n, err := a.ResolveSeparator(func() ([]string, error) { return tt.dirs, nil })
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case !tt.nested && n != a:
+			t.Errorf("dirs %q: resolved to separator %q, want the array as it is", tt.dirs, n.Separator)
+		case tt.nested && (n.Separator != "/" || n.Legacy() || !a.Legacy()):
+			t.Errorf("dirs %q: separator %q, legacy %v (was %v); want \"/\", not legacy", tt.dirs, n.Separator, n.Legacy(), a.Legacy())
+		case tt.nested:
+			if c, ok := n.ParseChunkKey("2/1/0"); !ok || !slices.Equal(c, []int{2, 1, 0}) || n.ChunkKey(c) != "2/1/0" {
+				t.Errorf("nested: ParseChunkKey(2/1/0) = %v, %v", c, ok)
+			}
+			if k, _, _ := n.StoredKey([]int{2, 1, 0}); k != "2/1/0" {
+				t.Errorf("nested: StoredKey = %q", k)
+			}
+			if _, ok := n.ParseChunkKey("2.1.0"); ok {
+				t.Errorf("nested: ParseChunkKey(2.1.0) accepted")
+			}
+		}
+	}
+	errList := errors.New("no listing")
+	if _, err := a.ResolveSeparator(func() ([]string, error) { return nil, errList }); !errors.Is(err, errList) {
+		t.Errorf("a failed listing: %v", err)
+	}
+	named, _ := ParseV2([]byte(`{"zarr_format": 2, "order": "C", "shape": [4, 4], "chunks": [2, 2], "dtype": "<i8", "compressor": null, "filters": null, "fill_value": 0, "dimension_separator": "."}`))
+	flat, _ := ParseV2([]byte(`{"zarr_format": 2, "order": "C", "shape": [4], "chunks": [2], "dtype": "<i8", "compressor": null, "filters": null, "fill_value": 0}`))
+	for _, b := range []*Array{named, flat} { // keys decided by the metadata, or alike either way
+		if n, err := b.ResolveSeparator(func() ([]string, error) { t.Error("listed"); return []string{"0"}, nil }); n != b || err != nil {
+			t.Errorf("ResolveSeparator of %q keys, rank %d: %v", b.Separator, len(b.Shape), err)
+		}
 	}
 }
 
@@ -127,7 +174,7 @@ func TestRewriteV2(t *testing.T) {
 	in := `{"chunks": [2], "compressor": {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1},
 		"dtype": "<f8", "fill_value": "NaN", "filters": [{"id": "delta", "dtype": "<f8"}],
 		"order": "F", "shape": [5], "zarr_format": 2, "dimension_separator": "/", "extra": {"k": [1, 2]}}`
-	out, err := RewriteV2Array([]byte(in))
+	out, err := RewriteV2Array([]byte(in), mustParseV2(t, in))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,10 +192,28 @@ func TestRewriteV2(t *testing.T) {
 	if err != nil || a.Codecs != "none" {
 		t.Errorf("rewritten array: %v, codecs %q", err, a.Codecs)
 	}
-	sep, _ := RewriteV2ArraySep([]byte(`{"zarr_format": 2, "order": "C", "shape": [4, 4], "chunks": [2, 2], "dtype": "<i8", "compressor": null, "filters": null, "fill_value": 0}`), "/")
-	if a, _ := ParseV2(sep); a == nil || a.Separator != "/" || a.Legacy() {
-		t.Errorf("RewriteV2ArraySep: %s", sep)
+	legacy := `{"zarr_format": 2, "order": "C", "shape": [4, 4], "chunks": [2, 2], "dtype": "<i8", "compressor": null, "filters": null, "fill_value": 0}`
+	nested, err := mustParseV2(t, legacy).ResolveSeparator(func() ([]string, error) { return []string{"1"}, nil })
+	if err != nil {
+		t.Fatal(err)
 	}
+	sep, _ := RewriteV2Array([]byte(legacy), nested)
+	if a, _ := ParseV2(sep); a == nil || a.Separator != "/" || a.Legacy() {
+		t.Errorf("RewriteV2Array of a nested legacy array: %s", sep)
+	}
+	flat, _ := RewriteV2Array([]byte(legacy), mustParseV2(t, legacy))
+	if a, _ := ParseV2(flat); a == nil || !a.Legacy() {
+		t.Errorf("RewriteV2Array of a legacy array named a separator: %s", flat)
+	}
+}
+
+func mustParseV2(t *testing.T, zarray string) *Array {
+	t.Helper()
+	a, err := ParseV2([]byte(zarray))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
 
 func TestRewriteV2Consolidated(t *testing.T) {
@@ -202,7 +267,7 @@ func TestConformanceV2Metadata(t *testing.T) {
 			if object != (a.PassThrough != nil) && !errors.Is(a.PassThrough, codec.ErrUnknownCodec) {
 				t.Errorf("%s: dtype %s, PassThrough %v", path, a.DType, a.PassThrough)
 			}
-			if _, err := RewriteV2Array(b); err != nil {
+			if _, err := RewriteV2Array(b, a); err != nil {
 				t.Errorf("%s: rewrite: %v", path, err)
 			}
 			return nil
@@ -230,7 +295,8 @@ func mustJSON(t *testing.T, v any) string {
 }
 
 func TestRewriteKeepsAngleBrackets(t *testing.T) {
-	out, err := RewriteV2Array([]byte(`{"zarr_format": 2, "order": "C", "shape": [4], "chunks": [2], "dtype": "<f4", "compressor": {"id": "zlib"}, "filters": null, "fill_value": 0}`))
+	in := `{"zarr_format": 2, "order": "C", "shape": [4], "chunks": [2], "dtype": "<f4", "compressor": {"id": "zlib"}, "filters": null, "fill_value": 0}`
+	out, err := RewriteV2Array([]byte(in), mustParseV2(t, in))
 	if err != nil || !strings.Contains(string(out), `"dtype": "<f4"`) {
 		t.Errorf("rewrite = %s, %v; want a plain \"<f4\"", out, err)
 	}

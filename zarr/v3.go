@@ -276,7 +276,7 @@ func (a *Array) presentUnsharded(p *pipe, shape []int64) error {
 		presented[ax] = int64(s.inner[i])
 		a.shardPer[ax] = s.cps[i]
 	}
-	a.storedGrid = a.grid
+	a.storedGrid, a.shardShape = a.grid, a.Chunks
 	a.shard, a.unwrap = s, p.outer
 	if err := a.setShape(shape, presented); err != nil {
 		return err

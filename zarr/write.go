@@ -30,8 +30,8 @@ type Target struct {
 // StoreArray returns the metadata files of an array stored as t: ".zarray"
 // and ".zattrs" for v2, "zarr.json" for v3. src holds the array's stored
 // metadata files (".zarray" and, if present, ".zattrs"; or "zarr.json"),
-// and a is the array as parsed from them and presented (with a legacy
-// nested separator applied). Shape, data type, byte order, fill value,
+// and a is the array as parsed from them and presented (a legacy array as
+// ResolveSeparator returns it). Shape, data type, byte order, fill value,
 // attributes and dimension names carry over; between formats, v2's
 // "_ARRAY_DIMENSIONS" attribute and v3's dimension_names stand for each
 // other, and a v2 array in F order becomes C order in v3 (its chunks must

@@ -60,6 +60,7 @@ type Array struct {
 	storedGrid   []int         // stored values (shards) per dimension; nil: same as grid
 	shard        *Shard        // non-nil when a sharded array is presented unsharded
 	shardPer     []int         // presented chunks per shard along each array axis
+	shardShape   []int         // the stored chunk (shard) shape along each array axis
 	perm         []int         // sharding codec axis i is array axis perm[i]; nil: identity
 	unwrap       codec.Decoder // bytes→bytes codecs after the sharding codec; nil when none
 	dt           dataType

@@ -269,8 +269,8 @@ func (s *Store) ReadKey(ctx context.Context, key string) ([]byte, error) {
 // where it ends. Each range read is kept as an entry of its own (the shard
 // index and inner chunks of a sharded array). The caller owns the slice.
 func (s *Store) ReadKeyRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
-	if off < 0 || n < 0 {
-		return nil, fmt.Errorf("read %s [%d,+%d): negative range", key, off, n)
+	if err := store.CheckRange(key, off, n); err != nil {
+		return nil, err
 	}
 	if n == 0 || !s.keep(key) {
 		return store.ReadRange(ctx, s.inner, key, off, n)

@@ -2,7 +2,7 @@ package httpstore
 
 import (
 	"encoding/json"
-	"fmt"
+	"errors"
 	"io/fs"
 	"path"
 	"slices"
@@ -232,10 +232,10 @@ func (c *catalog) consolidatedV2(key string, doc []byte) error {
 		Metadata map[string]json.RawMessage `json:"metadata"`
 	}
 	if err := json.Unmarshal(doc, &m); err != nil {
-		return fmt.Errorf("%s: %w", key, err)
+		return &fs.PathError{Op: "parse", Path: key, Err: err}
 	}
 	if m.Metadata == nil {
-		return fmt.Errorf("%s: no \"metadata\" object", key)
+		return &fs.PathError{Op: "parse", Path: key, Err: errors.New(`no "metadata" object`)}
 	}
 	root := path.Dir(key)
 	c.addFile(key)

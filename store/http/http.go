@@ -245,7 +245,7 @@ func (s *Store) doc(ctx context.Context, key string) ([]byte, error) {
 		return b, nil
 	}
 	if exists, known := s.cat.meta(key); known && !exists {
-		return nil, fmt.Errorf("http %s: %w", key, fs.ErrNotExist)
+		return nil, &fs.PathError{Op: "http", Path: key, Err: fs.ErrNotExist}
 	}
 	b, err := s.get(ctx, key, 0, -1)
 	if err != nil {
@@ -285,8 +285,8 @@ func (s *Store) ReadKeyRange(ctx context.Context, key string, off, n int64) ([]b
 	if err := remote.CheckKey(ctx, "read", key); err != nil {
 		return nil, err
 	}
-	if off < 0 || n < 0 {
-		return nil, fmt.Errorf("read %s [%d,+%d): negative range", key, off, n)
+	if err := store.CheckRange(key, off, n); err != nil {
+		return nil, err
 	}
 	if isMeta(key) {
 		b, err := s.doc(ctx, key)
@@ -310,8 +310,8 @@ func (s *Store) ReadKeyVersion(ctx context.Context, key string, off, n int64, ha
 	if err := remote.CheckKey(ctx, "read", key); err != nil {
 		return nil, "", err
 	}
-	if n >= 0 && off < 0 {
-		return nil, "", fmt.Errorf("read %s [%d,+%d): negative range", key, off, n)
+	if err := store.CheckRange(key, off, max(n, 0)); err != nil { // n < 0: all of it
+		return nil, "", err
 	}
 	if isMeta(key) || n == 0 {
 		var b []byte
@@ -326,7 +326,7 @@ func (s *Store) ReadKeyVersion(ctx context.Context, key string, off, n int64, ha
 		}
 		x, _ := s.facts.Get(key)
 		if have != "" && x.Tag == have {
-			return nil, have, fmt.Errorf("http %s: %w", key, store.ErrNotModified)
+			return nil, have, &fs.PathError{Op: "http", Path: key, Err: store.ErrNotModified}
 		}
 		return b, x.Tag, nil
 	}
@@ -353,7 +353,7 @@ func (s *Store) Stat(ctx context.Context, name string) (store.Entry, error) {
 	}
 	if x, ok := s.facts.Wait(ctx, name); ok && (x.Missing || x.Size >= 0) {
 		if x.Missing {
-			return store.Entry{}, fmt.Errorf("http %s: %w", name, fs.ErrNotExist)
+			return store.Entry{}, &fs.PathError{Op: "http", Path: name, Err: fs.ErrNotExist}
 		}
 		return store.Entry{Name: base, Size: x.Size}, nil
 	}
@@ -375,7 +375,7 @@ func (s *Store) List(ctx context.Context, dir string) ([]store.Entry, error) {
 			return nil, err
 		}
 		if !e.Dir {
-			return nil, fmt.Errorf("list %s: not a directory: %w", dir, fs.ErrNotExist)
+			return nil, &fs.PathError{Op: "list", Path: dir, Err: fmt.Errorf("not a directory: %w", fs.ErrNotExist)}
 		}
 	}
 	// A v2 array without dimension_separator may keep its chunks nested

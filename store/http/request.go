@@ -52,7 +52,7 @@ func (s *Store) get(ctx context.Context, key string, off, n int64) ([]byte, erro
 // unchanged value is store.ErrNotModified.
 func (s *Store) getVersion(ctx context.Context, key string, off, n int64, have string) ([]byte, string, error) {
 	if x, ok := s.facts.Get(key); ok && x.Missing {
-		return nil, "", fmt.Errorf("http GET %s: %w", key, fs.ErrNotExist)
+		return nil, "", &fs.PathError{Op: "http GET", Path: key, Err: fs.ErrNotExist}
 	}
 	end := s.facts.Begin(key)
 	defer end()
@@ -64,7 +64,7 @@ func (s *Store) getVersion(ctx context.Context, key string, off, n int64, have s
 		return err
 	})
 	if err != nil {
-		return nil, version, fmt.Errorf("http GET %s: %w", key, err)
+		return nil, version, &fs.PathError{Op: "http GET", Path: key, Err: err}
 	}
 	return body, version, nil
 }
@@ -144,7 +144,7 @@ func (s *Store) head(ctx context.Context, key string) (store.Entry, error) {
 		return err
 	})
 	if err != nil {
-		return store.Entry{}, fmt.Errorf("http HEAD %s: %w", key, err)
+		return store.Entry{}, &fs.PathError{Op: "http HEAD", Path: key, Err: err}
 	}
 	return e, nil
 }

@@ -84,7 +84,8 @@ func (f *Facts) Observe(ctx context.Context, key string, x Fact) error {
 		}
 	case changed(old, x):
 		f.mu.Unlock()
-		return Retryable(fmt.Errorf("%w: %s was %s, now %s", ErrChanged, key, describe(old), describe(x)))
+		// The caller's error names the key.
+		return Retryable(fmt.Errorf("%w: was %s, now %s", ErrChanged, describe(old), describe(x)))
 	default:
 		// The same version: learn what was not known (a range's answer
 		// may not say the size, a server may omit the tag).

@@ -265,8 +265,8 @@ func (s *Store) ReadKey(ctx context.Context, key string) ([]byte, error) {
 // ReadKeyRange returns the bytes of key's value in [off, off+n), fewer only
 // where the value ends, with one ranged GET. The caller owns the slice.
 func (s *Store) ReadKeyRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
-	if off < 0 || n < 0 {
-		return nil, fmt.Errorf("read %s [%d,+%d): negative range", key, off, n)
+	if err := store.CheckRange(key, off, n); err != nil {
+		return nil, err
 	}
 	if n == 0 {
 		if err := remote.CheckKey(ctx, "read", key); err != nil {
@@ -287,8 +287,8 @@ func (s *Store) read(ctx context.Context, key string, off, n int64) ([]byte, err
 // and its version (the ETag, else Last-Modified), with one GET made
 // conditional on have (see store.Versioner). The caller owns the slice.
 func (s *Store) ReadKeyVersion(ctx context.Context, key string, off, n int64, have string) ([]byte, string, error) {
-	if n >= 0 && off < 0 {
-		return nil, "", fmt.Errorf("read %s [%d,+%d): negative range", key, off, n)
+	if err := store.CheckRange(key, off, max(n, 0)); err != nil { // n < 0: all of it
+		return nil, "", err
 	}
 	if n == 0 {
 		b, err := s.ReadKeyRange(ctx, key, off, n)
@@ -303,7 +303,7 @@ func (s *Store) readVersion(ctx context.Context, key string, off, n int64, have 
 		return nil, "", err
 	}
 	if x, ok := s.facts.Get(key); ok && x.Missing {
-		return nil, "", fmt.Errorf("s3 GET %s: %w", key, fs.ErrNotExist)
+		return nil, "", &fs.PathError{Op: "s3 GET", Path: key, Err: fs.ErrNotExist}
 	}
 	end := s.facts.Begin(key)
 	defer end()
@@ -325,10 +325,10 @@ func (s *Store) readVersion(ctx context.Context, key string, off, n int64, have 
 	s.log.DebugContext(ctx, "s3", "op", "GET", "key", key, "off", off, "n", n, "took", time.Since(start), "err", err)
 	if errors.Is(err, store.ErrNotModified) {
 		s.facts.Observe(ctx, key, remote.Fact{Size: -1, Tag: have})
-		return nil, have, fmt.Errorf("s3 GET %s: %w", key, err)
+		return nil, have, &fs.PathError{Op: "s3 GET", Path: key, Err: err}
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("s3 GET %s: %w", key, err)
+		return nil, "", &fs.PathError{Op: "s3 GET", Path: key, Err: err}
 	}
 	return b, version, nil
 }
@@ -445,9 +445,9 @@ func (s *Store) Stat(ctx context.Context, name string) (store.Entry, error) {
 	es, err := s.list(ctx, name, 1)
 	switch {
 	case err != nil:
-		return store.Entry{}, fmt.Errorf("s3 LIST %s: %w", name, err)
+		return store.Entry{}, &fs.PathError{Op: "s3 LIST", Path: name, Err: err}
 	case len(es) == 0:
-		return store.Entry{}, fmt.Errorf("s3 %s: %w", name, fs.ErrNotExist)
+		return store.Entry{}, &fs.PathError{Op: "s3", Path: name, Err: fs.ErrNotExist}
 	}
 	return store.Entry{Name: base, Dir: true}, nil
 }
@@ -461,11 +461,11 @@ func (s *Store) head(ctx context.Context, name string) (store.Entry, error) {
 	if err == nil {
 		size := aws.ToInt64(out.ContentLength)
 		if err := s.facts.Observe(ctx, name, remote.Fact{Size: size, Tag: tag(out.ETag, out.LastModified)}); err != nil {
-			return store.Entry{}, fmt.Errorf("s3 HEAD %s: %w", name, err)
+			return store.Entry{}, &fs.PathError{Op: "s3 HEAD", Path: name, Err: err}
 		}
 		return store.Entry{Name: path.Base(name), Size: size}, nil
 	}
-	return store.Entry{}, fmt.Errorf("s3 HEAD %s: %w", name, s.mapErr(ctx, name, err))
+	return store.Entry{}, &fs.PathError{Op: "s3 HEAD", Path: name, Err: s.mapErr(ctx, name, err)}
 }
 
 // List returns the objects and common prefixes directly under dir, sorted
@@ -478,9 +478,9 @@ func (s *Store) List(ctx context.Context, dir string) ([]store.Entry, error) {
 	es, err := s.list(ctx, dir, 0)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("s3 LIST %s: %w", dir, err)
+		return nil, &fs.PathError{Op: "s3 LIST", Path: dir, Err: err}
 	case len(es) == 0 && dir != ".":
-		return nil, fmt.Errorf("s3 LIST %s: %w", dir, fs.ErrNotExist)
+		return nil, &fs.PathError{Op: "s3 LIST", Path: dir, Err: fs.ErrNotExist}
 	}
 	return es, nil
 }
