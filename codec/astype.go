@@ -2,19 +2,19 @@ package codec
 
 func init() { register("astype", newAsType) }
 
-// AsType decodes the numcodecs "astype" filter: numpy's
+// asType decodes the numcodecs "astype" filter: numpy's
 // astype(DecodeDType) of the stored EncodeDType elements. The cast rules
 // (wrap-around, truncation, rounding, bool) are those of cast in dtype.go.
 //
-// An AsType is immutable and safe for concurrent use.
-type AsType struct {
+// An asType is immutable and safe for concurrent use.
+type asType struct {
 	EncodeDType DType // stored elements
 	DecodeDType DType // decoded elements
 }
 
 var (
-	_ Decoder      = (*AsType)(nil)
-	_ EncodedSizer = (*AsType)(nil)
+	_ Decoder      = (*asType)(nil)
+	_ EncodedSizer = (*asType)(nil)
 )
 
 func newAsType(c Config) (Decoder, error) {
@@ -29,16 +29,16 @@ func newAsType(c Config) (Decoder, error) {
 	if err := canCast(et, dt); err != nil {
 		return nil, err
 	}
-	return &AsType{EncodeDType: et, DecodeDType: dt}, nil
+	return &asType{EncodeDType: et, DecodeDType: dt}, nil
 }
 
 // EncodedLen is the stored size of decodedLen bytes.
-func (a *AsType) EncodedLen(decodedLen int) (int, error) {
+func (a *asType) EncodedLen(decodedLen int) (int, error) {
 	return filterEncodedLen(decodedLen, a.DecodeDType.Size, a.EncodeDType.Size)
 }
 
 // Decode appends src's elements, cast to DecodeDType, to dst.
-func (a *AsType) Decode(dst, src []byte) ([]byte, error) {
+func (a *asType) Decode(dst, src []byte) ([]byte, error) {
 	n, out, err := filterCount(dst, src, a.EncodeDType.Size, a.DecodeDType.Size)
 	if err != nil {
 		return dst, err

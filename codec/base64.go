@@ -7,17 +7,17 @@ import (
 
 func init() { register("base64", newBase64) }
 
-// Base64 decodes numcodecs "base64": standard-alphabet base64 with
+// base64Codec decodes numcodecs "base64": standard-alphabet base64 with
 // padding. As Python's standard_b64decode does, bytes outside the alphabet
-// (newlines, spaces) are ignored. Base64 is safe for concurrent use.
-type Base64 struct{}
+// (newlines, spaces) are ignored. base64Codec is safe for concurrent use.
+type base64Codec struct{}
 
 var (
-	_ Decoder      = Base64{}
-	_ EncodedSizer = Base64{}
+	_ Decoder      = base64Codec{}
+	_ EncodedSizer = base64Codec{}
 )
 
-func newBase64(Config) (Decoder, error) { return Base64{}, nil }
+func newBase64(Config) (Decoder, error) { return base64Codec{}, nil }
 
 // base64Chars marks the bytes of the standard alphabet and '='.
 var base64Chars = func() (t [256]bool) {
@@ -29,7 +29,7 @@ var base64Chars = func() (t [256]bool) {
 
 func base64Char(c byte) bool { return base64Chars[c] }
 
-func (Base64) Decode(dst, src []byte) ([]byte, error) {
+func (base64Codec) Decode(dst, src []byte) ([]byte, error) {
 	clean := src
 	for i, c := range src {
 		if !base64Char(c) { // rare: filter into a copy
@@ -63,4 +63,4 @@ func (Base64) Decode(dst, src []byte) ([]byte, error) {
 }
 
 // EncodedLen is the padded base64 length of n bytes.
-func (Base64) EncodedLen(n int) (int, error) { return base64.StdEncoding.EncodedLen(n), nil }
+func (base64Codec) EncodedLen(n int) (int, error) { return base64.StdEncoding.EncodedLen(n), nil }

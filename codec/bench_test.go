@@ -79,7 +79,7 @@ func BenchmarkDecode(b *testing.B) {
 // benchSum is a Go encoder for a checksum codec (numcodecs 0.11 lacks
 // crc32c, fletcher32 and jenkins_lookup3).
 func benchSum(tb testing.TB, config string) func([]byte) []byte {
-	c := compNew(tb, config).(*Checksum)
+	c := compNew(tb, config).(*checksumCodec)
 	return func(p []byte) []byte {
 		sum := binary.LittleEndian.AppendUint32(nil, c.sum(c.prefix, p))
 		if c.atEnd {

@@ -4,18 +4,18 @@ import "fmt"
 
 func init() { register("bitround", newBitRound) }
 
-// BitRound decodes the numcodecs "bitround" filter. Encoding rounds float
+// bitRound decodes the numcodecs "bitround" filter. Encoding rounds float
 // mantissas to KeepBits bits in place; the stored bytes are already the
 // rounded floats, so decoding is a copy.
 //
-// A BitRound is immutable and safe for concurrent use.
-type BitRound struct {
+// A bitRound is immutable and safe for concurrent use.
+type bitRound struct {
 	KeepBits int
 }
 
 var (
-	_ Decoder      = BitRound{}
-	_ EncodedSizer = BitRound{}
+	_ Decoder      = bitRound{}
+	_ EncodedSizer = bitRound{}
 )
 
 func newBitRound(c Config) (Decoder, error) {
@@ -29,11 +29,11 @@ func newBitRound(c Config) (Decoder, error) {
 	if k < 0 {
 		return nil, fmt.Errorf("%w: keepbits %d is negative", ErrConfig, k)
 	}
-	return BitRound{KeepBits: k}, nil
+	return bitRound{KeepBits: k}, nil
 }
 
 // EncodedLen is decodedLen: the filter keeps the item size.
-func (BitRound) EncodedLen(decodedLen int) (int, error) { return decodedLen, nil }
+func (bitRound) EncodedLen(decodedLen int) (int, error) { return decodedLen, nil }
 
 // Decode appends src to dst.
-func (BitRound) Decode(dst, src []byte) ([]byte, error) { return Raw{}.Decode(dst, src) }
+func (bitRound) Decode(dst, src []byte) ([]byte, error) { return Raw{}.Decode(dst, src) }

@@ -10,7 +10,7 @@ import (
 
 func init() { registerEncoder("blosc", newBloscEncoder) }
 
-// BloscEncoder writes c-blosc 1.x buffers as numcodecs 0.11 (c-blosc 1.21)
+// bloscEncoder writes c-blosc 1.x buffers as numcodecs 0.11 (c-blosc 1.21)
 // writes them (zarr-formats.md §1): the same header and flags, the block
 // size compute_blocksize chooses (or Blocksize, enlarged as c-blosc
 // enlarges it), blocks split into Typesize streams exactly when c-blosc's
@@ -21,8 +21,8 @@ func init() { registerEncoder("blosc", newBloscEncoder) }
 // lz4Compress), blosclz c-blosc's, so their sizes land close to c-blosc's;
 // zstd, zlib and lz4hc use klauspost/compress and pierrec/lz4.
 //
-// A BloscEncoder is immutable and safe for concurrent use.
-type BloscEncoder struct {
+// A bloscEncoder is immutable and safe for concurrent use.
+type bloscEncoder struct {
 	Cname     string // "blosclz", "lz4", "lz4hc", "zlib" or "zstd"
 	Clevel    int    // 0 (stored) to 9
 	Shuffle   int    // BloscNoShuffle, BloscByteShuffle or BloscBitShuffle
@@ -30,7 +30,7 @@ type BloscEncoder struct {
 	Blocksize int    // 0: chosen as c-blosc chooses it
 }
 
-var _ Encoder = (*BloscEncoder)(nil)
+var _ Encoder = (*bloscEncoder)(nil)
 
 // bloscCodes are the compressor codes of blosc.h (BLOSC_BLOSCLZ ...) and
 // the formats they write.
@@ -79,11 +79,11 @@ func newBloscEncoder(c Config, itemSize int) (Encoder, error) {
 			shuffle = BloscBitShuffle
 		}
 	}
-	e := &BloscEncoder{Cname: cname, Clevel: clevel, Shuffle: shuffle, Typesize: typesize, Blocksize: blocksize}
+	e := &bloscEncoder{Cname: cname, Clevel: clevel, Shuffle: shuffle, Typesize: typesize, Blocksize: blocksize}
 	return e, e.check()
 }
 
-func (e *BloscEncoder) check() error {
+func (e *bloscEncoder) check() error {
 	switch _, ok := bloscCodes[e.Cname]; {
 	case !ok:
 		return fmt.Errorf("%w: blosc cname %q (zfuse encodes blosclz, lz4, lz4hc, zlib and zstd)", ErrConfig, e.Cname)
@@ -100,13 +100,13 @@ func (e *BloscEncoder) check() error {
 }
 
 // MaxEncodedLen is n+16: Blosc stores what does not compress raw.
-func (e *BloscEncoder) MaxEncodedLen(n int) int { return n + bloscHeaderLen }
+func (e *bloscEncoder) MaxEncodedLen(n int) int { return n + bloscHeaderLen }
 
 // bloscMaxBuffer is BLOSC_MAX_BUFFERSIZE: c-blosc refuses larger input.
 const bloscMaxBuffer = 1<<31 - 1 - bloscHeaderLen
 
 // typesize is the typesize c-blosc works with.
-func (e *BloscEncoder) typesize() int {
+func (e *bloscEncoder) typesize() int {
 	if e.Typesize > 255 {
 		return 1 // BLOSC_MAX_TYPESIZE: a stream of bytes
 	}
@@ -115,14 +115,14 @@ func (e *BloscEncoder) typesize() int {
 
 // splits reports whether c-blosc's default split mode
 // (BLOSC_FORWARD_COMPAT_SPLIT) splits blocks of this size.
-func (e *BloscEncoder) splits(blocksize int) bool {
+func (e *bloscEncoder) splits(blocksize int) bool {
 	ts := e.typesize()
 	return e.Cname != "zstd" && ts <= maxStreams && blocksize/ts >= bloscMinSplit
 }
 
 // BlockSize returns the block size c-blosc 1.x's compute_blocksize
 // chooses for nbytes bytes.
-func (e *BloscEncoder) BlockSize(nbytes int) int {
+func (e *bloscEncoder) BlockSize(nbytes int) int {
 	ts := e.typesize()
 	if nbytes < ts {
 		return 1
@@ -175,7 +175,7 @@ var bloscEncodeScratches = sync.Pool{New: func() any { return new(bloscEncodeScr
 // Encode appends the Blosc buffer of src to dst, within cap(dst). The
 // result does not depend on the room given: with less than
 // MaxEncodedLen, it is made in scratch space and copied if it fits.
-func (e *BloscEncoder) Encode(dst, src []byte) ([]byte, error) {
+func (e *bloscEncoder) Encode(dst, src []byte) ([]byte, error) {
 	if err := e.check(); err != nil {
 		return dst, err
 	}
@@ -186,7 +186,7 @@ func (e *BloscEncoder) Encode(dst, src []byte) ([]byte, error) {
 }
 
 // encode is Encode with MaxEncodedLen bytes of room in dst.
-func (e *BloscEncoder) encode(dst, src []byte) ([]byte, error) {
+func (e *bloscEncoder) encode(dst, src []byte) ([]byte, error) {
 	nbytes := len(src)
 	ts := e.typesize()
 	code := bloscCodes[e.Cname]
@@ -229,7 +229,7 @@ func (e *BloscEncoder) encode(dst, src []byte) ([]byte, error) {
 // blocks writes the block starts and blocks of src after the header in
 // out and returns the buffer's length, or 0 when it does not fit in out
 // (then it is stored raw).
-func (e *BloscEncoder) blocks(out, src []byte, bs int, flags byte, ts int) int {
+func (e *bloscEncoder) blocks(out, src []byte, bs int, flags byte, ts int) int {
 	nblocks := (len(src) + bs - 1) / bs
 	pos := bloscHeaderLen + 4*nblocks
 	if pos > len(out) {
@@ -290,7 +290,7 @@ func (e *BloscEncoder) blocks(out, src []byte, bs int, flags byte, ts int) int {
 // compress writes one stream of src into d and returns its length, or 0
 // when it does not fit in len(d). split says whether the buffer's blocks
 // are split (blosclz tunes itself to it).
-func (e *BloscEncoder) compress(d, src []byte, split bool) int {
+func (e *bloscEncoder) compress(d, src []byte, split bool) int {
 	switch e.Cname {
 	case "blosclz":
 		return blosclzCompress(d, src, e.Clevel, split)
@@ -309,7 +309,7 @@ func (e *BloscEncoder) compress(d, src []byte, split bool) int {
 	case "zlib":
 		return fitInto(d, src, deflateBound(len(src)), func(b []byte) ([]byte, error) { return zlibEncode(b, src, e.Clevel) })
 	case "zstd":
-		return fitInto(d, src, ZstdEncoder{}.MaxEncodedLen(len(src)), func(b []byte) ([]byte, error) {
+		return fitInto(d, src, zstdEncoder{}.MaxEncodedLen(len(src)), func(b []byte) ([]byte, error) {
 			return zstdEncode(b, src, bloscZstdLevel(e.Clevel), false)
 		})
 	}

@@ -19,12 +19,12 @@ func init() {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// A Checksum is a numcodecs checksum codec: the payload with a 4-byte
+// A checksumCodec is a numcodecs checksum codec: the payload with a 4-byte
 // little-endian checksum before it (crc32, adler32 by default) or after it
 // (crc32c, fletcher32, jenkins_lookup3; "location": "end"). Decode
 // verifies the checksum (ErrChecksum on mismatch) and appends the payload.
-// A Checksum is safe for concurrent use.
-type Checksum struct {
+// A checksumCodec is safe for concurrent use.
+type checksumCodec struct {
 	id     string
 	atEnd  bool
 	prefix []byte // hashed in front of the payload (jenkins_lookup3 only); read-only
@@ -32,8 +32,8 @@ type Checksum struct {
 }
 
 var (
-	_ Decoder      = (*Checksum)(nil)
-	_ EncodedSizer = (*Checksum)(nil)
+	_ Decoder      = (*checksumCodec)(nil)
+	_ EncodedSizer = (*checksumCodec)(nil)
 )
 
 // newChecksum builds the constructor of a Checksum32 subclass of
@@ -51,7 +51,7 @@ func newChecksum(id string, atEnd bool, sum func(prefix, payload []byte) uint32)
 		if loc != "start" && loc != "end" {
 			return nil, fmt.Errorf("%w: checksum location %q", ErrConfig, loc)
 		}
-		return &Checksum{id: id, atEnd: loc == "end", sum: sum}, nil
+		return &checksumCodec{id: id, atEnd: loc == "end", sum: sum}, nil
 	}
 }
 
@@ -59,7 +59,7 @@ func newFletcher32(c Config) (Decoder, error) {
 	if c.Has("location") {
 		return nil, fmt.Errorf("%w: fletcher32 takes no location", ErrConfig)
 	}
-	return &Checksum{id: "fletcher32", atEnd: true, sum: func(_, p []byte) uint32 { return fletcher32(p) }}, nil
+	return &checksumCodec{id: "fletcher32", atEnd: true, sum: func(_, p []byte) uint32 { return fletcher32(p) }}, nil
 }
 
 // newJenkins reads "initval" (uint32, default 0) and "prefix": null, or the
@@ -95,11 +95,11 @@ func newJenkins(c Config) (Decoder, error) {
 		}
 		return jenkinsLookup3(slices.Concat(prefix, p), iv)
 	}
-	return &Checksum{id: "jenkins_lookup3", atEnd: true, prefix: prefix, sum: sum}, nil
+	return &checksumCodec{id: "jenkins_lookup3", atEnd: true, prefix: prefix, sum: sum}, nil
 }
 
 // Decode verifies src's checksum and appends its payload to dst.
-func (c *Checksum) Decode(dst, src []byte) ([]byte, error) {
+func (c *checksumCodec) Decode(dst, src []byte) ([]byte, error) {
 	if len(src) < 4 {
 		return dst, fmt.Errorf("%w: %s: %d bytes, shorter than the checksum", ErrCorrupt, c.id, len(src))
 	}
@@ -118,4 +118,4 @@ func (c *Checksum) Decode(dst, src []byte) ([]byte, error) {
 }
 
 // EncodedLen is n plus the 4 checksum bytes.
-func (c *Checksum) EncodedLen(n int) (int, error) { return n + 4, nil }
+func (c *checksumCodec) EncodedLen(n int) (int, error) { return n + 4, nil }

@@ -32,7 +32,7 @@ func TestChecksumVectors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s/%q", tt.config, tt.data), func(t *testing.T) {
-			c := compNew(t, tt.config).(*Checksum)
+			c := compNew(t, tt.config).(*checksumCodec)
 			if got := c.sum(c.prefix, []byte(tt.data)); got != tt.want {
 				t.Fatalf("checksum %#08x, want %#08x", got, tt.want)
 			}
@@ -119,7 +119,7 @@ func TestChecksumLayout(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.config, func(t *testing.T) {
-			c := compNew(t, tt.config).(*Checksum)
+			c := compNew(t, tt.config).(*checksumCodec)
 			sum := binary.LittleEndian.AppendUint32(nil, c.sum(c.prefix, payload))
 			enc := append(bytes.Clone(sum), payload...)
 			if tt.atEnd {

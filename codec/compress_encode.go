@@ -26,22 +26,22 @@ func init() {
 	registerEncoder("zlib", newLevelEncoder("zlib", 1, zlibEncode, deflateBound))
 }
 
-// LZ4Encoder writes numcodecs "lz4": the u32le size, then one LZ4 block
+// lz4Encoder writes numcodecs "lz4": the u32le size, then one LZ4 block
 // compressed as LZ4_compress_fast does with the given acceleration.
-type LZ4Encoder struct {
+type lz4Encoder struct {
 	Acceleration int // numcodecs' default is 1; values below 1 mean 1
 }
 
-var _ Encoder = LZ4Encoder{}
+var _ Encoder = lz4Encoder{}
 
 func newLZ4Encoder(c Config, _ int) (Encoder, error) {
 	a, err := c.Int("acceleration", 1)
-	return LZ4Encoder{Acceleration: a}, err
+	return lz4Encoder{Acceleration: a}, err
 }
 
-func (LZ4Encoder) MaxEncodedLen(n int) int { return 4 + lz4Bound(n) }
+func (lz4Encoder) MaxEncodedLen(n int) int { return 4 + lz4Bound(n) }
 
-func (e LZ4Encoder) Encode(dst, src []byte) ([]byte, error) {
+func (e lz4Encoder) Encode(dst, src []byte) ([]byte, error) {
 	if len(src) > lz4MaxInput {
 		return dst, fmt.Errorf("%w: lz4: %d bytes is more than LZ4 takes", ErrConfig, len(src))
 	}
@@ -53,16 +53,16 @@ func (e LZ4Encoder) Encode(dst, src []byte) ([]byte, error) {
 	})
 }
 
-// ZstdEncoder writes one zstd frame with the content size (numcodecs 0.11
+// zstdEncoder writes one zstd frame with the content size (numcodecs 0.11
 // needs it), from klauspost/compress at the level nearest Level (zstd's
 // 1..22 map to its four speeds), with a content checksum when Checksum is
 // set (Zarr v3's "checksum"; numcodecs 0.11 writes none).
-type ZstdEncoder struct {
+type zstdEncoder struct {
 	Level    int
 	Checksum bool
 }
 
-var _ Encoder = ZstdEncoder{}
+var _ Encoder = zstdEncoder{}
 
 func newZstdEncoder(c Config, _ int) (Encoder, error) {
 	level, err := c.Int("level", 1) // numcodecs' default
@@ -75,11 +75,11 @@ func newZstdEncoder(c Config, _ int) (Encoder, error) {
 			return nil, err
 		}
 	}
-	return ZstdEncoder{Level: level, Checksum: sum}, nil
+	return zstdEncoder{Level: level, Checksum: sum}, nil
 }
 
 // MaxEncodedLen is ZSTD_compressBound, with room to spare.
-func (ZstdEncoder) MaxEncodedLen(n int) int {
+func (zstdEncoder) MaxEncodedLen(n int) int {
 	b := n + n>>8 + 64
 	if n < 128<<10 {
 		b += (128<<10 - n) >> 11
@@ -87,7 +87,7 @@ func (ZstdEncoder) MaxEncodedLen(n int) int {
 	return b
 }
 
-func (e ZstdEncoder) Encode(dst, src []byte) ([]byte, error) {
+func (e zstdEncoder) Encode(dst, src []byte) ([]byte, error) {
 	return encodeWithin(dst, src, e.MaxEncodedLen(len(src)), func(d []byte) ([]byte, error) {
 		return zstdEncode(d, src, e.Level, e.Checksum)
 	})

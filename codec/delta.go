@@ -8,7 +8,7 @@ import (
 
 func init() { register("delta", newDelta) }
 
-// Delta decodes the numcodecs "delta" filter: the stored elements (AsType)
+// deltaFilter decodes the numcodecs "delta" filter: the stored elements (AsType)
 // are the differences between neighbours, the first one absolute, and
 // decoding is numpy's cumsum(enc, out=<DType array>). numpy runs that sum
 // in the type its add ufunc resolves for (DType, AsType), which is
@@ -17,16 +17,16 @@ func init() { register("delta", newDelta) }
 // bool sums are a running OR, floats are sequential IEEE additions (float32
 // sums in float32), timedeltas keep NaT.
 //
-// A Delta is immutable and safe for concurrent use.
-type Delta struct {
+// A deltaFilter is immutable and safe for concurrent use.
+type deltaFilter struct {
 	DType  DType // decoded elements
 	AsType DType // stored elements
 	loop   DType // numpy's type for the running total and the added elements
 }
 
 var (
-	_ Decoder      = (*Delta)(nil)
-	_ EncodedSizer = (*Delta)(nil)
+	_ Decoder      = (*deltaFilter)(nil)
+	_ EncodedSizer = (*deltaFilter)(nil)
 )
 
 func newDelta(c Config) (Decoder, error) {
@@ -47,7 +47,7 @@ func newDelta(c Config) (Decoder, error) {
 			return nil, err
 		}
 	}
-	return &Delta{DType: dt, AsType: at, loop: loop}, nil
+	return &deltaFilter{DType: dt, AsType: at, loop: loop}, nil
 }
 
 // deltaLoop is numpy 1.24's type resolution for add.accumulate(enc,
@@ -71,12 +71,12 @@ func deltaLoop(dt, at DType) (DType, error) {
 }
 
 // EncodedLen is the stored size of decodedLen bytes.
-func (d *Delta) EncodedLen(decodedLen int) (int, error) {
+func (d *deltaFilter) EncodedLen(decodedLen int) (int, error) {
 	return filterEncodedLen(decodedLen, d.DType.Size, d.AsType.Size)
 }
 
 // Decode appends the running sums of src's elements to dst.
-func (d *Delta) Decode(dst, src []byte) ([]byte, error) {
+func (d *deltaFilter) Decode(dst, src []byte) ([]byte, error) {
 	n, out, err := filterCount(dst, src, d.AsType.Size, d.DType.Size)
 	if err != nil {
 		return dst, err
@@ -93,7 +93,7 @@ func (d *Delta) Decode(dst, src []byte) ([]byte, error) {
 
 // slow is the general cumsum. The first element is copied (cast to the
 // loop type and on to DType); the running total stays in the loop type.
-func (d *Delta) slow(out, src []byte, n int) {
+func (d *deltaFilter) slow(out, src []byte, n int) {
 	at, dt, loop := d.AsType, d.DType, d.loop
 	castIn, castOut := !at.sameType(loop), !loop.sameType(dt)
 	lanes := dt.Kind == 'u' && dt.Size == 4 // see vectorLane
@@ -121,7 +121,7 @@ func isIntKind(d DType) bool { return d.Kind == 'i' || d.Kind == 'u' }
 // ints is the all-integer case: the loop type is at least as wide as
 // DType, so every output is the low bytes of the plain running sum of the
 // (sign- or zero-extended) stored elements.
-func (d *Delta) ints(out, src []byte, n int) {
+func (d *deltaFilter) ints(out, src []byte, n int) {
 	at, dt := d.AsType, d.DType
 	var acc uint64
 	for i := range n {

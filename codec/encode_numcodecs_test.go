@@ -186,7 +186,7 @@ func TestNumcodecsEncode(t *testing.T) {
 		h := testutil.Must(ParseBlosc(src))
 		raw := testutil.Must(DecodeFull(Blosc{}, make([]byte, 0, h.Nbytes), src))
 		cname := strings.Split(strings.TrimSuffix(filepath.Base(p), ".cdata"), "-")[2]
-		e := &BloscEncoder{Cname: cname, Clevel: 9, Shuffle: h.Shuffle(), Typesize: h.Typesize}
+		e := &bloscEncoder{Cname: cname, Clevel: 9, Shuffle: h.Shuffle(), Typesize: h.Typesize}
 		ours := testutil.Must(e.Encode(make([]byte, 0, e.MaxEncodedLen(len(raw))), raw))
 		name := "c-blosc/" + filepath.Base(p)
 		rawFile, goFile := filepath.Join(dir, filepath.Base(p)+".raw"), filepath.Join(dir, filepath.Base(p)+".go")

@@ -175,7 +175,7 @@ func TestEncodeRoundTrip(t *testing.T) {
 func TestEncodeBatchCancel(t *testing.T) {
 	p := NewPool(2)
 	defer p.Close()
-	e := LZ4Encoder{}
+	e := lz4Encoder{}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for name, b := range map[string]BatchEncoder{"loop": EncoderBatch(e), "pool": p.EncoderBatch(e)} {
@@ -261,7 +261,7 @@ func TestBloscBlockSize(t *testing.T) {
 		{"blosclz", 5, 2, 0, 1 << 20, 256 << 10}, // 128K*2
 	}
 	for _, tt := range tests {
-		e := &BloscEncoder{Cname: tt.cname, Clevel: tt.clevel, Shuffle: 1, Typesize: tt.typesize, Blocksize: tt.blocksize}
+		e := &bloscEncoder{Cname: tt.cname, Clevel: tt.clevel, Shuffle: 1, Typesize: tt.typesize, Blocksize: tt.blocksize}
 		if got := e.BlockSize(tt.nbytes); got != tt.want {
 			t.Errorf("%s clevel %d typesize %d blocksize %d, %d bytes: %d, want %d", tt.cname, tt.clevel, tt.typesize, tt.blocksize, tt.nbytes, got, tt.want)
 		}
@@ -275,19 +275,19 @@ func TestBloscLayout(t *testing.T) {
 	data := compData(1<<20, 9)
 	tests := []struct {
 		name  string
-		e     BloscEncoder
+		e     bloscEncoder
 		n     int
 		flags byte
 	}{
-		{"lz4 shuffle split", BloscEncoder{Cname: "lz4", Clevel: 5, Shuffle: 1, Typesize: 8}, 1 << 20, 0x21},
-		{"lz4 bitshuffle", BloscEncoder{Cname: "lz4", Clevel: 5, Shuffle: 2, Typesize: 8}, 1 << 20, 0x24},
-		{"zstd never splits", BloscEncoder{Cname: "zstd", Clevel: 5, Shuffle: 1, Typesize: 8}, 1 << 20, 0x91},
-		{"zlib split", BloscEncoder{Cname: "zlib", Clevel: 5, Shuffle: 1, Typesize: 8}, 1 << 20, 0x61},
-		{"blosclz", BloscEncoder{Cname: "blosclz", Clevel: 5, Shuffle: 1, Typesize: 8}, 1 << 20, 0x01},
-		{"typesize 32 does not split", BloscEncoder{Cname: "lz4", Clevel: 5, Shuffle: 1, Typesize: 32}, 1 << 20, 0x31},
-		{"clevel 0 is memcpyed", BloscEncoder{Cname: "lz4", Clevel: 0, Shuffle: 1, Typesize: 8}, 1 << 20, 0x23},
-		{"under 128 bytes is memcpyed", BloscEncoder{Cname: "lz4", Clevel: 5, Shuffle: 1, Typesize: 4}, 100, 0x33},
-		{"typesize over 255 is 1: no shuffle, and the noisy bytes store raw", BloscEncoder{Cname: "lz4", Clevel: 5, Shuffle: 1, Typesize: 300}, 1 << 20, 0x23},
+		{"lz4 shuffle split", bloscEncoder{Cname: "lz4", Clevel: 5, Shuffle: 1, Typesize: 8}, 1 << 20, 0x21},
+		{"lz4 bitshuffle", bloscEncoder{Cname: "lz4", Clevel: 5, Shuffle: 2, Typesize: 8}, 1 << 20, 0x24},
+		{"zstd never splits", bloscEncoder{Cname: "zstd", Clevel: 5, Shuffle: 1, Typesize: 8}, 1 << 20, 0x91},
+		{"zlib split", bloscEncoder{Cname: "zlib", Clevel: 5, Shuffle: 1, Typesize: 8}, 1 << 20, 0x61},
+		{"blosclz", bloscEncoder{Cname: "blosclz", Clevel: 5, Shuffle: 1, Typesize: 8}, 1 << 20, 0x01},
+		{"typesize 32 does not split", bloscEncoder{Cname: "lz4", Clevel: 5, Shuffle: 1, Typesize: 32}, 1 << 20, 0x31},
+		{"clevel 0 is memcpyed", bloscEncoder{Cname: "lz4", Clevel: 0, Shuffle: 1, Typesize: 8}, 1 << 20, 0x23},
+		{"under 128 bytes is memcpyed", bloscEncoder{Cname: "lz4", Clevel: 5, Shuffle: 1, Typesize: 4}, 100, 0x33},
+		{"typesize over 255 is 1: no shuffle, and the noisy bytes store raw", bloscEncoder{Cname: "lz4", Clevel: 5, Shuffle: 1, Typesize: 300}, 1 << 20, 0x23},
 	}
 	for _, tt := range tests {
 		src := data[:tt.n]
@@ -323,7 +323,7 @@ func TestBloscLayout(t *testing.T) {
 	for i := range noise {
 		noise[i] = byte(r.Uint32())
 	}
-	e := BloscEncoder{Cname: "lz4", Clevel: 5, Shuffle: 0, Typesize: 1}
+	e := bloscEncoder{Cname: "lz4", Clevel: 5, Shuffle: 0, Typesize: 1}
 	out, _ := e.Encode(make([]byte, 0, e.MaxEncodedLen(len(noise))), noise)
 	if h, _ := ParseBlosc(out); !h.Memcpyed() || len(out) != len(noise)+16 {
 		t.Errorf("noise: flags %#x, %d bytes; want memcpyed, %d", h.Flags, len(out), len(noise)+16)

@@ -21,23 +21,23 @@ func newDeltaEncoder(c Config, itemSize int) (Encoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	if d := e.(*Delta); d.AsType != d.DType || !isIntKind(d.DType) {
+	if d := e.(*deltaFilter); d.AsType != d.DType || !isIntKind(d.DType) {
 		return nil, fmt.Errorf("%w: delta encodes integers stored as themselves, not %s as %s", ErrConfig, d.DType, d.AsType)
 	}
 	return e, nil
 }
 
 var (
-	_ Encoder = (*Checksum)(nil)
-	_ Encoder = ShuffleFilter{}
-	_ Encoder = (*Delta)(nil)
+	_ Encoder = (*checksumCodec)(nil)
+	_ Encoder = shuffleFilter{}
+	_ Encoder = (*deltaFilter)(nil)
 )
 
 // MaxEncodedLen is n plus the 4 checksum bytes.
-func (c *Checksum) MaxEncodedLen(n int) int { return n + 4 }
+func (c *checksumCodec) MaxEncodedLen(n int) int { return n + 4 }
 
 // Encode appends src with its checksum before or after it.
-func (c *Checksum) Encode(dst, src []byte) ([]byte, error) {
+func (c *checksumCodec) Encode(dst, src []byte) ([]byte, error) {
 	out, err := room(dst, len(src)+4)
 	if err != nil {
 		return dst, err
@@ -52,11 +52,11 @@ func (c *Checksum) Encode(dst, src []byte) ([]byte, error) {
 }
 
 // MaxEncodedLen is n: shuffling moves bytes only.
-func (ShuffleFilter) MaxEncodedLen(n int) int { return n }
+func (shuffleFilter) MaxEncodedLen(n int) int { return n }
 
 // Encode appends the byte shuffle of src (whole elements, as numcodecs
 // requires) to dst.
-func (s ShuffleFilter) Encode(dst, src []byte) ([]byte, error) {
+func (s shuffleFilter) Encode(dst, src []byte) ([]byte, error) {
 	if s.ElementSize > 1 && len(src)%s.ElementSize != 0 {
 		return dst, fmt.Errorf("%w: shuffle: %d bytes is not a whole number of %d-byte elements", ErrConfig, len(src), s.ElementSize)
 	}
@@ -69,14 +69,14 @@ func (s ShuffleFilter) Encode(dst, src []byte) ([]byte, error) {
 }
 
 // MaxEncodedLen is n: zfuse encodes deltas only in the decoded type.
-func (d *Delta) MaxEncodedLen(n int) int { return n }
+func (d *deltaFilter) MaxEncodedLen(n int) int { return n }
 
 // Encode appends the differences between neighbours of src's elements
 // (the first one as it is) to dst: numcodecs' np.diff. Only integer
 // dtypes stored as themselves are encoded, the cases where decoding gives
 // back exactly the input (float differences round, bool deltas do not
 // invert, narrower astypes overflow).
-func (d *Delta) Encode(dst, src []byte) ([]byte, error) {
+func (d *deltaFilter) Encode(dst, src []byte) ([]byte, error) {
 	if d.AsType != d.DType || !isIntKind(d.DType) {
 		return dst, fmt.Errorf("%w: delta encodes integers stored as themselves, not %s as %s", ErrConfig, d.DType, d.AsType)
 	}

@@ -694,7 +694,7 @@ func BenchmarkDelta(b *testing.B) {
 		{"f4-big-endian", `{"id":"delta","dtype":">f4"}`},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			d := filterNew(b, tc.config).(*Delta)
+			d := filterNew(b, tc.config).(*deltaFilter)
 			filterBench(b, tc.config, filterBenchSrc(mib/d.DType.Size*d.AsType.Size), mib)
 		})
 	}
@@ -708,7 +708,7 @@ func BenchmarkFixedScaleOffset(b *testing.B) {
 		{"u1-to-f4", `{"id":"fixedscaleoffset","offset":1000,"scale":10,"dtype":"<f4","astype":"|u1"}`},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			f := filterNew(b, tc.config).(*FixedScaleOffset)
+			f := filterNew(b, tc.config).(*fixedScaleOffset)
 			n := mib / f.DType.Size * f.AsType.Size
 			filterBench(b, tc.config, filterBenchSrc(n), mib)
 		})

@@ -11,7 +11,7 @@ import (
 
 func init() { register("fixedscaleoffset", newFixedScaleOffset) }
 
-// FixedScaleOffset decodes the numcodecs "fixedscaleoffset" filter:
+// fixedScaleOffset decodes the numcodecs "fixedscaleoffset" filter:
 // dec = enc/scale + offset, cast to DType (float to integer truncates).
 //
 // numpy 1.24 picks the arithmetic types by value-based promotion, and this
@@ -22,8 +22,8 @@ func init() { register("fixedscaleoffset", newFixedScaleOffset) }
 // min_scalar_type(offset)). Python ints and floats are told apart by their
 // JSON spelling ("10" vs "10.0"), as Python's json module does.
 //
-// A FixedScaleOffset is immutable and safe for concurrent use.
-type FixedScaleOffset struct {
+// A fixedScaleOffset is immutable and safe for concurrent use.
+type fixedScaleOffset struct {
 	Scale, Offset float64 // as configured (rounded to float64)
 	DType         DType   // decoded elements
 	AsType        DType   // stored elements
@@ -33,8 +33,8 @@ type FixedScaleOffset struct {
 }
 
 var (
-	_ Decoder      = (*FixedScaleOffset)(nil)
-	_ EncodedSizer = (*FixedScaleOffset)(nil)
+	_ Decoder      = (*fixedScaleOffset)(nil)
+	_ EncodedSizer = (*fixedScaleOffset)(nil)
 )
 
 // pyNumber is a JSON number as Python's json module reads it.
@@ -132,7 +132,7 @@ func newFixedScaleOffset(c Config) (Decoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &FixedScaleOffset{Scale: scale.f, Offset: offset.f, DType: dt, AsType: at}
+	f := &fixedScaleOffset{Scale: scale.f, Offset: offset.f, DType: dt, AsType: at}
 	switch at.Kind {
 	case 'b', 'i', 'u':
 		f.div = DType{Kind: 'f', Size: 8} // numpy's true_divide of integers
@@ -150,12 +150,12 @@ func newFixedScaleOffset(c Config) (Decoder, error) {
 }
 
 // EncodedLen is the stored size of decodedLen bytes.
-func (f *FixedScaleOffset) EncodedLen(decodedLen int) (int, error) {
+func (f *fixedScaleOffset) EncodedLen(decodedLen int) (int, error) {
 	return filterEncodedLen(decodedLen, f.DType.Size, f.AsType.Size)
 }
 
 // Decode appends the decoded elements of src to dst.
-func (f *FixedScaleOffset) Decode(dst, src []byte) ([]byte, error) {
+func (f *fixedScaleOffset) Decode(dst, src []byte) ([]byte, error) {
 	n, out, err := filterCount(dst, src, f.AsType.Size, f.DType.Size)
 	if err != nil {
 		return dst, err
@@ -174,7 +174,7 @@ func (f *FixedScaleOffset) Decode(dst, src []byte) ([]byte, error) {
 // AsType, and float AsTypes with large scales or offsets): Go's float64
 // arithmetic is the same IEEE arithmetic, so only the loads and the final
 // cast need the general code.
-func (f *FixedScaleOffset) float64s(out, src []byte, n int) {
+func (f *fixedScaleOffset) float64s(out, src []byte, n int) {
 	at, dt := f.AsType, f.DType
 	f8 := DType{Kind: 'f', Size: 8}
 	scale := math.Float64frombits(f.scale.i)
@@ -203,7 +203,7 @@ func (f *FixedScaleOffset) float64s(out, src []byte, n int) {
 	}
 }
 
-func (f *FixedScaleOffset) slow(out, src []byte, n int) {
+func (f *fixedScaleOffset) slow(out, src []byte, n int) {
 	at, dt, div, sum := f.AsType, f.DType, f.div, f.sum
 	lanes := dt.Kind == 'u' && dt.Size == 4 // see vectorLane
 	for i := range n {
@@ -216,7 +216,7 @@ func (f *FixedScaleOffset) slow(out, src []byte, n int) {
 // fast handles little-endian integer or float64 storage decoded to
 // little-endian float64, all in float64 arithmetic, and reports whether
 // it did.
-func (f *FixedScaleOffset) fast(out, src []byte) bool {
+func (f *fixedScaleOffset) fast(out, src []byte) bool {
 	at := f.AsType
 	if f.DType != (DType{Kind: 'f', Size: 8}) || f.sum.Size != 8 || at.Big ||
 		!(at.Kind == 'i' || at.Kind == 'u' || at == f.DType) {

@@ -132,9 +132,9 @@ var fuzzChecksumConfigs = []string{
 }
 
 func FuzzChecksums(f *testing.F) {
-	var ds []*Checksum
+	var ds []*checksumCodec
 	for _, c := range fuzzChecksumConfigs[:len(fuzzChecksumConfigs)-1] {
-		ds = append(ds, compNew(f, c).(*Checksum))
+		ds = append(ds, compNew(f, c).(*checksumCodec))
 	}
 	for i, c := range ds {
 		payload := compData(100*i, uint64(i))
@@ -214,7 +214,7 @@ func fuzzRaw(bs [][]byte) (r []json.RawMessage) {
 }
 
 func checksumOf(t testing.TB, config string, p []byte) uint32 {
-	c := compNew(t, config).(*Checksum)
+	c := compNew(t, config).(*checksumCodec)
 	return c.sum(c.prefix, p)
 }
 

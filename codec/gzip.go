@@ -9,17 +9,17 @@ import (
 
 func init() { register("gzip", newGzip) }
 
-// Gzip decodes RFC 1952 gzip data as numcodecs "gzip" (Python's GzipFile)
+// gzipCodec decodes RFC 1952 gzip data as numcodecs "gzip" (Python's GzipFile)
 // reads it: any number of members, each CRC-32 and size checked, with
 // zero bytes allowed between and after members. Empty input decodes to
 // nothing, as it does in Python.
-type Gzip struct{}
+type gzipCodec struct{}
 
-var _ Decoder = Gzip{}
+var _ Decoder = gzipCodec{}
 
-func newGzip(Config) (Decoder, error) { return Gzip{}, nil }
+func newGzip(Config) (Decoder, error) { return gzipCodec{}, nil }
 
-func (Gzip) Decode(dst, src []byte) ([]byte, error) { return gzipDecode(dst, src) }
+func (gzipCodec) Decode(dst, src []byte) ([]byte, error) { return gzipDecode(dst, src) }
 
 // gzipState is a reusable gzip reader (klauspost's inflate: 1.4x the
 // standard library's speed, and no allocation per member once warm).

@@ -13,7 +13,7 @@ import (
 
 func init() { register("lzma", newLZMA) }
 
-// LZMA decodes numcodecs "lzma" (Python's lzma module) in each of its
+// lzmaCodec decodes numcodecs "lzma" (Python's lzma module) in each of its
 // formats: 1 = .xz (xz.go), 2 = legacy .lzma ("alone"), 3 = raw LZMA1 or
 // LZMA2 as described by the config's filters, 0 = .xz or .lzma by magic.
 //
@@ -25,13 +25,13 @@ func init() { register("lzma", newLZMA) }
 // Only LZMA1/LZMA2 filter chains decode; delta and branch (BCJ) filters
 // are ErrConfig. Concatenated streams decode back to back, as Python's
 // lzma.decompress reads them; other trailing bytes are ErrCorrupt (Python
-// sometimes ignores them). An LZMA value is safe for concurrent use.
-type LZMA struct {
+// sometimes ignores them). An lzmaCodec value is safe for concurrent use.
+type lzmaCodec struct {
 	format int
 	raw    lzmaRaw // format 3 only
 }
 
-var _ Decoder = (*LZMA)(nil)
+var _ Decoder = (*lzmaCodec)(nil)
 
 // Python's lzma.FORMAT_* values.
 const (
@@ -62,7 +62,7 @@ func newLZMA(c Config) (Decoder, error) {
 	if format < lzmaFormatAuto || format > lzmaFormatRaw {
 		return nil, fmt.Errorf("%w: lzma format %d", ErrConfig, format)
 	}
-	d := &LZMA{format: format}
+	d := &lzmaCodec{format: format}
 	var filters []Config
 	if c.Has("filters") {
 		if err := json.Unmarshal(c["filters"], &filters); err != nil {
@@ -160,7 +160,7 @@ func lzmaRawFilter(f Config) (lzmaRaw, error) {
 }
 
 // Decode appends the decoded streams in src to dst without growing it.
-func (d *LZMA) Decode(dst, src []byte) ([]byte, error) {
+func (d *lzmaCodec) Decode(dst, src []byte) ([]byte, error) {
 	format := d.format
 	if format == lzmaFormatAuto {
 		format = lzmaFormatAlone

@@ -7,24 +7,24 @@ import (
 
 func init() { register("packbits", newPackBits) }
 
-// PackBits decodes the numcodecs "packbits" filter: byte 0 is the number of
+// packBits decodes the numcodecs "packbits" filter: byte 0 is the number of
 // padding bits p (0..7) at the end, then np.packbits output, most
 // significant bit first. The decoded elements are bool bytes 0 and 1,
 // 8*(len-1)-p of them. numcodecs would also accept p > 7 (slicing away
 // whole bytes); no encoder writes that, and Decode calls it corrupt.
 //
-// PackBits is stateless and safe for concurrent use.
-type PackBits struct{}
+// packBits is stateless and safe for concurrent use.
+type packBits struct{}
 
 var (
-	_ Decoder      = PackBits{}
-	_ EncodedSizer = PackBits{}
+	_ Decoder      = packBits{}
+	_ EncodedSizer = packBits{}
 )
 
-func newPackBits(Config) (Decoder, error) { return PackBits{}, nil }
+func newPackBits(Config) (Decoder, error) { return packBits{}, nil }
 
 // EncodedLen is 1 + ceil(decodedLen/8).
-func (PackBits) EncodedLen(decodedLen int) (int, error) { return 1 + (decodedLen+7)/8, nil }
+func (packBits) EncodedLen(decodedLen int) (int, error) { return 1 + (decodedLen+7)/8, nil }
 
 // unpacked[b] holds the 8 bool bytes of b, in memory order.
 var unpacked = func() (t [256]uint64) {
@@ -37,7 +37,7 @@ var unpacked = func() (t [256]uint64) {
 }()
 
 // Decode appends the unpacked bools of src to dst.
-func (PackBits) Decode(dst, src []byte) ([]byte, error) {
+func (packBits) Decode(dst, src []byte) ([]byte, error) {
 	if len(src) == 0 {
 		return dst, fmt.Errorf("%w: packbits: empty input", ErrCorrupt)
 	}

@@ -17,14 +17,14 @@ func (Raw) Encode(dst, src []byte) ([]byte, error) {
 	return dst[:len(dst)+len(src)], nil
 }
 
-// An EncodePipeline encodes through its stages in order, the reverse of a
+// An encodePipeline encodes through its stages in order, the reverse of a
 // Pipeline: Stages[0] sees the chunk bytes (the first filter), the last
 // stage writes the stored bytes (the compressor).
-type EncodePipeline struct {
+type encodePipeline struct {
 	Stages []Encoder
 }
 
-var _ Encoder = (*EncodePipeline)(nil)
+var _ Encoder = (*encodePipeline)(nil)
 
 // EncodeChain returns an encoder that runs stages in order. With one stage
 // it returns that stage; with none it returns Raw.
@@ -35,11 +35,11 @@ func EncodeChain(stages ...Encoder) Encoder {
 	case 1:
 		return stages[0]
 	}
-	return &EncodePipeline{Stages: stages}
+	return &encodePipeline{Stages: stages}
 }
 
 // MaxEncodedLen composes the stages' bounds.
-func (p *EncodePipeline) MaxEncodedLen(n int) int {
+func (p *encodePipeline) MaxEncodedLen(n int) int {
 	for _, s := range p.Stages {
 		n = s.MaxEncodedLen(n)
 	}
@@ -49,7 +49,7 @@ func (p *EncodePipeline) MaxEncodedLen(n int) int {
 // Encode runs the stages, as Pipeline.Decode does: with pooled
 // intermediate buffers, here sized by each stage's bound; the last stage
 // writes into dst.
-func (p *EncodePipeline) Encode(dst, src []byte) ([]byte, error) {
+func (p *encodePipeline) Encode(dst, src []byte) ([]byte, error) {
 	return runStages(len(p.Stages), dst, src,
 		func(k int, in []byte) (int, int) {
 			n := p.Stages[k].MaxEncodedLen(len(in))

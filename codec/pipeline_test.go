@@ -87,7 +87,7 @@ func TestDecodeBounded(t *testing.T) {
 func v2Encode(t testing.TB, payload []byte, filters []string, compress func([]byte) []byte) []byte {
 	b := payload
 	for _, f := range filters {
-		c := compNew(t, f).(*Checksum)
+		c := compNew(t, f).(*checksumCodec)
 		sum := binary.LittleEndian.AppendUint32(nil, c.sum(c.prefix, b))
 		if c.atEnd {
 			b = append(bytes.Clone(b), sum...)

@@ -4,19 +4,19 @@ import "fmt"
 
 func init() { register("shuffle", newShuffleFilter) }
 
-// ShuffleFilter decodes the numcodecs "shuffle" filter: one byte shuffle
+// shuffleFilter decodes the numcodecs "shuffle" filter: one byte shuffle
 // over the whole chunk (no Blosc blocks), with element size ElementSize:
 // with n = len/ElementSize, out[b*ElementSize+i] = in[i*n+b]. An element
 // size of 0 or 1 leaves the bytes as they are.
 //
-// A ShuffleFilter is immutable and safe for concurrent use.
-type ShuffleFilter struct {
+// A shuffleFilter is immutable and safe for concurrent use.
+type shuffleFilter struct {
 	ElementSize int
 }
 
 var (
-	_ Decoder      = ShuffleFilter{}
-	_ EncodedSizer = ShuffleFilter{}
+	_ Decoder      = shuffleFilter{}
+	_ EncodedSizer = shuffleFilter{}
 )
 
 func newShuffleFilter(c Config) (Decoder, error) {
@@ -24,15 +24,15 @@ func newShuffleFilter(c Config) (Decoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ShuffleFilter{ElementSize: es}, nil
+	return shuffleFilter{ElementSize: es}, nil
 }
 
 // EncodedLen is decodedLen: shuffling moves bytes only.
-func (ShuffleFilter) EncodedLen(decodedLen int) (int, error) { return decodedLen, nil }
+func (shuffleFilter) EncodedLen(decodedLen int) (int, error) { return decodedLen, nil }
 
 // Decode appends the unshuffled bytes of src to dst. src must hold whole
 // elements, as numcodecs refuses to shuffle anything else.
-func (s ShuffleFilter) Decode(dst, src []byte) ([]byte, error) {
+func (s shuffleFilter) Decode(dst, src []byte) ([]byte, error) {
 	if s.ElementSize <= 1 {
 		return Raw{}.Decode(dst, src)
 	}

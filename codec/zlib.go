@@ -10,16 +10,16 @@ import (
 
 func init() { register("zlib", newZlib) }
 
-// Zlib decodes RFC 1950 zlib streams: numcodecs "zlib" and Blosc's zlib
+// zlibCodec decodes RFC 1950 zlib streams: numcodecs "zlib" and Blosc's zlib
 // splits. The Adler-32 trailer is verified; bytes after the trailer are
 // ignored, as Python's zlib.decompress does.
-type Zlib struct{}
+type zlibCodec struct{}
 
-var _ Decoder = Zlib{}
+var _ Decoder = zlibCodec{}
 
-func newZlib(Config) (Decoder, error) { return Zlib{}, nil }
+func newZlib(Config) (Decoder, error) { return zlibCodec{}, nil }
 
-func (Zlib) Decode(dst, src []byte) ([]byte, error) { return zlibDecode(dst, src) }
+func (zlibCodec) Decode(dst, src []byte) ([]byte, error) { return zlibDecode(dst, src) }
 
 // zlibState is a reusable zlib reader. klauspost's inflate measured 1.4x
 // faster than compress/zlib on numcodecs-like data (2-core EPYC, 1 MiB

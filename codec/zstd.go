@@ -9,16 +9,16 @@ import (
 
 func init() { register("zstd", newZstd) }
 
-// Zstd decodes zstd frames (RFC 8878): numcodecs "zstd", Zarr v3 "zstd",
+// zstdCodec decodes zstd frames (RFC 8878): numcodecs "zstd", Zarr v3 "zstd",
 // and Blosc's zstd splits. Several frames, skippable frames, frames without
 // a content size and frames with a checksum (verified) are all accepted.
-type Zstd struct{}
+type zstdCodec struct{}
 
-var _ Decoder = Zstd{}
+var _ Decoder = zstdCodec{}
 
-func newZstd(Config) (Decoder, error) { return Zstd{}, nil }
+func newZstd(Config) (Decoder, error) { return zstdCodec{}, nil }
 
-func (Zstd) Decode(dst, src []byte) ([]byte, error) { return zstdDecode(dst, src) }
+func (zstdCodec) Decode(dst, src []byte) ([]byte, error) { return zstdDecode(dst, src) }
 
 // zstdDecoder is shared: DecodeAll is safe for concurrent use, and one
 // decoder keeps its buffers warm across calls.

@@ -191,8 +191,10 @@ func gpuPath(d codec.Decoder, compressor codec.Config) (what string, ok bool) {
 	return codecName(d), false
 }
 
-// codecName names a decoder for a message: its type's name in lower case,
-// stages joined with "+" for a pipeline.
+// codecName names a decoder for a message: its type's name in lower case
+// without the "Codec" or "Filter" that codec's unexported types carry where
+// the bare name is an imported package's (zlibCodec, deltaFilter), stages
+// joined with "+" for a pipeline.
 func codecName(d codec.Decoder) string {
 	if p, ok := d.(*codec.Pipeline); ok {
 		names := make([]string, len(p.Stages))
@@ -208,5 +210,6 @@ func codecName(d codec.Decoder) string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	return strings.ToLower(t.Name())
+	name := strings.TrimSuffix(strings.TrimSuffix(t.Name(), "Codec"), "Filter")
+	return strings.ToLower(name)
 }
