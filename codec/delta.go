@@ -30,11 +30,7 @@ var (
 )
 
 func newDelta(c Config) (Decoder, error) {
-	dt, err := configDType(c, "dtype", nil)
-	if err != nil {
-		return nil, err
-	}
-	at, err := configDType(c, "astype", &dt)
+	dt, at, err := configDTypes(c)
 	if err != nil {
 		return nil, err
 	}

@@ -23,6 +23,17 @@ func configDType(c Config, key string, def *DType) (DType, error) {
 	return parseFilterDType(s)
 }
 
+// configDTypes reads the pair delta, fixedscaleoffset and quantize share:
+// "dtype", the decoded elements (required), and "astype", the stored ones
+// (dtype when absent).
+func configDTypes(c Config) (dt, at DType, err error) {
+	if dt, err = configDType(c, "dtype", nil); err != nil {
+		return dt, at, err
+	}
+	at, err = configDType(c, "astype", &dt)
+	return dt, at, err
+}
+
 // parseFilterDType is ParseDType for the dtypes filters compute with:
 // bools, integers, the floats and complex numbers of at most 64 bits a
 // part (numpy's float128 is x87 extended precision), and datetimes with a

@@ -124,11 +124,7 @@ func newFixedScaleOffset(c Config) (Decoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	dt, err := configDType(c, "dtype", nil)
-	if err != nil {
-		return nil, err
-	}
-	at, err := configDType(c, "astype", &dt)
+	dt, at, err := configDTypes(c)
 	if err != nil {
 		return nil, err
 	}

@@ -30,6 +30,8 @@ func jenkinsLookup3(k []byte, initval uint32) uint32 {
 	return jenkinsFinal(a, b, c)
 }
 
+// jenkinsMix and jenkinsFinal are lookup3.c's mix() and final(): the same
+// shape with other rotations, written out as the reference writes them.
 func jenkinsMix(a, b, c uint32) (uint32, uint32, uint32) {
 	a -= c
 	a ^= bits.RotateLeft32(c, 4)

@@ -240,7 +240,9 @@ func lzma1Stream(out, src, h []byte, skip int) ([]byte, []byte, error) {
 	return res, src[len(src)-body.Len():], nil
 }
 
-// lzma2Stream decodes LZMA2 chunks up to and including the end marker.
+// lzma2Stream decodes LZMA2 chunks up to and including the end marker. It
+// reads as lzma1Stream does: the library's LZMA1 and LZMA2 readers are
+// configured by different types with no interface in common.
 func lzma2Stream(out, src []byte, dictCap int) ([]byte, []byte, error) {
 	body := bytes.NewReader(src)
 	r, err := lzma.Reader2Config{DictCap: dictCap}.NewReader2(body)

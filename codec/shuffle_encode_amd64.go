@@ -16,7 +16,9 @@ func shuffle4SSE2(p *[maxStreams]*byte, src *byte, n int)
 func shuffle8SSE2(p *[maxStreams]*byte, src *byte, n int)
 
 // shuffleStreams writes s[j][i] = src[i*typesize+j] for i < n, j <
-// typesize, for typesize 4 and 8; it reports false for other sizes.
+// typesize, for typesize 4 and 8; it reports false for other sizes. It is
+// unshuffleStreams (shuffle_amd64.go) run the other way: the same bounds
+// checks before the kernels, the same generic tail after.
 func shuffleStreams(s *[maxStreams][]byte, src []byte, typesize, n int) bool {
 	if typesize != 4 && typesize != 8 {
 		return false

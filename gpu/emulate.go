@@ -94,6 +94,8 @@ func emuLZ4Warp(src, dst []byte) int32 {
 			return statusOffset
 		}
 		ml := token&15 + 4
+		// The match length extends as the literal length did above; the
+		// two loops stay inline, as in the kernel this emulates.
 		if token&15 == 15 {
 			for {
 				if si >= slen {
