@@ -116,6 +116,16 @@ func (c *Cache) add(key string, v []byte) bool {
 	return c.rc.Set(key, v, int64(cap(v)))
 }
 
+// Delete drops the value under key, if one is kept: the value stored under
+// key changed (zfuse --refresh). An add of key still buffered may make it
+// reappear; callers that must not see it again wait for their adds first.
+func (c *Cache) Delete(key string) {
+	if c.rc != nil {
+		c.rc.Wait()
+		c.rc.Del(key)
+	}
+}
+
 // wait blocks until every earlier add has been applied (kept or rejected).
 func (c *Cache) wait() {
 	if c.rc != nil {

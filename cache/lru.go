@@ -122,6 +122,24 @@ func (c *LRU[V]) Remove(key string, v V) bool {
 	return true
 }
 
+// Delete drops the value under key, whatever it is, and reports whether
+// there was one: the value stored under key changed (zfuse --refresh).
+func (c *LRU[V]) Delete(key string) bool {
+	c.mu.Lock()
+	e, ok := c.m[key]
+	if !ok {
+		c.mu.Unlock()
+		return false
+	}
+	c.ll.Remove(e)
+	delete(c.m, key)
+	x := e.Value.(*lruEntry[V])
+	c.used -= x.size
+	c.mu.Unlock()
+	c.dropAll([]V{x.v})
+	return true
+}
+
 // Load returns the value under key, calling load to produce it on a miss,
 // once for all concurrent callers (see Flight), and keeps what it loads.
 func (c *LRU[V]) Load(ctx context.Context, key string, load func(context.Context) (V, error)) (V, error) {

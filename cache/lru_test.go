@@ -133,6 +133,26 @@ func TestLRURemoveOnlyThatValue(t *testing.T) {
 	}
 }
 
+// TestLRUDelete: Delete drops whatever value a key holds, once, and frees
+// its bytes; deleting a key not kept does nothing.
+func TestLRUDelete(t *testing.T) {
+	c := newLRU(10, 0)
+	a, b := &item{key: "a", size: 4}, &item{key: "b", size: 4}
+	c.add("a", a)
+	c.add("b", b)
+	for _, tc := range []struct {
+		key  string
+		want bool
+	}{{"a", true}, {"a", false}, {"nope", false}} {
+		if got := c.Delete(tc.key); got != tc.want {
+			t.Errorf("Delete(%q) = %v, want %v", tc.key, got, tc.want)
+		}
+	}
+	if a.drops.Load() != 1 || b.drops.Load() != 0 || c.Has("a") || !c.Has("b") || c.Stats().Used != 4 {
+		t.Errorf("after Delete(a): drops a %d b %d, kept %v, stats %+v", a.drops.Load(), b.drops.Load(), keys(c), c.Stats())
+	}
+}
+
 // TestLRUBudget adds, gets and removes from many goroutines and checks that
 // the budget holds after every Add but the one value allowed over it, and
 // that every value is dropped exactly once by the end.
