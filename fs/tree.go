@@ -110,16 +110,16 @@ const (
 
 // A node is what one path serves. Nodes are immutable.
 type node struct {
-	key    string // presented path from the root ("." for the root); the store key outside v3 arrays
-	kind   kind
-	size    int64  // presented size
-	stored  int64  // size in the store (of a sharded array's chunk: its byte range in the shard)
-	version string // the stored value's store.Entry.Version (of a sharded array's chunk: its shard's); "" for directories and metadata
-	data   []byte   // kindMeta: the bytes served; shared, never modified
-	arr    *array   // the array this path is or lies in; nil outside arrays
-	rel    string   // path relative to arr's directory ("" for the directory itself)
-	coords []int    // kindChunk: grid coordinates; kindDir in a v3 array: the coordinates its path fixes
-	m      *dirMeta // kindDir: what the directory's own metadata makes of it; nil inside arrays
+	key     string // presented path from the root ("." for the root); the store key outside v3 arrays
+	kind    kind
+	size    int64    // presented size
+	stored  int64    // size in the store (of a sharded array's chunk: its byte range in the shard)
+	version string   // the stored value's store.Entry.Version (of a sharded array's chunk: its shard's); "" for directories and metadata
+	data    []byte   // kindMeta: the bytes served; shared, never modified
+	arr     *array   // the array this path is or lies in; nil outside arrays
+	rel     string   // path relative to arr's directory ("" for the directory itself)
+	coords  []int    // kindChunk: grid coordinates; kindDir in a v3 array: the coordinates its path fixes
+	m       *dirMeta // kindDir: what the directory's own metadata makes of it; nil inside arrays
 	// unconfirmed: presented though the store could not say whether it
 	// exists (Tree.unconfirmed); the kernel is to ask again soon.
 	unconfirmed bool
