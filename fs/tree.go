@@ -273,6 +273,9 @@ func (t *Tree) list(ctx context.Context, dir *node) ([]*node, error) {
 				continue
 			}
 			n, err := t.node(ctx, dir, e)
+			if errors.Is(err, iofs.ErrNotExist) { // a chunk beyond the grid (node)
+				continue
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -324,6 +327,11 @@ func (t *Tree) node(ctx context.Context, dir *node, e store.Entry) (*node, error
 		}
 		if c, ok := x.a.ParseChunkKey(n.rel); ok {
 			n.kind, n.coords, n.size = kindChunk, c, x.a.ChunkLen()
+		} else if t.refresh > 0 && x.a.BeyondGrid(n.rel) {
+			// A chunk of the array grown (appended to), whose metadata
+			// is not read again yet: not shown until it is, rather than
+			// served as stored (compressed) bytes in the meantime.
+			return nil, notExist(key)
 		}
 	case e.Name == zarr.ConsolidatedFile:
 		b, err := t.consolidated(ctx, key)

@@ -609,3 +609,25 @@ func TestLoaderForget(t *testing.T) {
 		})
 	}
 }
+
+// TestLoaderArrayGrown: a reader of an array whose metadata was read again
+// with a grown shape (zfuse --refresh; a new *zarr.Array at the same path)
+// reads its new chunks, out of any pattern, as well as the old ones.
+func TestLoaderArrayGrown(t *testing.T) {
+	small, grown := zlibArray(t, []int{6 * 512}, []int{512}), zlibArray(t, []int{9 * 512}, []int{512})
+	s := fixture(t, grown, "x", nil)
+	l := newLoader(t, s, nil)
+	for _, tc := range []struct {
+		a     *zarr.Array
+		reads []int64
+	}{
+		{small, []int64{5, 0, 3, 1, 4}}, // no pattern: the name order of small is computed
+		{grown, []int64{8, 2, 6, 0, 7}},
+	} {
+		for _, i := range tc.reads {
+			if err := readChunk(t, l, tc.a, "x", i, 1); err != nil {
+				t.Fatalf("chunk %d of %d: %v", i, tc.a.NumChunks(), err)
+			}
+		}
+	}
+}
