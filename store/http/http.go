@@ -26,7 +26,8 @@
 // longer or shorter than the range) are retried with exponential backoff a
 // bounded number of times, then returned. A value whose ETag (else
 // Last-Modified) or size differs from the first response about it is
-// refused (remote.ErrChanged), so bytes of two versions are never mixed.
+// refused (remote.ErrChanged), so bytes of two versions are never mixed;
+// with Config.Refresh, for one interval only (remote.Facts.Refresh).
 package httpstore
 
 import (
