@@ -157,12 +157,14 @@ func (m *mount) attr(n *node, out *fuse.Attr) {
 }
 
 // inode returns the inode for n below parent, reusing one the kernel
-// already knows unless it serves another version of the file (replaced).
+// already knows, unless the Tree refreshes (Config.Refresh) and that one
+// serves another version of the file (replaced): without Refresh the store
+// does not change while mounted, and an inode is kept for the mount's life.
 // A new version gets a new inode (a new node id): the kernel keeps a page
 // cache per inode, so none of the old version's pages can complete a read
 // of the new one, under every serving path.
 func (m *mount) inode(ctx context.Context, parent *fusefs.Inode, t *Tree, n *node) *fusefs.Inode {
-	if ch := parent.GetChild(n.name()); ch != nil && !m.replaced(ctx, t, ch, n) {
+	if ch := parent.GetChild(n.name()); ch != nil && (t.refresh == 0 || !m.replaced(ctx, t, ch, n)) {
 		return ch
 	}
 	if n.kind == kindDir {
