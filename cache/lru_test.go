@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -250,4 +251,53 @@ func TestLRULoadOnce(t *testing.T) {
 			t.Errorf("stats %+v", st)
 		}
 	})
+}
+
+// TestDeleteDuringLoad: a Delete while a load of the key runs (the value
+// stored under it changed) makes the next Load load again instead of
+// waiting for the running one, and the running load's value, perhaps the
+// old one, is not kept; for both tiers.
+func TestDeleteDuringLoad(t *testing.T) {
+	t.Run("LRU", func(t *testing.T) {
+		c := newLRU(1<<20, 0)
+		old, fresh := &item{key: "k", size: 4}, &item{key: "k", size: 4}
+		deleteDuringLoad(t, c.Load, func() { c.Delete("k") }, old, fresh)
+		if v, ok := c.lookup("k"); !ok || v != fresh || old.drops.Load() != 1 {
+			t.Errorf("keeps %v (%v), the old value dropped %d times: want the new value kept, the old dropped once", v, ok, old.drops.Load())
+		}
+	})
+	t.Run("Cache", func(t *testing.T) {
+		c := newCache(t, 1<<20)
+		old, fresh := []byte("old"), []byte("new")
+		deleteDuringLoad(t, c.Load, func() { c.Delete("k") }, old, fresh)
+		c.wait()
+		if v, ok := c.get("k"); !ok || string(v) != "new" {
+			t.Errorf("keeps %q (%v), want the new value", v, ok)
+		}
+	})
+}
+
+// deleteDuringLoad runs a Load of "k" that returns old once the test has
+// called del, then a Load that must return fresh, before the first ends.
+func deleteDuringLoad[V any](t *testing.T, load func(context.Context, string, func(context.Context) (V, error)) (V, error), del func(), old, fresh V) {
+	t.Helper()
+	started, release, done := make(chan struct{}), make(chan struct{}), make(chan V)
+	go func() {
+		v, _ := load(context.Background(), "k", func(context.Context) (V, error) {
+			close(started)
+			<-release
+			return old, nil
+		})
+		done <- v
+	}()
+	<-started
+	del()
+	v, err := load(context.Background(), "k", func(context.Context) (V, error) { return fresh, nil })
+	if err != nil || !reflect.DeepEqual(v, fresh) {
+		t.Fatalf("Load after Delete = %v, %v: want the value loaded again", v, err)
+	}
+	close(release)
+	if v := <-done; !reflect.DeepEqual(v, old) {
+		t.Errorf("the running load returned %v, want its own value", v)
+	}
 }

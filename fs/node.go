@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -74,6 +75,12 @@ type fileNode struct {
 	t *Tree
 	n *node
 	m *mount
+
+	// stale is set once another version has replaced this one (replaced):
+	// its bytes are gone from the store, so a READ that reaches zfuse for
+	// it, from a reader that held the file open across the change, is
+	// ESTALE rather than the new version's bytes completing the old.
+	stale atomic.Bool
 }
 
 // mount holds what every node of one mount shares.
@@ -175,27 +182,29 @@ func (m *mount) inode(ctx context.Context, parent *fusefs.Inode, t *Tree, n *nod
 
 // replaced reports whether n, just looked up, is not what the inode ch
 // serves: another kind of file, or another version of it (changed). Then
-// the decoded copies of the old chunk are dropped (Chunks.Forget), and
-// the kernel is told to drop ch's cached pages, which readers holding the
-// old file open would otherwise see completed with new bytes. The caller
-// gives n a new inode.
+// the decoded copies of the old chunk are dropped (Chunks.Forget), the
+// kernel is told to drop ch's cached pages, and ch is stale: a reader that
+// holds the old file open gets ESTALE for what it has not read yet, never
+// the new version's bytes (under passthrough it keeps reading its memfd,
+// the old version). The caller gives n a new inode.
 func (m *mount) replaced(ctx context.Context, t *Tree, ch *fusefs.Inode, n *node) bool {
-	var old *node
+	var old *fileNode
 	switch op := ch.Operations().(type) {
 	case *dirNode:
 		return n.kind != kindDir
 	case *fileNode:
-		old = op.n
+		old = op
 	default:
 		return false
 	}
-	if !old.changed(n) {
+	if !old.n.changed(n) {
 		return false
 	}
+	old.stale.Store(true)
 	m.n.replaced.Add(1)
-	t.log.DebugContext(ctx, "file changed in the store: a new inode", "key", n.key, "was", old.version, "now", n.version)
-	if old.kind == kindChunk {
-		t.chunks.Forget(old.arr.a, old.arr.path, old.coords)
+	t.log.DebugContext(ctx, "file changed in the store: a new inode", "key", n.key, "was", old.n.version, "now", n.version)
+	if old.n.kind == kindChunk {
+		t.chunks.Forget(old.n.arr.a, old.n.arr.path, old.n.coords)
 	}
 	// ENOENT: the kernel has forgotten the inode already.
 	if e := ch.NotifyContent(0, 0); e != 0 && e != syscall.ENOENT {
@@ -307,6 +316,9 @@ func (f *fileNode) Read(ctx context.Context, fh fusefs.FileHandle, dest []byte, 
 		if errors.Is(err, io.EOF) {
 			err = nil
 		}
+	} else if f.stale.Load() {
+		f.t.log.WarnContext(ctx, "read of a file replaced in the store since it was opened", "key", f.n.key, "errno", "ESTALE")
+		return nil, syscall.ESTALE
 	} else {
 		b, err = f.t.readAt(ctx, f.n, dest, off, f.pid(ctx))
 	}

@@ -2,6 +2,7 @@ package fs
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -70,6 +71,12 @@ func TestRefreshMount(t *testing.T) {
 				if fi, err := os.Stat(filepath.Join(dir, "temp/0.0")); err == nil {
 					ino = fi.Sys().(*syscall.Stat_t).Ino
 				}
+				// A reader that holds the chunk file open across the change.
+				held, err := os.Open(filepath.Join(dir, "temp/0.0"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer held.Close()
 
 				// Rewrite chunk 0.0 and grow the array to 7 rows: chunk 3.0 is new.
 				grown := a
@@ -111,6 +118,16 @@ func TestRefreshMount(t *testing.T) {
 						t.Fatalf("not refreshed within %v: new chunk %v, 3.0: %v, new .zarray %v", bound, bytes.Equal(got, newChunk), err3, !bytes.Equal(meta, oldMeta))
 					}
 					time.Sleep(interval / 4) // polling the mount, as a reader would
+				}
+				// The file held open is the old version: its bytes, or ESTALE
+				// once they have left the kernel's cache, never the new ones.
+				got := make([]byte, len(oldChunk))
+				if n, err := held.ReadAt(got, 0); err == nil || n == len(got) {
+					if !bytes.Equal(got, oldChunk) {
+						t.Errorf("temp/0.0 held open across the change: read %d bytes, not the old chunk", n)
+					}
+				} else if !errors.Is(err, syscall.ESTALE) {
+					t.Errorf("temp/0.0 held open across the change: %v, want the old chunk or ESTALE", err)
 				}
 				if !bytes.Equal(read(t, dir, "temp/3.0"), grown.chunk([]int{3, 0})) {
 					t.Error("temp/3.0: not the new chunk")

@@ -240,14 +240,16 @@ func (l *Loader) Open(ctx context.Context, a *zarr.Array, path string, coords []
 // --refresh); the next read loads it again. Files handed out by Open stay
 // valid, holding the old chunk, until they are closed.
 func (l *Loader) Forget(a *zarr.Array, path string, coords []int) {
+	// From the stored value up: a prefetch that read the old value before
+	// its tier forgot it is still dropped from the tiers above.
 	r := ref(a, path, coords)
-	l.staging.drop(r.id)
-	l.decoded.Delete(r.id)
 	l.compressed.Delete(r.stored)
 	if r.shard {
-		l.compressed.Delete(r.id)
 		l.shards.forget(r.stored)
+		l.compressed.Delete(r.id)
 	}
+	l.decoded.Delete(r.id)
+	l.staging.drop(r.id)
 	l.forgotten.Add(1)
 }
 
