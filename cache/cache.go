@@ -42,6 +42,10 @@ type Cache struct {
 	rc     *ristretto.Cache[string, []byte] // nil when max <= 0; owns the budget
 	flight Flight[[]byte]                   // one load per key at a time
 
+	// deletes counts Delete calls: a load that saw it change while it ran
+	// may have read what was deleted, and does not keep its value.
+	deletes atomic.Int64
+
 	// Counters, updated atomically.
 	hits, misses, loads, loadErrors, rejected atomic.Int64
 }
@@ -116,6 +120,18 @@ func (c *Cache) add(key string, v []byte) bool {
 	return c.rc.Set(key, v, int64(cap(v)))
 }
 
+// Delete drops the value under key, if one is kept: the value stored under
+// key changed (zfuse --refresh). A Load running meanwhile does not keep what
+// it loaded, and the next Load loads again.
+func (c *Cache) Delete(key string) {
+	c.deletes.Add(1)
+	c.flight.Forget(key)
+	if c.rc != nil {
+		c.rc.Wait()
+		c.rc.Del(key)
+	}
+}
+
 // wait blocks until every earlier add has been applied (kept or rejected).
 func (c *Cache) wait() {
 	if c.rc != nil {
@@ -139,10 +155,14 @@ func (c *Cache) Load(ctx context.Context, key string, load func(context.Context)
 			return v, nil
 		}
 		c.loads.Add(1)
+		deletes := c.deletes.Load()
 		v, err := load(ctx)
 		if err != nil {
 			c.loadErrors.Add(1)
 			return nil, err
+		}
+		if c.deletes.Load() != deletes {
+			return v, nil // perhaps what a Delete meanwhile meant to drop
 		}
 		if c.add(key, v) {
 			// Make v visible before this load is forgotten, so that the

@@ -19,6 +19,10 @@ type Flight[V any] struct {
 	g singleflight.Group
 }
 
+// Forget makes the next Do for key call load again rather than wait for a
+// call already running: the value behind key changed while it ran.
+func (f *Flight[V]) Forget(key string) { f.g.Forget(key) }
+
 // Do returns load's result for key, calling load unless a call for key is
 // already running, in which case it waits for that one.
 func (f *Flight[V]) Do(ctx context.Context, key string, load func(context.Context) (V, error)) (V, error) {

@@ -39,6 +39,10 @@ type LRU[V comparable] struct {
 	ll   list.List                // of *lruEntry[V], most recently used first
 	m    map[string]*list.Element // key -> element of ll
 
+	// deletes counts Delete calls: a load that saw it change while it ran
+	// may have read what was deleted, and does not keep its value.
+	deletes atomic.Int64
+
 	// Counters, updated atomically.
 	hits, misses, loads, loadErrors, evicted atomic.Int64
 }
@@ -122,6 +126,28 @@ func (c *LRU[V]) Remove(key string, v V) bool {
 	return true
 }
 
+// Delete drops the value under key, whatever it is, and reports whether
+// there was one: the value stored under key changed (zfuse --refresh). A
+// Load running meanwhile returns what it loaded to its callers but does not
+// keep it (it is dropped at once), and the next Load loads again.
+func (c *LRU[V]) Delete(key string) bool {
+	c.deletes.Add(1)
+	c.flight.Forget(key)
+	c.mu.Lock()
+	e, ok := c.m[key]
+	if !ok {
+		c.mu.Unlock()
+		return false
+	}
+	c.ll.Remove(e)
+	delete(c.m, key)
+	x := e.Value.(*lruEntry[V])
+	c.used -= x.size
+	c.mu.Unlock()
+	c.dropAll([]V{x.v})
+	return true
+}
+
 // Load returns the value under key, calling load to produce it on a miss,
 // once for all concurrent callers (see Flight), and keeps what it loads.
 func (c *LRU[V]) Load(ctx context.Context, key string, load func(context.Context) (V, error)) (V, error) {
@@ -136,10 +162,15 @@ func (c *LRU[V]) Load(ctx context.Context, key string, load func(context.Context
 			return e.Value.(*lruEntry[V]).v, nil
 		}
 		c.loads.Add(1)
+		deletes := c.deletes.Load()
 		v, err := load(ctx)
 		if err != nil {
 			c.loadErrors.Add(1)
 			return v, err
+		}
+		if c.deletes.Load() != deletes {
+			c.dropAll([]V{v}) // perhaps what a Delete meanwhile meant to drop
+			return v, nil
 		}
 		c.add(key, v)
 		return v, nil

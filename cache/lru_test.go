@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -133,6 +134,26 @@ func TestLRURemoveOnlyThatValue(t *testing.T) {
 	}
 }
 
+// TestLRUDelete: Delete drops whatever value a key holds, once, and frees
+// its bytes; deleting a key not kept does nothing.
+func TestLRUDelete(t *testing.T) {
+	c := newLRU(10, 0)
+	a, b := &item{key: "a", size: 4}, &item{key: "b", size: 4}
+	c.add("a", a)
+	c.add("b", b)
+	for _, tc := range []struct {
+		key  string
+		want bool
+	}{{"a", true}, {"a", false}, {"nope", false}} {
+		if got := c.Delete(tc.key); got != tc.want {
+			t.Errorf("Delete(%q) = %v, want %v", tc.key, got, tc.want)
+		}
+	}
+	if a.drops.Load() != 1 || b.drops.Load() != 0 || c.Has("a") || !c.Has("b") || c.Stats().Used != 4 {
+		t.Errorf("after Delete(a): drops a %d b %d, kept %v, stats %+v", a.drops.Load(), b.drops.Load(), keys(c), c.Stats())
+	}
+}
+
 // TestLRUBudget adds, gets and removes from many goroutines and checks that
 // the budget holds after every Add but the one value allowed over it, and
 // that every value is dropped exactly once by the end.
@@ -230,4 +251,53 @@ func TestLRULoadOnce(t *testing.T) {
 			t.Errorf("stats %+v", st)
 		}
 	})
+}
+
+// TestDeleteDuringLoad: a Delete while a load of the key runs (the value
+// stored under it changed) makes the next Load load again instead of
+// waiting for the running one, and the running load's value, perhaps the
+// old one, is not kept; for both tiers.
+func TestDeleteDuringLoad(t *testing.T) {
+	t.Run("LRU", func(t *testing.T) {
+		c := newLRU(1<<20, 0)
+		old, fresh := &item{key: "k", size: 4}, &item{key: "k", size: 4}
+		deleteDuringLoad(t, c.Load, func() { c.Delete("k") }, old, fresh)
+		if v, ok := c.lookup("k"); !ok || v != fresh || old.drops.Load() != 1 {
+			t.Errorf("keeps %v (%v), the old value dropped %d times: want the new value kept, the old dropped once", v, ok, old.drops.Load())
+		}
+	})
+	t.Run("Cache", func(t *testing.T) {
+		c := newCache(t, 1<<20)
+		old, fresh := []byte("old"), []byte("new")
+		deleteDuringLoad(t, c.Load, func() { c.Delete("k") }, old, fresh)
+		c.wait()
+		if v, ok := c.get("k"); !ok || string(v) != "new" {
+			t.Errorf("keeps %q (%v), want the new value", v, ok)
+		}
+	})
+}
+
+// deleteDuringLoad runs a Load of "k" that returns old once the test has
+// called del, then a Load that must return fresh, before the first ends.
+func deleteDuringLoad[V any](t *testing.T, load func(context.Context, string, func(context.Context) (V, error)) (V, error), del func(), old, fresh V) {
+	t.Helper()
+	started, release, done := make(chan struct{}), make(chan struct{}), make(chan V)
+	go func() {
+		v, _ := load(context.Background(), "k", func(context.Context) (V, error) {
+			close(started)
+			<-release
+			return old, nil
+		})
+		done <- v
+	}()
+	<-started
+	del()
+	v, err := load(context.Background(), "k", func(context.Context) (V, error) { return fresh, nil })
+	if err != nil || !reflect.DeepEqual(v, fresh) {
+		t.Fatalf("Load after Delete = %v, %v: want the value loaded again", v, err)
+	}
+	close(release)
+	if v := <-done; !reflect.DeepEqual(v, old) {
+		t.Errorf("the running load returned %v, want its own value", v)
+	}
 }

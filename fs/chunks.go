@@ -24,6 +24,10 @@ type Chunks interface {
 	// key, of size bytes, as Read and Open use it: listing a sharded array
 	// reads each index once, for both.
 	ShardIndex(ctx context.Context, a *zarr.Array, key string, size int64) (*zarr.Index, error)
+	// Forget drops every copy kept of the chunk at coords of a (path as
+	// for ReadAt): its stored value changed (Config.Refresh). Files Open
+	// returned stay valid.
+	Forget(a *zarr.Array, path string, coords []int)
 	// SetFiles says whether chunks should be decoded into files (memfds)
 	// for Open, rather than onto the heap for Read: Mount calls it once it
 	// has chosen the serving path.

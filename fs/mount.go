@@ -41,7 +41,10 @@ type MountConfig struct {
 	writable bool
 }
 
-// Attribute and entry timeouts: the tree never changes while mounted.
+// Attribute and entry timeouts: the tree never changes while mounted,
+// unless the Tree refreshes (Config.Refresh): then no timeout is longer
+// than its interval, so that the kernel comes back with LOOKUP, where each
+// file's stored version is checked (mount.inode).
 const (
 	attrTimeout     = time.Hour
 	negativeTimeout = time.Minute
@@ -66,6 +69,7 @@ func (s *Server) Stats() ServeStats {
 		Lookups: n.lookups.Load(), Opens: n.opens.Load(), PassthroughOpens: n.passthroughOpens.Load(),
 		Reads: n.reads.Load(), ReadBytes: n.readBytes.Load(), ChunkReads: n.chunkReads.Load(),
 		Releases: n.releases.Load(), OpenFiles: n.handles.Load() - n.releases.Load(), Interrupted: n.interrupted.Load(), DecodeErrors: n.errors.Load(),
+		Replaced: n.replaced.Load(),
 	}
 }
 
@@ -84,6 +88,9 @@ func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*Server, 
 		}
 	}
 	timeout, negative := attrTimeout, negativeTimeout
+	if t.refresh > 0 {
+		timeout, negative = min(timeout, t.refresh), min(negative, t.refresh)
+	}
 	goFuseLog := slog.NewLogLogger(t.log.Handler(), slog.LevelDebug)
 	opts := &fusefs.Options{
 		EntryTimeout:    &timeout,
@@ -116,7 +123,7 @@ func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*Server, 
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
-	srv, err := fusefs.Mount(dir, &dirNode{t: t, n: root, m: m}, opts)
+	srv, err := fusefs.Mount(dir, newDirNode(t, root, m), opts)
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}

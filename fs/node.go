@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -18,20 +19,68 @@ import (
 	"github.com/zfuse/zfuse/readahead"
 )
 
-// dirNode is a directory of the mount. Its node never changes.
+// dirNode is a directory of the mount. With Config.Refresh, what its path
+// serves is looked up again once the node is older than that (node); else
+// its node never changes.
 type dirNode struct {
 	fusefs.Inode
 	t *Tree
-	n *node
 	m *mount
+
+	mu sync.Mutex // guards n and at
+	n  *node
+	at time.Time // when n was looked up
 }
 
-// fileNode is a file of the mount. Its node never changes.
+func newDirNode(t *Tree, n *node, m *mount) *dirNode {
+	return &dirNode{t: t, n: n, m: m, at: time.Now()}
+}
+
+// node returns what d's path serves: d.n, looked up again when it is no
+// longer fresh (Tree.fresh), so that a directory's metadata read again (an
+// array's grown shape) is what its lookups and listings see.
+func (d *dirNode) node(ctx context.Context) (*node, error) {
+	d.mu.Lock()
+	n, at := d.n, d.at
+	d.mu.Unlock()
+	if d.t.fresh(at) {
+		return n, nil
+	}
+	at = time.Now()
+	cur, err := d.t.lookup(ctx, n.key)
+	if err == nil && cur.kind != kindDir {
+		err = notExist(n.key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	d.n, d.at = cur, at
+	d.mu.Unlock()
+	return cur, nil
+}
+
+// cur returns d.n as it is now, without looking it up again.
+func (d *dirNode) cur() *node {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.n
+}
+
+// fileNode is a file of the mount: one version of it. Its node never
+// changes; with Config.Refresh another version of the file is another
+// fileNode, with an inode of its own (mount.inode).
 type fileNode struct {
 	fusefs.Inode
 	t *Tree
 	n *node
 	m *mount
+
+	// stale is set once another version has replaced this one (replaced):
+	// its bytes are gone from the store, so a READ that reaches zfuse for
+	// it, from a reader that held the file open across the change, is
+	// ESTALE rather than the new version's bytes completing the old.
+	stale atomic.Bool
 }
 
 // mount holds what every node of one mount shares.
@@ -115,22 +164,64 @@ func (m *mount) attr(n *node, out *fuse.Attr) {
 }
 
 // inode returns the inode for n below parent, reusing one the kernel
-// already knows: the tree does not change.
+// already knows, unless the Tree refreshes (Config.Refresh) and that one
+// serves another version of the file (replaced): without Refresh the store
+// does not change while mounted, and an inode is kept for the mount's life.
+// A new version gets a new inode (a new node id): the kernel keeps a page
+// cache per inode, so none of the old version's pages can complete a read
+// of the new one, under every serving path.
 func (m *mount) inode(ctx context.Context, parent *fusefs.Inode, t *Tree, n *node) *fusefs.Inode {
-	if ch := parent.GetChild(n.name()); ch != nil {
+	if ch := parent.GetChild(n.name()); ch != nil && (t.refresh == 0 || !m.replaced(ctx, t, ch, n)) {
 		return ch
 	}
 	if n.kind == kindDir {
-		return parent.NewInode(ctx, &dirNode{t: t, n: n, m: m}, fusefs.StableAttr{Mode: fuse.S_IFDIR})
+		return parent.NewInode(ctx, newDirNode(t, n, m), fusefs.StableAttr{Mode: fuse.S_IFDIR})
 	}
 	return parent.NewInode(ctx, &fileNode{t: t, n: n, m: m}, fusefs.StableAttr{Mode: fuse.S_IFREG})
 }
 
+// replaced reports whether n, just looked up, is not what the inode ch
+// serves: another kind of file, or another version of it (changed). Then
+// the decoded copies of the old chunk are dropped (Chunks.Forget), the
+// kernel is told to drop ch's cached pages, and ch is stale: a reader that
+// holds the old file open gets ESTALE for what it has not read yet, never
+// the new version's bytes (under passthrough it keeps reading its memfd,
+// the old version). The caller gives n a new inode.
+func (m *mount) replaced(ctx context.Context, t *Tree, ch *fusefs.Inode, n *node) bool {
+	var old *fileNode
+	switch op := ch.Operations().(type) {
+	case *dirNode:
+		return n.kind != kindDir
+	case *fileNode:
+		old = op
+	default:
+		return false
+	}
+	if !old.n.changed(n) {
+		return false
+	}
+	old.stale.Store(true)
+	m.n.replaced.Add(1)
+	t.log.DebugContext(ctx, "file changed in the store: a new inode", "key", n.key, "was", old.n.version, "now", n.version)
+	if old.n.kind == kindChunk {
+		t.chunks.Forget(old.n.arr.a, old.n.arr.path, old.n.coords)
+	}
+	// ENOENT: the kernel has forgotten the inode already.
+	if e := ch.NotifyContent(0, 0); e != 0 && e != syscall.ENOENT {
+		t.log.DebugContext(ctx, "cannot drop the kernel's cache of a changed file", "key", n.key, "err", e)
+	}
+	return true
+}
+
 func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
 	d.m.n.lookups.Add(1)
-	n, err := d.t.child(ctx, d.n, name)
+	dn, err := d.node(ctx)
 	if err != nil {
-		return nil, errno(ctx, d.t.log, "lookup", join(d.n.key, name), err)
+		return nil, errno(ctx, d.t.log, "lookup", join(d.cur().key, name), err)
+	}
+	n, err := d.t.child(ctx, dn, name)
+	if err != nil {
+		return nil, errno(ctx, d.t.log, "lookup", join(dn.key, name), err)
 	}
 	d.m.attr(n, &out.Attr)
 	if n.unconfirmed {
@@ -140,10 +231,18 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 }
 
 func (d *dirNode) Readdir(ctx context.Context) (fusefs.DirStream, syscall.Errno) {
-	ns, err := d.t.children(ctx, d.n)
-	if err != nil {
-		return nil, errno(ctx, d.t.log, "readdir", d.n.key, err)
+	dn, err := d.node(ctx)
+	if err == nil {
+		var ns []*node
+		if ns, err = d.t.children(ctx, dn); err == nil {
+			return dirStream(ns), 0
+		}
 	}
+	return nil, errno(ctx, d.t.log, "readdir", d.cur().key, err)
+}
+
+// dirStream lists ns.
+func dirStream(ns []*node) fusefs.DirStream {
 	es := make([]fuse.DirEntry, len(ns))
 	for i, n := range ns {
 		es[i] = fuse.DirEntry{Name: n.name(), Mode: fuse.S_IFREG}
@@ -151,11 +250,11 @@ func (d *dirNode) Readdir(ctx context.Context) (fusefs.DirStream, syscall.Errno)
 			es[i].Mode = fuse.S_IFDIR
 		}
 	}
-	return fusefs.NewListDirStream(es), 0
+	return fusefs.NewListDirStream(es)
 }
 
 func (d *dirNode) Getattr(ctx context.Context, _ fusefs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	d.m.attr(d.n, &out.Attr)
+	d.m.attr(d.cur(), &out.Attr)
 	return 0
 }
 
@@ -217,6 +316,9 @@ func (f *fileNode) Read(ctx context.Context, fh fusefs.FileHandle, dest []byte, 
 		if errors.Is(err, io.EOF) {
 			err = nil
 		}
+	} else if f.stale.Load() {
+		f.t.log.WarnContext(ctx, "read of a file replaced in the store since it was opened", "key", f.n.key, "errno", "ESTALE")
+		return nil, syscall.ESTALE
 	} else {
 		b, err = f.t.readAt(ctx, f.n, dest, off, f.pid(ctx))
 	}

@@ -156,13 +156,14 @@ type ServeStats struct {
 	Releases           int64  // RELEASE of chunk files opened with a handle
 	OpenFiles          int64  // chunk files open with a handle now
 	Interrupted        int64  // requests whose caller gave up (EINTR)
+	Replaced           int64  // files found changed in the store (--refresh), served under a new inode since
 	DecodeErrors       int64  // chunk opens and reads that failed with EIO
 	PassthroughRefused string `json:",omitempty"` // why passthrough is not in use, where it was wanted
 }
 
 // serveCounters are a mount's ServeStats, updated atomically.
 type serveCounters struct {
-	lookups, opens, passthroughOpens, handles, reads, readBytes, chunkReads, releases, interrupted, errors atomic.Int64
+	lookups, opens, passthroughOpens, handles, reads, readBytes, chunkReads, releases, interrupted, errors, replaced atomic.Int64
 }
 
 // wait returns the serving path once Mount has chosen it.

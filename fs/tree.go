@@ -19,6 +19,7 @@
 package fs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	iofs "io/fs"
@@ -51,20 +52,38 @@ type Config struct {
 	// Log receives Warn lines for arrays passed through and Error lines for
 	// failed requests. Nil means discard.
 	Log *slog.Logger
+	// Refresh, when positive, is how long metadata read and listings are
+	// believed: after it they are read again, and a mount looks up each
+	// file's stored version again (Mount). 0 means the store does not
+	// change while the Tree uses it: metadata is read once and kept.
+	Refresh time.Duration
 }
 
 // A Tree decides what each path of the presented tree serves. Metadata is
-// read once per directory and kept: the store must not change while a Tree
-// uses it. A Tree is safe for concurrent use.
+// read once per directory and kept, for Config.Refresh when that is set,
+// else for the life of the Tree (then the store must not change while a
+// Tree uses it). A Tree is safe for concurrent use.
 type Tree struct {
-	store  store.Store  // immutable
-	chunks Chunks       // immutable
-	log    *slog.Logger // immutable
-	asV2   bool         // immutable
+	store   store.Store   // immutable
+	chunks  Chunks        // immutable
+	log     *slog.Logger  // immutable
+	asV2    bool          // immutable
+	refresh time.Duration // immutable; 0: metadata is kept for ever
 
 	loads singleflight.Group // one metadata load per directory at a time
-	dirs  sync.Map           // directory key -> *dirMeta
-	metas sync.Map           // .zmetadata key -> []byte, presented
+	dirs  sync.Map           // directory key -> loaded[*dirMeta]
+	metas sync.Map           // .zmetadata key -> loaded[[]byte], presented
+}
+
+// A loaded value is metadata as read at a time.
+type loaded[V any] struct {
+	v  V
+	at time.Time
+}
+
+// fresh reports whether metadata read at at is still believed.
+func (t *Tree) fresh(at time.Time) bool {
+	return t.refresh <= 0 || time.Since(at) < t.refresh
 }
 
 // New returns a Tree over cfg.Store.
@@ -76,7 +95,7 @@ func New(cfg Config) *Tree {
 	if cfg.Chunks == nil {
 		panic("fs: Config.Chunks is nil")
 	}
-	return &Tree{store: cfg.Store, chunks: cfg.Chunks, log: log, asV2: cfg.AsV2}
+	return &Tree{store: cfg.Store, chunks: cfg.Chunks, log: log, asV2: cfg.AsV2, refresh: max(cfg.Refresh, 0)}
 }
 
 // kind says how a path's bytes are produced.
@@ -91,15 +110,16 @@ const (
 
 // A node is what one path serves. Nodes are immutable.
 type node struct {
-	key    string // presented path from the root ("." for the root); the store key outside v3 arrays
-	kind   kind
-	size   int64    // presented size
-	stored int64    // size in the store (of a sharded array's chunk: its byte range in the shard)
-	data   []byte   // kindMeta: the bytes served; shared, never modified
-	arr    *array   // the array this path is or lies in; nil outside arrays
-	rel    string   // path relative to arr's directory ("" for the directory itself)
-	coords []int    // kindChunk: grid coordinates; kindDir in a v3 array: the coordinates its path fixes
-	m      *dirMeta // kindDir: what the directory's own metadata makes of it; nil inside arrays
+	key     string // presented path from the root ("." for the root); the store key outside v3 arrays
+	kind    kind
+	size    int64    // presented size
+	stored  int64    // size in the store (of a sharded array's chunk: its byte range in the shard)
+	version string   // the stored value's store.Entry.Version (of a sharded array's chunk: its shard's); "" for directories and metadata
+	data    []byte   // kindMeta: the bytes served; shared, never modified
+	arr     *array   // the array this path is or lies in; nil outside arrays
+	rel     string   // path relative to arr's directory ("" for the directory itself)
+	coords  []int    // kindChunk: grid coordinates; kindDir in a v3 array: the coordinates its path fixes
+	m       *dirMeta // kindDir: what the directory's own metadata makes of it; nil inside arrays
 	// unconfirmed: presented though the store could not say whether it
 	// exists (Tree.unconfirmed); the kernel is to ask again soon.
 	unconfirmed bool
@@ -253,6 +273,9 @@ func (t *Tree) list(ctx context.Context, dir *node) ([]*node, error) {
 				continue
 			}
 			n, err := t.node(ctx, dir, e)
+			if errors.Is(err, iofs.ErrNotExist) { // a chunk beyond the grid (node)
+				continue
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -261,6 +284,13 @@ func (t *Tree) list(ctx context.Context, dir *node) ([]*node, error) {
 	}
 	slices.SortFunc(out, func(a, b *node) int { return strings.Compare(a.name(), b.name()) })
 	return out, nil
+}
+
+// changed reports whether n is another version of the file o (both at one
+// path): another kind, size or stored version, or other metadata bytes.
+func (o *node) changed(n *node) bool {
+	return o.kind != n.kind || o.size != n.size || o.stored != n.stored || o.version != n.version ||
+		o.unconfirmed != n.unconfirmed || (o.kind == kindMeta && !bytes.Equal(o.data, n.data))
 }
 
 // metaNode is the file name in dir served from memory.
@@ -277,7 +307,7 @@ func metaNode(dir *node, name string, b []byte) *node {
 // serves from memory). This function is the presented-tree rules.
 func (t *Tree) node(ctx context.Context, dir *node, e store.Entry) (*node, error) {
 	key := join(dir.key, e.Name)
-	n := &node{key: key, stored: e.Size, size: e.Size, kind: kindStored, arr: dir.arr}
+	n := &node{key: key, stored: e.Size, size: e.Size, version: e.Version, kind: kindStored, arr: dir.arr}
 	if dir.arr != nil {
 		n.rel = join(dir.rel, e.Name)
 	}
@@ -297,6 +327,11 @@ func (t *Tree) node(ctx context.Context, dir *node, e store.Entry) (*node, error
 		}
 		if c, ok := x.a.ParseChunkKey(n.rel); ok {
 			n.kind, n.coords, n.size = kindChunk, c, x.a.ChunkLen()
+		} else if t.refresh > 0 && x.a.BeyondGrid(n.rel) {
+			// A chunk of the array grown (appended to), whose metadata
+			// is not read again yet: not shown until it is, rather than
+			// served as stored (compressed) bytes in the meantime.
+			return nil, notExist(key)
 		}
 	case e.Name == zarr.ConsolidatedFile:
 		b, err := t.consolidated(ctx, key)
@@ -309,18 +344,19 @@ func (t *Tree) node(ctx context.Context, dir *node, e store.Entry) (*node, error
 }
 
 // dirMeta returns what the metadata of directory dir makes of it. It is
-// loaded once and kept.
+// loaded once and kept (for Config.Refresh, if set).
 func (t *Tree) dirMeta(ctx context.Context, dir string) (*dirMeta, error) {
-	if v, ok := t.dirs.Load(dir); ok {
-		return v.(*dirMeta), nil
+	if v, ok := t.dirs.Load(dir); ok && t.fresh(v.(loaded[*dirMeta]).at) {
+		return v.(loaded[*dirMeta]).v, nil
 	}
 	v, err, _ := t.loads.Do(dir, func() (any, error) {
-		if v, ok := t.dirs.Load(dir); ok {
-			return v, nil
+		if v, ok := t.dirs.Load(dir); ok && t.fresh(v.(loaded[*dirMeta]).at) {
+			return v.(loaded[*dirMeta]).v, nil
 		}
+		at := time.Now()
 		m, err := t.loadDir(context.WithoutCancel(ctx), dir)
 		if err == nil {
-			t.dirs.Store(dir, m)
+			t.dirs.Store(dir, loaded[*dirMeta]{m, at})
 		}
 		return m, err
 	})
@@ -403,9 +439,10 @@ func (t *Tree) loadArray(ctx context.Context, dir string) (*v2array, error) {
 // consolidated returns the presented .zmetadata at key: rewritten entry by
 // entry, or as stored (with a Warn line) when it does not parse.
 func (t *Tree) consolidated(ctx context.Context, key string) ([]byte, error) {
-	if v, ok := t.metas.Load(key); ok {
-		return v.([]byte), nil
+	if v, ok := t.metas.Load(key); ok && t.fresh(v.(loaded[[]byte]).at) {
+		return v.(loaded[[]byte]).v, nil
 	}
+	at := time.Now()
 	b, err := t.store.ReadKey(ctx, key)
 	if err != nil {
 		return nil, err
@@ -415,8 +452,12 @@ func (t *Tree) consolidated(ctx context.Context, key string) ([]byte, error) {
 	} else {
 		b = r
 	}
-	v, _ := t.metas.LoadOrStore(key, b)
-	return v.([]byte), nil
+	if t.refresh > 0 {
+		t.metas.Store(key, loaded[[]byte]{b, at})
+		return b, nil
+	}
+	v, _ := t.metas.LoadOrStore(key, loaded[[]byte]{b, at})
+	return v.(loaded[[]byte]).v, nil
 }
 
 // join joins a directory and a name. The store root is "." and an array's

@@ -147,7 +147,7 @@ func (t *Tree) v3Child(ctx context.Context, dir *node, name string) (*node, erro
 		if e.Dir {
 			return nil, notExist(join(dir.key, name))
 		}
-		return t.v3Chunk(ctx, dir, name, c, skey, e.Size, inner, sharded)
+		return t.v3Chunk(ctx, dir, name, c, skey, e, inner, sharded)
 	}
 	if p, ok := x.a.ParseChunkDir(rel); ok {
 		e, err := store.Stat(ctx, t.store, storedDir(x, p))
@@ -226,7 +226,7 @@ func (t *Tree) v3Level(ctx context.Context, dir *node, p []int) ([]*node, error)
 				continue
 			}
 			_, inner, sharded := a.StoredKey(c)
-			n, err := t.v3Chunk(ctx, dir, strconv.Itoa(v), c, join(sdir, e.Name), e.Size, inner, sharded)
+			n, err := t.v3Chunk(ctx, dir, strconv.Itoa(v), c, join(sdir, e.Name), e, inner, sharded)
 			if errors.Is(err, iofs.ErrNotExist) {
 				continue
 			}
@@ -248,8 +248,8 @@ func (t *Tree) v3Flat(ctx context.Context, dir *node) ([]*node, error) {
 		return nil, err
 	}
 	var out []*node
-	add := func(c []int, skey string, size int64, inner int, sharded bool) error {
-		n, err := t.v3Chunk(ctx, dir, a.ChunkKey(c), c, skey, size, inner, sharded)
+	add := func(c []int, skey string, e store.Entry, inner int, sharded bool) error {
+		n, err := t.v3Chunk(ctx, dir, a.ChunkKey(c), c, skey, e, inner, sharded)
 		if errors.Is(err, iofs.ErrNotExist) {
 			return nil
 		}
@@ -265,14 +265,14 @@ func (t *Tree) v3Flat(ctx context.Context, dir *node) ([]*node, error) {
 		}
 		skey := join(x.path, e.Name)
 		if a.Shard() == nil {
-			if err := add(sc, skey, e.Size, 0, false); err != nil {
+			if err := add(sc, skey, e, 0, false); err != nil {
 				return nil, err
 			}
 			continue
 		}
 		for i := range a.Shard().InnerChunks() {
 			if c, ok := a.InnerCoords(sc, i); ok {
-				if err := add(c, skey, e.Size, i, true); err != nil {
+				if err := add(c, skey, e, i, true); err != nil {
 					return nil, err
 				}
 			}
@@ -294,18 +294,18 @@ func v3Dir(dir *node, name string, p []int) *node {
 }
 
 // v3Chunk returns the chunk file name in dir, at coords, whose stored value
-// is skey of size bytes, or an error wrapping fs.ErrNotExist when it is
+// is skey, described by e, or an error wrapping fs.ErrNotExist when it is
 // absent (an empty entry in its shard's index). An inner chunk whose shard
 // index does not parse is present: reading it fails.
-func (t *Tree) v3Chunk(ctx context.Context, dir *node, name string, coords []int, skey string, size int64, inner int, sharded bool) (*node, error) {
+func (t *Tree) v3Chunk(ctx context.Context, dir *node, name string, coords []int, skey string, e store.Entry, inner int, sharded bool) (*node, error) {
 	x := dir.arr
-	n := &node{key: join(dir.key, name), kind: kindChunk, size: x.a.ChunkLen(), stored: size,
+	n := &node{key: join(dir.key, name), kind: kindChunk, size: x.a.ChunkLen(), stored: e.Size, version: e.Version,
 		arr: x, rel: join(dir.rel, name), coords: coords}
 	if !sharded {
 		return n, nil
 	}
 	n.stored = 0
-	ix, err := t.chunks.ShardIndex(ctx, x.a, skey, size)
+	ix, err := t.chunks.ShardIndex(ctx, x.a, skey, e.Size)
 	switch {
 	case errors.Is(err, iofs.ErrNotExist), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return nil, err

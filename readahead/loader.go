@@ -89,7 +89,7 @@ type Loader struct {
 	decodes decodeCounts  // the decoding done, by codec pipeline (stats.go)
 
 	// Counters, updated atomically.
-	reads, storeReads, waits, prefetchErrors, dropped, storedOpens atomic.Int64
+	reads, storeReads, waits, prefetchErrors, dropped, storedOpens, forgotten atomic.Int64
 }
 
 // poolBytes bounds the decode buffers kept for the next decodes: enough for
@@ -232,6 +232,25 @@ func (l *Loader) Open(ctx context.Context, a *zarr.Array, path string, coords []
 		}
 	}
 	return &File{c: c}, nil
+}
+
+// Forget drops every copy the Loader holds of the chunk at coords of array
+// a (path as for Chunk): decoded, prefetched, as stored, and the index of
+// its shard. The caller found that its stored value changed (zfuse
+// --refresh); the next read loads it again. Files handed out by Open stay
+// valid, holding the old chunk, until they are closed.
+func (l *Loader) Forget(a *zarr.Array, path string, coords []int) {
+	// From the stored value up: a prefetch that read the old value before
+	// its tier forgot it is still dropped from the tiers above.
+	r := ref(a, path, coords)
+	l.compressed.Delete(r.stored)
+	if r.shard {
+		l.shards.forget(r.stored)
+		l.compressed.Delete(r.id)
+	}
+	l.decoded.Delete(r.id)
+	l.staging.drop(r.id)
+	l.forgotten.Add(1)
 }
 
 // SetFiles says whether chunks are decoded into memfds (for Open) or onto

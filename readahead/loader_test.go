@@ -533,3 +533,101 @@ func TestLoaderUncompressed(t *testing.T) {
 		}
 	}
 }
+
+// mutable is a Store whose values a test replaces while a Loader reads it.
+type mutable struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+func (s *mutable) ReadKey(ctx context.Context, key string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.m[key]
+	if !ok {
+		return nil, &iofs.PathError{Op: "read", Path: key, Err: iofs.ErrNotExist}
+	}
+	return bytes.Clone(b), nil
+}
+
+func (s *mutable) set(key string, b []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[key] = b
+}
+
+// TestLoaderForget: a chunk whose stored value changed is served as it
+// was from every tier that holds it, until Forget; then the next read
+// loads the new value.
+func TestLoaderForget(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  func(*Config)
+		pin  bool // without Forget, the old value is still served
+	}{
+		{"decoded tier", func(c *Config) { c.CompressedBudget, c.ReadaheadBudget = 0, 0 }, true},
+		{"compressed tier", func(c *Config) { c.DecodedBudget, c.ReadaheadBudget = 0, 0 }, true},
+		{"every tier and readahead", nil, true},
+		{"no tier", func(c *Config) { c.DecodedBudget, c.CompressedBudget, c.ReadaheadBudget = 0, 0, 0 }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := zlibArray(t, []int{16 * 512}, []int{512})
+			s := &mutable{m: map[string][]byte{}}
+			for i := range a.NumChunks() {
+				s.set(a.ChunkKey(a.Coords(i)), deflate(t, chunkData(a, i)))
+			}
+			l := newLoader(t, s, tc.cfg)
+			read := func(i int64) []byte {
+				t.Helper()
+				v, err := l.Chunk(t.Context(), a, "", a.Coords(i), 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return v
+			}
+			for i := range int64(4) { // sequential: readahead stages the next ones
+				read(i)
+			}
+			old, new := chunkData(a, 3), chunkData(a, 99)
+			s.set(a.ChunkKey(a.Coords(3)), deflate(t, new))
+			if got := read(3); tc.pin && !bytes.Equal(got, old) {
+				t.Errorf("before Forget: not the chunk as first read")
+			}
+			l.Forget(a, "", a.Coords(3))
+			if got := read(3); !bytes.Equal(got, new) {
+				t.Errorf("after Forget: not the new chunk")
+			}
+			// A prefetched chunk, not read yet, is forgotten too.
+			s.set(a.ChunkKey(a.Coords(5)), deflate(t, new))
+			l.Forget(a, "", a.Coords(5))
+			if got := read(5); !bytes.Equal(got, new) {
+				t.Errorf("prefetched chunk after Forget: not the new chunk")
+			}
+			if st := l.Stats(); st.Forgotten != 2 {
+				t.Errorf("Forgotten = %d, want 2", st.Forgotten)
+			}
+		})
+	}
+}
+
+// TestLoaderArrayGrown: a reader of an array whose metadata was read again
+// with a grown shape (zfuse --refresh; a new *zarr.Array at the same path)
+// reads its new chunks, out of any pattern, as well as the old ones.
+func TestLoaderArrayGrown(t *testing.T) {
+	small, grown := zlibArray(t, []int{6 * 512}, []int{512}), zlibArray(t, []int{9 * 512}, []int{512})
+	s := fixture(t, grown, "x", nil)
+	l := newLoader(t, s, nil)
+	for _, tc := range []struct {
+		a     *zarr.Array
+		reads []int64
+	}{
+		{small, []int64{5, 0, 3, 1, 4}}, // no pattern: the name order of small is computed
+		{grown, []int64{8, 2, 6, 0, 7}},
+	} {
+		for _, i := range tc.reads {
+			if err := readChunk(t, l, tc.a, "x", i, 1); err != nil {
+				t.Fatalf("chunk %d of %d: %v", i, tc.a.NumChunks(), err)
+			}
+		}
+	}
+}

@@ -59,6 +59,13 @@ func (c *shardIndexes) put(key string, r indexResult) {
 	c.m[key] = r
 }
 
+// forget drops the index of the shard stored under key.
+func (c *shardIndexes) forget(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, key)
+}
+
 // index returns the parsed index of the shard of array a stored under key,
 // whose size is size bytes (negative: unknown, stat it). A shard whose
 // index does not parse gives an error wrapping the reason

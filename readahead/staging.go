@@ -163,6 +163,20 @@ func (s *staging) take(key string) *staged {
 	return e
 }
 
+// drop removes the entry for key, if any, and releases its chunk (once it
+// is filled, if it is still loading): the value it came from changed.
+func (s *staging) drop(key string) {
+	s.mu.Lock()
+	e, ok := s.entries[key]
+	if ok {
+		s.removeLocked(e)
+	}
+	s.mu.Unlock()
+	if ok {
+		s.abandon(e)
+	}
+}
+
 // wait returns e's chunk once it is filled.
 func (e *staged) wait(ctx context.Context) (*chunk, error) {
 	select {

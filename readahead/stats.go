@@ -29,6 +29,7 @@ type Stats struct {
 	ServedDrops                         int64 // chunks the decoded tier let go once Read had handed out all of them (the page cache has them)
 	StoredOpens                         int64 // chunks opened as their stored files (stored uncompressed), not decoded
 	BufferReuses                        int64 // decodes into a buffer a chunk had left (no fresh memory)
+	Forgotten                           int64 // Forget calls: chunks whose stored value changed (zfuse --refresh)
 
 	Decode map[string]DecodeStats // by codec pipeline (zarr.Array.Codecs)
 
@@ -72,6 +73,7 @@ func (l *Loader) Stats() Stats {
 		ServedDrops:         l.dropped.Load(),
 		StoredOpens:         l.storedOpens.Load(),
 		BufferReuses:        l.bufs.reuses(),
+		Forgotten:           l.forgotten.Load(),
 		Memfds:              l.memfds.n.Load(),
 		MemfdBytes:          l.memfds.bytes.Load(),
 		MemfdPeak:           l.memfds.peak.Load(),

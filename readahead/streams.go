@@ -52,10 +52,11 @@ type streamID struct {
 // in grid order (see nameOrder).
 type stream struct {
 	state   State
-	named   State      // in order, once known
-	order   *nameOrder // the array's name order, once misses reached 3
-	noOrder bool       // the array has too many chunks for a name order
-	misses  int        // reads that were on no grid pattern
+	named   State       // in order, once known
+	order   *nameOrder  // the array's name order, once misses reached 3
+	noOrder bool        // the array has too many chunks for a name order
+	of      *zarr.Array // the array whose reads these are
+	misses  int         // reads that were on no grid pattern
 	// Reads in a row on which state and named had a pattern.
 	gridRun, namedRun int
 	last              time.Time // last read, to forget idle readers
@@ -89,8 +90,13 @@ func (l *Loader) plan(a *zarr.Array, path string, pid uint32, i int64, waited bo
 	st := r.m[id]
 	if st == nil {
 		r.forgetIdleLocked()
-		st = &stream{}
+		st = &stream{of: a}
 		r.m[id] = st
+	}
+	if st.of != a {
+		// The array at path was read again, changed (zfuse --refresh):
+		// its name order, and where the reader is in it, start over.
+		*st = stream{of: a}
 	}
 	if st.order == nil && !st.noOrder && st.misses >= 3 {
 		// A reader with no grid pattern: compute the array's name order,

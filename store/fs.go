@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"strconv"
 )
 
 // FSStore is a Store over an fs.FS: os.Root's FS in production (see Dir),
@@ -155,10 +156,15 @@ func entry(name string, fi fs.FileInfo) (Entry, bool) {
 	case fi.IsDir():
 		return Entry{Name: name, Dir: true}, true
 	case fi.Mode().IsRegular():
-		return Entry{Name: name, Size: fi.Size()}, true
+		return Entry{Name: name, Size: fi.Size(), Version: fileVersion(fi)}, true
 	}
 	return Entry{}, false
 }
+
+// fileVersion is a local file's Entry.Version: its modification time in
+// nanoseconds. Writers that replace a file (zarr-python writes a temporary
+// file and renames it into place) or rewrite it give it a new one.
+func fileVersion(fi fs.FileInfo) string { return strconv.FormatInt(fi.ModTime().UnixNano(), 10) }
 
 // start checks the key and the context before any I/O.
 func start(ctx context.Context, op, key string) error {

@@ -67,6 +67,11 @@ type Entry struct {
 	Name string // base name, no slashes
 	Dir  bool   // a prefix of other keys, not a key itself
 	Size int64  // length of the value; 0 for directories
+	// Version changes when the value does, as far as the backend can
+	// tell: the modification time of a local file (with Size), the ETag
+	// (else Last-Modified) of a remote object; "" when unknown. A store
+	// that changes while mounted is checked with it (zfuse --refresh).
+	Version string
 }
 
 // A Lister lists the keys under a prefix, one level at a time.

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/zfuse/zfuse/store"
 )
@@ -201,11 +202,13 @@ func TestList(t *testing.T) {
 		{"map", mapStore(), wantA[:3]},
 	} {
 		got, err := store.List(ctx, s.s, "a")
+		got = noVersions(got)
 		if err != nil || !reflect.DeepEqual(got, s.want) {
 			t.Errorf("%s: List(a) = %+v, %v; want %+v", s.name, got, err, s.want)
 		}
 	}
 	root, err := store.List(ctx, ds, ".")
+	root = noVersions(root)
 	want := []store.Entry{{Name: "a", Dir: true}, {Name: "empty"}} // abs, outdir, dangling left out
 	if err != nil || !reflect.DeepEqual(root, want) {
 		t.Errorf("List(.) = %+v, %v; want %+v", root, err, want)
@@ -254,6 +257,7 @@ func TestStat(t *testing.T) {
 				r.wantErr = fs.ErrNotExist
 			}
 			got, err := store.Stat(ctx, s.s, r.name)
+			got.Version = "" // TestVersion
 			if r.wantErr != nil {
 				if !errors.Is(err, r.wantErr) {
 					t.Errorf("%s: Stat(%q) = %+v, %v; want %v", s.name, r.name, got, err, r.wantErr)
@@ -264,6 +268,83 @@ func TestStat(t *testing.T) {
 				t.Errorf("%s: Stat(%q) = %+v, %v; want %+v", s.name, r.name, got, err, r.want)
 			}
 		}
+	}
+}
+
+// noVersions clears the Version of each entry: TestVersion checks them.
+func noVersions(es []store.Entry) []store.Entry {
+	for i := range es {
+		es[i].Version = ""
+	}
+	return es
+}
+
+// TestVersion: a local file's version changes when it is rewritten or
+// replaced (zarr-python renames a new file into place), and is the same in
+// a listing and a Stat; directories have none.
+func TestVersion(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	ds, err := store.Dir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	p := filepath.Join(dir, "0.0")
+	stat := func() store.Entry {
+		t.Helper()
+		e, err := ds.Stat(ctx, "0.0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		es, err := ds.List(ctx, ".")
+		if err != nil || len(es) != 1 || es[0] != e {
+			t.Fatalf("List = %+v, %v; Stat = %+v", es, err, e)
+		}
+		return e
+	}
+	then := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	for i, tc := range []struct {
+		name  string
+		write func() error
+		same  bool // the version stays that of the row before
+	}{
+		{"written", func() error { return os.WriteFile(p, []byte("old"), 0o644) }, false},
+		{"untouched", func() error { return nil }, true},
+		{"rewritten in place, same size", func() error {
+			if err := os.WriteFile(p, []byte("new"), 0o644); err != nil {
+				return err
+			}
+			return os.Chtimes(p, then, then)
+		}, false},
+		{"replaced by rename", func() error {
+			tmp := filepath.Join(dir, ".tmp")
+			if err := os.WriteFile(tmp, []byte("newer"), 0o644); err != nil {
+				return err
+			}
+			if err := os.Chtimes(tmp, then.Add(time.Second), then.Add(time.Second)); err != nil {
+				return err
+			}
+			return os.Rename(tmp, p)
+		}, false},
+	} {
+		var before store.Entry
+		if i > 0 {
+			before = stat()
+		}
+		if err := tc.write(); err != nil {
+			t.Fatal(err)
+		}
+		e := stat()
+		if e.Version == "" {
+			t.Errorf("%s: no version", tc.name)
+		}
+		if i > 0 && (e.Version == before.Version) != tc.same {
+			t.Errorf("%s: version %q, before %q; want the same: %v", tc.name, e.Version, before.Version, tc.same)
+		}
+	}
+	if e, err := ds.Stat(ctx, "."); err != nil || e.Version != "" {
+		t.Errorf("Stat(.) = %+v, %v; want no version", e, err)
 	}
 }
 

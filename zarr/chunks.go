@@ -3,6 +3,7 @@ package zarr
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,6 +58,22 @@ func formatKey(prefix, sep string, coords []int) string {
 // key of this array or lies outside the grid.
 func (a *Array) ParseChunkKey(rel string) ([]int, bool) {
 	return parseKey(rel, a.keyPrefix, a.Separator, a.grid)
+}
+
+// BeyondGrid reports whether rel has the form of one of a's chunk keys but
+// coordinates outside a's chunk grid: the key of a chunk of the array
+// grown beyond the shape a says (written by an append whose metadata is
+// not read yet).
+func (a *Array) BeyondGrid(rel string) bool {
+	unbounded := make([]int, len(a.grid))
+	for i := range unbounded {
+		unbounded[i] = math.MaxInt
+	}
+	if _, ok := parseKey(rel, a.keyPrefix, a.Separator, unbounded); !ok {
+		return false
+	}
+	_, in := a.ParseChunkKey(rel)
+	return !in
 }
 
 // parseKey parses rel as formatKey(prefix, sep, coords) with coords inside

@@ -82,18 +82,22 @@ func TestChunkKeys(t *testing.T) {
 	tests := []struct {
 		sep, key string
 		want     []int // nil: not a chunk key
+		beyond   bool  // a chunk key of a grown array (BeyondGrid)
 	}{
-		{".", "2.1.0", []int{2, 1, 0}},
-		{".", "2/1/0", nil},
-		{".", "3.0.0", nil}, // outside the grid
-		{".", "0.0", nil},
-		{".", "01.0.0", nil},
-		{".", "-0.0.0", nil},
-		{".", ".zarray", nil},
-		{"/", "2/1/0", []int{2, 1, 0}},
-		{"/", "2.1.0", nil},
-		{"", "2.1.0", []int{2, 1, 0}},
-		{"", "2/1/0", nil}, // legacy: nested only once ResolveSeparator finds it so
+		{".", "2.1.0", []int{2, 1, 0}, false},
+		{".", "2/1/0", nil, false},
+		{".", "3.0.0", nil, true}, // outside the grid
+		{".", "2.3.0", nil, true},
+		{".", "0.0", nil, false},
+		{".", "01.0.0", nil, false},
+		{".", "-0.0.0", nil, false},
+		{".", "3.0.-1", nil, false},
+		{".", ".zarray", nil, false},
+		{"/", "2/1/0", []int{2, 1, 0}, false},
+		{"/", "9/1/0", nil, true},
+		{"/", "2.1.0", nil, false},
+		{"", "2.1.0", []int{2, 1, 0}, false},
+		{"", "2/1/0", nil, false}, // legacy: nested only once ResolveSeparator finds it so
 	}
 	for _, tt := range tests {
 		a, err := ParseV2([]byte(doc(tt.sep)))
@@ -103,6 +107,9 @@ func TestChunkKeys(t *testing.T) {
 		got, ok := a.ParseChunkKey(tt.key)
 		if ok != (tt.want != nil) || !slices.Equal(got, tt.want) {
 			t.Errorf("sep %q: ParseChunkKey(%q) = %v, %v; want %v", tt.sep, tt.key, got, ok, tt.want)
+		}
+		if b := a.BeyondGrid(tt.key); b != tt.beyond {
+			t.Errorf("sep %q: BeyondGrid(%q) = %v, want %v", tt.sep, tt.key, b, tt.beyond)
 		}
 		if tt.want != nil {
 			if k := a.ChunkKey(tt.want); k != tt.key {

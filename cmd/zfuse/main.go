@@ -126,7 +126,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer src.Close()
 	loader, closeLoader := lf.loader(src, dec, log)
 	defer closeLoader()
-	tree := fs.New(fs.Config{Store: src, Chunks: m.chunks(loader), Log: log, AsV2: *asV2})
+	tree := fs.New(fs.Config{Store: src, Chunks: m.chunks(loader), Log: log, AsV2: *asV2, Refresh: sf.refresh})
 	switch cmd {
 	case "mount":
 		m.watch(loader.Stats, dec.router.GPU(), disk)

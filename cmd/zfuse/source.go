@@ -30,7 +30,25 @@ type sourceFlags struct {
 	cacheDir    string         // --cache-dir: see withDiskCache
 	cacheSize   Size           // --cache-dir-size
 	cacheMaxAge time.Duration  // --cache-dir-max-age
+	refresh     time.Duration  // --refresh: 0, the store does not change while mounted
 	backoff     remote.Backoff // retries of remote stores (OnRetry: a metrics counter); not a flag
+}
+
+// A refreshFlag is --refresh: a duration, never negative.
+type refreshFlag time.Duration
+
+func (r *refreshFlag) String() string { return time.Duration(*r).String() }
+
+func (r *refreshFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err == nil && d < 0 {
+		err = fmt.Errorf("negative")
+	}
+	if err != nil {
+		return fmt.Errorf("want a duration such as 30s, or 0: %w", err)
+	}
+	*r = refreshFlag(d)
+	return nil
 }
 
 // stringList is a repeatable string flag.
@@ -50,6 +68,7 @@ func addSourceFlags(fl *flag.FlagSet) *sourceFlags {
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "http(s):// and s3:// SOURCE: keep stored (compressed) chunks in this directory across mounts, validated by ETag/Last-Modified; one mount per directory")
 	f.cacheSize = 10 << 30
 	fl.Var(&f.cacheSize, "cache-dir-size", "the most --cache-dir holds; least recently used chunks leave first")
+	fl.Var((*refreshFlag)(&f.refresh), "refresh", "mount: for a store that changes while mounted, read metadata and listings again, and check each file's stored version (mtime, ETag) when it is next looked up, this long (e.g. 30s) after they were last read; a changed chunk is decoded again and served as a new file. 0: the store does not change while mounted, the fastest")
 	fl.DurationVar(&f.cacheMaxAge, "cache-dir-max-age", 0, "serve chunks in --cache-dir validated less than this long ago (e.g. 24h) with no request, even in a new mount; 0: each mount validates each chunk once (a request without a body)")
 	return f
 }
@@ -74,7 +93,7 @@ func openSource(ctx context.Context, arg string, f *sourceFlags, log *slog.Logge
 			// The mount table and the logs show SOURCE.
 			return nil, fmt.Errorf("SOURCE %s: credentials in the URL would show in the mount table and the logs; put them in a query token or a proxy", redactSource(arg))
 		}
-		return httpstore.Open(ctx, httpstore.Config{URL: arg, Hints: f.arrays, MaxInFlight: f.maxInflight, Timeout: f.timeout, Backoff: f.backoff, Log: log})
+		return httpstore.Open(ctx, httpstore.Config{URL: arg, Hints: f.arrays, MaxInFlight: f.maxInflight, Timeout: f.timeout, Backoff: f.backoff, Refresh: f.refresh, Log: log})
 	case "s3":
 		bucket, prefix, err := s3store.ParseURL(arg)
 		if err != nil {
@@ -83,7 +102,7 @@ func openSource(ctx context.Context, arg string, f *sourceFlags, log *slog.Logge
 		return s3store.Open(ctx, s3store.Config{
 			Bucket: bucket, Prefix: prefix,
 			Endpoint: f.s3Endpoint, Region: f.s3Region, PathStyle: f.s3PathStyle,
-			MaxInFlight: f.maxInflight, Timeout: f.timeout, Backoff: f.backoff, Log: log,
+			MaxInFlight: f.maxInflight, Timeout: f.timeout, Backoff: f.backoff, Refresh: f.refresh, Log: log,
 		})
 	}
 	return nil, fmt.Errorf("SOURCE %s: unsupported scheme %q (want a directory, http://, https:// or s3://)", redactSource(arg), scheme)
@@ -142,6 +161,11 @@ func withDiskCache(src source, arg string, f *sourceFlags, log *slog.Logger) (so
 	v, ok := src.(store.Versioner)
 	if !strings.Contains(arg, "://") || !ok {
 		return nil, nil, fmt.Errorf("--cache-dir is for http(s):// and s3:// sources; a local SOURCE is on a disk already")
+	}
+	if f.refresh > 0 {
+		// The disk cache serves a value validated once for the rest of the
+		// process: it would keep serving the version --refresh is to replace.
+		return nil, nil, fmt.Errorf("--cache-dir and --refresh do not combine yet: the disk cache validates each value once per mount")
 	}
 	dc, err := diskcache.Open(diskcache.Config{
 		Dir: f.cacheDir, MaxBytes: int64(f.cacheSize), MaxAge: f.cacheMaxAge, Source: displaySource(arg), Log: log,

@@ -26,7 +26,8 @@
 // longer or shorter than the range) are retried with exponential backoff a
 // bounded number of times, then returned. A value whose ETag (else
 // Last-Modified) or size differs from the first response about it is
-// refused (remote.ErrChanged), so bytes of two versions are never mixed.
+// refused (remote.ErrChanged), so bytes of two versions are never mixed;
+// with Config.Refresh, for one interval only (remote.Facts.Refresh).
 package httpstore
 
 import (
@@ -69,6 +70,12 @@ type Config struct {
 	// Transport, if set, replaces the default one (tests).
 	Transport http.RoundTripper
 	Log       *slog.Logger // nil means discard
+	// Refresh, when positive, is how long a metadata document read, and
+	// what a response said about a key, are believed: after it they are
+	// read (or asked about) again, and a new version is served as such
+	// (remote.Facts.Refresh). 0: everything is read once, and the first
+	// version seen of each value is served for the life of the Store.
+	Refresh time.Duration
 }
 
 // A Store reads keys from an HTTP server. It is safe for concurrent use.
@@ -81,11 +88,18 @@ type Store struct {
 	log     *slog.Logger
 	cat     *catalog
 	facts   *remote.Facts
+	refresh time.Duration // Config.Refresh
 
 	noRange sync.Once // warns once that the server ignores Range
 
-	mu   sync.Mutex        // guards docs
-	docs map[string][]byte // metadata documents read; shared, never modified
+	mu   sync.Mutex     // guards docs
+	docs map[string]doc // metadata documents read
+}
+
+// A doc is a metadata document as read.
+type doc struct {
+	b  []byte    // shared, never modified
+	at time.Time // when it was read
 }
 
 var (
@@ -141,12 +155,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		backoff: cfg.Backoff,
 		log:     cfg.Log,
 		cat:     newCatalog(),
-		docs:    map[string][]byte{},
+		refresh: max(cfg.Refresh, 0),
+		docs:    map[string]doc{},
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.facts = remote.NewFacts(0, s.log)
+	s.facts.Refresh(s.refresh)
 	found, err := s.probe(ctx, ".")
 	if err != nil {
 		return nil, fmt.Errorf("httpstore: %s: %w", s.Name(), err)
@@ -236,13 +252,14 @@ func (s *Store) probe(ctx context.Context, dir string) (bool, error) {
 }
 
 // doc returns the metadata document key: from memory, or read once and
-// kept. It records what it learns in the catalog. The slice is shared.
+// kept (with Config.Refresh, read again once it is older than that). It
+// records what it learns in the catalog. The slice is shared.
 func (s *Store) doc(ctx context.Context, key string) ([]byte, error) {
 	s.mu.Lock()
-	b, ok := s.docs[key]
+	d, ok := s.docs[key]
 	s.mu.Unlock()
-	if ok {
-		return b, nil
+	if ok && (s.refresh == 0 || time.Since(d.at) < s.refresh) {
+		return d.b, nil
 	}
 	if exists, known := s.cat.meta(key); known && !exists {
 		return nil, &fs.PathError{Op: "http", Path: key, Err: fs.ErrNotExist}
@@ -252,10 +269,10 @@ func (s *Store) doc(ctx context.Context, key string) ([]byte, error) {
 		return nil, err
 	}
 	s.mu.Lock()
-	if old, ok := s.docs[key]; ok {
-		b = old
+	if old, ok := s.docs[key]; ok && old.at.After(d.at) { // read meanwhile
+		b = old.b
 	} else {
-		s.docs[key] = b
+		s.docs[key] = doc{b: b, at: time.Now()}
 	}
 	s.mu.Unlock()
 	s.cat.addFile(key)
@@ -355,7 +372,7 @@ func (s *Store) Stat(ctx context.Context, name string) (store.Entry, error) {
 		if x.Missing {
 			return store.Entry{}, &fs.PathError{Op: "http", Path: name, Err: fs.ErrNotExist}
 		}
-		return store.Entry{Name: base, Size: x.Size}, nil
+		return store.Entry{Name: base, Size: x.Size, Version: x.Tag}, nil
 	}
 	return s.head(ctx, name)
 }

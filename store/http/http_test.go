@@ -182,6 +182,7 @@ func TestAgainstDir(t *testing.T) {
 				if err != nil {
 					t.Fatalf("List(%s): %v", d, err)
 				}
+				want, got = noVersions(want), noVersions(got) // each backend has its own
 				for _, g := range got {
 					if !slices.Contains(want, g) {
 						t.Errorf("List(%s) has %+v, which the directory does not", d, g)
@@ -491,4 +492,13 @@ func TestDirRedirect(t *testing.T) {
 		t.Errorf("Stat(name with spaces): %v", err)
 	}
 	_ = context.Background
+}
+
+// noVersions clears the Version of each entry: backends version values
+// each their own way (a local file's mtime, the server's ETag).
+func noVersions(es []store.Entry) []store.Entry {
+	for i := range es {
+		es[i].Version = ""
+	}
+	return es
 }

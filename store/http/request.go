@@ -162,7 +162,7 @@ func (s *Store) headOnce(ctx context.Context, key string) (store.Entry, error) {
 			if err := s.facts.Observe(ctx, key, remote.Fact{Size: resp.ContentLength, Tag: tag(resp.Header)}); err != nil {
 				return store.Entry{}, err
 			}
-			return store.Entry{Name: name, Size: resp.ContentLength}, nil
+			return store.Entry{Name: name, Size: resp.ContentLength, Version: tag(resp.Header)}, nil
 		}
 	case http.StatusMethodNotAllowed, http.StatusNotImplemented:
 	default:
@@ -176,7 +176,7 @@ func (s *Store) headOnce(ctx context.Context, key string) (store.Entry, error) {
 		return store.Entry{}, err
 	}
 	if x, ok := s.facts.Get(key); ok && x.Size >= 0 {
-		return store.Entry{Name: name, Size: x.Size}, nil
+		return store.Entry{Name: name, Size: x.Size, Version: x.Tag}, nil
 	}
 	b, _, err := s.getOnce(ctx, key, 0, -1, "")
 	return store.Entry{Name: name, Size: int64(len(b))}, err

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 )
 
 // A Fact is what one response said about one key.
@@ -14,17 +15,21 @@ type Fact struct {
 	Missing bool   // the server said there is no such key (404)
 	Size    int64  // length of the value; -1 when the response did not say
 	Tag     string // ETag, else Last-Modified; "" when the server sent neither
+
+	seen time.Time // when a response last said this (set by Observe)
 }
 
 // Facts remembers the latest Fact about each key, and which keys are being
 // fetched right now, so that Stat after (or during) a read costs no request:
 // readahead fetches the next chunks before the kernel looks their files up.
 // It holds at most a fixed number of keys, forgetting arbitrary ones when
-// full (and with them the version pinned for them, see Observe). It is safe
-// for concurrent use.
+// full (and with them the version pinned for them, see Observe). With a
+// refresh interval, a fact is believed for that long after a response last
+// said it (see Refresh). It is safe for concurrent use.
 type Facts struct {
-	max int          // immutable
-	log *slog.Logger // immutable
+	max     int           // immutable
+	log     *slog.Logger  // immutable
+	refresh time.Duration // immutable after Refresh; 0: facts never go stale
 
 	mu      sync.Mutex // guards the fields below
 	facts   map[string]Fact
@@ -50,12 +55,27 @@ func NewFacts(max int, log *slog.Logger) *Facts {
 	return &Facts{max: max, log: log, facts: map[string]Fact{}, flights: map[string]*flight{}}
 }
 
-// Get returns what is known about key.
+// Refresh makes facts go stale d after a response last said them (0, the
+// default: never), for a store that may change while mounted: a stale fact
+// is not reported (Get, Wait), so the caller asks the server again, and a
+// response from another version than a stale fact's is the new version
+// (Observe). Call it before the Facts are used.
+func (f *Facts) Refresh(d time.Duration) { f.refresh = max(d, 0) }
+
+// Get returns what is known about key, unless it is stale (Refresh).
 func (f *Facts) Get(key string) (Fact, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	x, ok := f.facts[key]
+	if ok && f.stale(x, time.Now()) {
+		return Fact{}, false
+	}
 	return x, ok
+}
+
+// stale reports whether x is older than the refresh interval at now.
+func (f *Facts) stale(x Fact, now time.Time) bool {
+	return f.refresh > 0 && now.Sub(x.seen) >= f.refresh
 }
 
 // ErrChanged means a response came from another version of a value than
@@ -72,16 +92,25 @@ var ErrChanged = errors.New("remote: value changed on the server during the moun
 // as an error rather than as missing (a fill value), and once the server
 // serves the first version again, reads succeed again. A key seen missing
 // that appears is logged and recorded as present.
+//
+// With a refresh interval (Refresh), the version pinned is the one last
+// seen less than an interval ago: a response from another version, once
+// the fact it contradicts is stale, is recorded as the new version (and
+// logged at Info), not refused.
 func (f *Facts) Observe(ctx context.Context, key string, x Fact) error {
+	now := time.Now()
+	x.seen = now
 	f.mu.Lock()
 	old, ok := f.facts[key]
 	switch {
 	case !ok:
 		f.makeRoom()
 	case old.Missing:
-		if !x.Missing {
+		if !x.Missing && f.refresh == 0 {
 			defer f.log.WarnContext(ctx, "a key missing before appeared on the server during the mount", "key", key, "now", describe(x))
 		}
+	case changed(old, x) && f.stale(old, now):
+		defer f.log.InfoContext(ctx, "a value changed on the server: serving the new version", "key", key, "was", describe(old), "now", describe(x))
 	case changed(old, x):
 		f.mu.Unlock()
 		// The caller's error names the key.
@@ -95,6 +124,7 @@ func (f *Facts) Observe(ctx context.Context, key string, x Fact) error {
 		if old.Tag == "" {
 			old.Tag = x.Tag
 		}
+		old.seen = now
 		x = old
 	}
 	f.facts[key] = x

@@ -9,7 +9,9 @@
 // The one fact to know: a store is assumed not to change while it is
 // mounted. The table keeps the first version seen of each value for the
 // life of the mount; a response from another version is an error, not
-// followed.
+// followed. With a refresh interval (Facts.Refresh, zfuse --refresh) the
+// version is kept for an interval after a response last confirmed it, and
+// then the next response's version is the new one.
 //
 // remote imports only package store of zfuse.
 package remote

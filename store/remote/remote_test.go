@@ -137,6 +137,62 @@ func TestFacts(t *testing.T) {
 	}
 }
 
+// TestFactsRefresh: with a refresh interval, a version is pinned for an
+// interval after a response last said it; then the fact is stale (Get
+// reports nothing, so the caller asks again), and a response from another
+// version is the new version.
+func TestFactsRefresh(t *testing.T) {
+	v1, v2 := remote.Fact{Size: 10, Tag: `"1"`}, remote.Fact{Size: 12, Tag: `"2"`}
+	for _, tc := range []struct {
+		name    string
+		refresh time.Duration
+		wait    time.Duration // after observing v1
+		changed bool          // observing v2 then is refused
+		known   bool          // Get reports a fact before v2 is observed
+		want    remote.Fact   // what Get says after
+	}{
+		{"no refresh: pinned for ever", 0, time.Hour, true, true, v1},
+		{"within the interval: pinned", time.Second, time.Second / 2, true, true, v1},
+		{"after the interval: the new version", time.Second, time.Second, false, false, v2},
+		{"long after: the new version", time.Second, time.Minute, false, false, v2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := remote.NewFacts(0, nil)
+				f.Refresh(tc.refresh)
+				if err := f.Observe(t.Context(), "k", v1); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(tc.wait) // synctest: a fake clock
+				if _, ok := f.Get("k"); ok != tc.known {
+					t.Errorf("Get before: known %v, want %v", ok, tc.known)
+				}
+				err := f.Observe(t.Context(), "k", v2)
+				if got := errors.Is(err, remote.ErrChanged); got != tc.changed {
+					t.Errorf("Observe(v2) = %v, want changed %v", err, tc.changed)
+				}
+				if x, ok := f.Get("k"); !ok || x.Size != tc.want.Size || x.Tag != tc.want.Tag {
+					t.Errorf("Get after = %+v, %v; want %+v", x, ok, tc.want)
+				}
+			})
+		})
+	}
+	// A key seen missing is asked about again after the interval, and
+	// appears without a warning.
+	synctest.Test(t, func(t *testing.T) {
+		f := remote.NewFacts(0, nil)
+		f.Refresh(time.Second)
+		f.Observe(t.Context(), "m", remote.Fact{Missing: true})
+		time.Sleep(time.Second)
+		if _, ok := f.Get("m"); ok {
+			t.Error("a stale missing fact is still reported")
+		}
+		if err := f.Observe(t.Context(), "m", v1); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
 func TestFactsWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := remote.NewFacts(0, nil)

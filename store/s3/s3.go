@@ -72,6 +72,12 @@ type Config struct {
 	// Transport, if set, replaces the default one (tests).
 	Transport http.RoundTripper
 	Log       *slog.Logger // nil means discard
+	// Refresh, when positive, is how long what a response said about an
+	// object is believed: after it, the object is asked about again, and
+	// a new version is served as such (remote.Facts.Refresh). 0: the
+	// first version seen of each object is served for the life of the
+	// Store.
+	Refresh time.Duration
 }
 
 // ParseURL splits "s3://bucket/prefix" into bucket and prefix.
@@ -196,6 +202,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		facts:   remote.NewFacts(0, log),
 		name:    "s3://" + cfg.Bucket + "/" + strings.TrimSuffix(prefix, "/"),
 	}
+	s.facts.Refresh(cfg.Refresh)
 	if _, err := s.list(ctx, ".", 1); err != nil {
 		return nil, fmt.Errorf("s3store: %s: %w", s.name, err)
 	}
@@ -434,7 +441,7 @@ func (s *Store) Stat(ctx context.Context, name string) (store.Entry, error) {
 	}
 	x, known := s.facts.Wait(ctx, name)
 	if known && !x.Missing && x.Size >= 0 {
-		return store.Entry{Name: base, Size: x.Size}, nil
+		return store.Entry{Name: base, Size: x.Size, Version: x.Tag}, nil
 	}
 	if !known || !x.Missing {
 		if e, err := s.head(ctx, name); !errors.Is(err, fs.ErrNotExist) {
@@ -459,11 +466,11 @@ func (s *Store) head(ctx context.Context, name string) (store.Entry, error) {
 	})
 	s.log.DebugContext(ctx, "s3", "op", "HEAD", "key", name, "err", err)
 	if err == nil {
-		size := aws.ToInt64(out.ContentLength)
-		if err := s.facts.Observe(ctx, name, remote.Fact{Size: size, Tag: tag(out.ETag, out.LastModified)}); err != nil {
+		size, t := aws.ToInt64(out.ContentLength), tag(out.ETag, out.LastModified)
+		if err := s.facts.Observe(ctx, name, remote.Fact{Size: size, Tag: t}); err != nil {
 			return store.Entry{}, &fs.PathError{Op: "s3 HEAD", Path: name, Err: err}
 		}
-		return store.Entry{Name: path.Base(name), Size: size}, nil
+		return store.Entry{Name: path.Base(name), Size: size, Version: t}, nil
 	}
 	return store.Entry{}, &fs.PathError{Op: "s3 HEAD", Path: name, Err: s.mapErr(ctx, name, err)}
 }
@@ -526,7 +533,7 @@ func (s *Store) list(ctx context.Context, dir string, most int32) ([]store.Entry
 			if !ok {
 				continue
 			}
-			out = append(out, store.Entry{Name: name, Size: aws.ToInt64(o.Size)})
+			out = append(out, store.Entry{Name: name, Size: aws.ToInt64(o.Size), Version: tag(o.ETag, o.LastModified)})
 			// A listing serves no bytes: a changed value is refused when
 			// it is read, and the version seen first stays the one served.
 			_ = s.facts.Observe(ctx, remote.Join(dir, name), remote.Fact{Size: aws.ToInt64(o.Size), Tag: tag(o.ETag, o.LastModified)})
