@@ -46,6 +46,11 @@ type Config struct {
 	Fetchers int           // store reads in flight for prefetch, over all arrays; 0 means 64
 	Streams  int           // readers (array, pid) remembered; 0 means 4096
 
+	// Changing says the store may change while it is read (zfuse
+	// --refresh): an inner chunk read from a shard is checked to come from
+	// the version of the shard its index came from (shards.go).
+	Changing bool
+
 	Log *slog.Logger // nil means discard
 }
 
@@ -139,7 +144,7 @@ func New(cfg Config) *Loader {
 		panic("readahead: " + err.Error()) // the configuration cannot be invalid
 	}
 	l.compressed = compressed
-	l.shards = shardIndexes{store: cfg.Store, log: l.log, reads: func() { l.storeReads.Add(1) }}
+	l.shards = shardIndexes{store: cfg.Store, log: l.log, changing: cfg.Changing, reads: func() { l.storeReads.Add(1) }}
 	l.staging = newStaging(max(cfg.ReadaheadBudget, 0), l.ttl)
 	l.wg.Go(func() { l.staging.run(ctx) })
 	return l

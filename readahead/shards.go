@@ -18,9 +18,10 @@ import (
 // it lists, and the Loader itself when it reads. It is safe for concurrent
 // use.
 type shardIndexes struct {
-	store  store.Store  // immutable
-	log    *slog.Logger // immutable
-	flight cache.Flight[indexResult]
+	store    store.Store  // immutable
+	log      *slog.Logger // immutable
+	changing bool         // immutable: Config.Changing
+	flight   cache.Flight[indexResult]
 
 	mu sync.Mutex             // guards m
 	m  map[string]indexResult // by shard key; at most maxShardIndexes entries
@@ -28,10 +29,13 @@ type shardIndexes struct {
 	reads func() // counts a store read (the Loader's counter)
 }
 
-// indexResult is a parsed index, or why the shard's index does not parse.
+// indexResult is a parsed index, or why the shard's index does not parse,
+// and, when the store may change, the shard's entry (size and version) as
+// it was before the index was read.
 type indexResult struct {
-	ix  *zarr.Index
-	err error
+	ix    *zarr.Index
+	err   error
+	entry store.Entry
 }
 
 // maxShardIndexes bounds the indexes kept (16 bytes per inner chunk each).
@@ -73,10 +77,19 @@ func (c *shardIndexes) forget(key string) {
 // shard one wrapping fs.ErrNotExist; store errors are not kept. If ctx ends
 // first it returns ctx.Err() and the load goes on.
 func (c *shardIndexes) index(ctx context.Context, a *zarr.Array, key string, size int64) (*zarr.Index, error) {
-	if r, ok := c.get(key); ok {
-		return r.ix, r.err
+	r, err := c.result(ctx, a, key, size)
+	if err != nil {
+		return nil, err
 	}
-	r, err := c.flight.Do(ctx, key, func(ctx context.Context) (indexResult, error) {
+	return r.ix, r.err
+}
+
+// result is index with the shard's entry.
+func (c *shardIndexes) result(ctx context.Context, a *zarr.Array, key string, size int64) (indexResult, error) {
+	if r, ok := c.get(key); ok {
+		return r, nil
+	}
+	return c.flight.Do(ctx, key, func(ctx context.Context) (indexResult, error) {
 		if r, ok := c.get(key); ok {
 			return r, nil
 		}
@@ -87,10 +100,21 @@ func (c *shardIndexes) index(ctx context.Context, a *zarr.Array, key string, siz
 		c.put(key, r)
 		return r, nil
 	})
-	if err != nil {
-		return nil, err
+}
+
+// unchanged reports whether the shard stored under key is still the
+// version r's index was read from: where the store may change, an inner
+// chunk read after its index could come from a newer shard, and its
+// bytes would be cut at the old index's offsets.
+func (c *shardIndexes) unchanged(ctx context.Context, key string, r indexResult) (bool, error) {
+	if !c.changing {
+		return true, nil
 	}
-	return r.ix, r.err
+	e, err := store.Stat(ctx, c.store, key)
+	if err != nil {
+		return false, err
+	}
+	return e.Size == r.entry.Size && e.Version == r.entry.Version, nil
 }
 
 // load reads and parses a shard's index: a range read, or the whole shard
@@ -100,6 +124,7 @@ func (c *shardIndexes) load(ctx context.Context, a *zarr.Array, key string, size
 	sh := a.Shard()
 	var b []byte
 	var err error
+	var entry store.Entry
 	if a.WholeShard() {
 		var src []byte
 		c.reads()
@@ -112,12 +137,12 @@ func (c *shardIndexes) load(ctx context.Context, a *zarr.Array, key string, size
 			b = src[off : off+n]
 		}
 	} else {
-		if size < 0 {
+		if size < 0 || c.changing {
 			e, err := store.Stat(ctx, c.store, key)
 			if err != nil {
 				return indexResult{}, err
 			}
-			size = e.Size
+			size, entry = e.Size, e
 		}
 		off, n := sh.IndexRange(size)
 		c.reads()
@@ -133,5 +158,5 @@ func (c *shardIndexes) load(ctx context.Context, a *zarr.Array, key string, size
 		err = &iofs.PathError{Op: "shard", Path: key, Err: err}
 		c.log.WarnContext(ctx, "shard index unreadable: its chunks fail with EIO", "key", key, "err", err)
 	}
-	return indexResult{ix: ix, err: err}, nil
+	return indexResult{ix: ix, err: err, entry: entry}, nil
 }

@@ -2,6 +2,7 @@ package readahead
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	iofs "io/fs"
 	"runtime"
@@ -56,21 +57,47 @@ func (l *Loader) encoded(ctx context.Context, a *zarr.Array, r chunkRef) ([]byte
 	case !r.shard, a.WholeShard():
 		return l.fetchStored(ctx, r.stored)
 	}
-	ix, err := l.shards.index(ctx, a, r.stored, -1)
-	if err != nil {
-		return nil, err
+	// Where the store may change, the shard can be replaced between the
+	// reads of its index and of the inner chunk: then the index is read
+	// again, a few times at most.
+	for range 3 {
+		ix, err := l.shards.result(ctx, a, r.stored, -1)
+		if err != nil {
+			return nil, err
+		}
+		if ix.err != nil {
+			return nil, ix.err
+		}
+		off, n, err := ix.ix.Entry(r.inner)
+		if err != nil {
+			return nil, &iofs.PathError{Op: "shard", Path: r.stored, Err: err}
+		}
+		b, err := l.compressed.Load(ctx, r.id, func(ctx context.Context) ([]byte, error) {
+			l.storeReads.Add(1)
+			ctx, stop := l.lifetime(ctx)
+			defer stop()
+			b, err := store.ReadRange(ctx, l.store, r.stored, off, n)
+			if err != nil {
+				return nil, err
+			}
+			if same, err := l.shards.unchanged(ctx, r.stored, ix); err != nil {
+				return nil, err
+			} else if !same {
+				return nil, errShardChanged
+			}
+			return b, nil
+		})
+		if !errors.Is(err, errShardChanged) {
+			return b, err
+		}
+		l.shards.forget(r.stored)
 	}
-	off, n, err := ix.Entry(r.inner)
-	if err != nil {
-		return nil, &iofs.PathError{Op: "shard", Path: r.stored, Err: err}
-	}
-	return l.compressed.Load(ctx, r.id, func(ctx context.Context) ([]byte, error) {
-		l.storeReads.Add(1)
-		ctx, stop := l.lifetime(ctx)
-		defer stop()
-		return store.ReadRange(ctx, l.store, r.stored, off, n)
-	})
+	return nil, &iofs.PathError{Op: "shard", Path: r.stored, Err: errShardChanged}
 }
+
+// errShardChanged: a shard was replaced in the store while one of its
+// inner chunks was read (Config.Changing).
+var errShardChanged = errors.New("the shard changed while it was read")
 
 // raw reports whether a's stored values are its decoded chunks (no codec
 // but the bytes layout, and no codec over whole shards).

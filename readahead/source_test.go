@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/zfuse/zfuse/internal/testutil"
 	"github.com/zfuse/zfuse/store"
@@ -153,5 +155,61 @@ func TestLoaderLegacyNested(t *testing.T) {
 	}
 	if st := l.Stats(); st.PrefetchUsed < a.NumChunks()*8/10 {
 		t.Errorf("prefetch did not find the nested keys: %v", st)
+	}
+}
+
+// TestShardReplaced: with Config.Changing, an inner chunk read after its
+// shard was replaced in the store (another layout of the inner chunks, the
+// same size) is read with the new shard's index, not cut from the new
+// shard at the old index's offsets.
+func TestShardReplaced(t *testing.T) {
+	a, _, err := zarr.ParseV3([]byte(`{"zarr_format": 3, "node_type": "array", "shape": [8], "data_type": "uint8",
+		"chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [8]}},
+		"chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}}, "fill_value": 0,
+		"codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [2], "codecs": [{"name": "bytes"}],
+			"index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}], "index_location": "end"}}]}`))
+	if err != nil || a.PassThrough != nil {
+		t.Fatalf("ParseV3: %v, %v", err, a.PassThrough)
+	}
+	// shard stores inner chunk i as {base+2i, base+2i+1}, in the given order.
+	shard := func(base byte, order []int) []byte {
+		var body, index []byte
+		offs := make([][2]uint64, len(order))
+		for _, i := range order {
+			offs[i] = [2]uint64{uint64(len(body)), 2}
+			body = append(body, base+byte(2*i), base+byte(2*i+1))
+		}
+		for _, o := range offs {
+			index = binary.LittleEndian.AppendUint64(index, o[0])
+			index = binary.LittleEndian.AppendUint64(index, o[1])
+		}
+		index = binary.LittleEndian.AppendUint32(index, crc32.Checksum(index, crc32.MakeTable(crc32.Castagnoli)))
+		return append(body, index...)
+	}
+	root := t.TempDir()
+	path := filepath.Join(root, "c", "0")
+	testutil.WriteFile(t, root, "c/0", shard(0, []int{0, 1, 2, 3}))
+	s, err := store.Dir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	l := newLoader(t, s, func(c *Config) { c.Changing, c.ReadaheadBudget = true, 0 })
+	if got, err := l.Chunk(t.Context(), a, "", []int{0}, 1); err != nil || !bytes.Equal(got, []byte{0, 1}) {
+		t.Fatalf("chunk 0 = %v, %v; want [0 1]", got, err)
+	}
+	// Replace the shard as a writer does (a new file renamed into place),
+	// with a later modification time; nobody tells the Loader.
+	tmp := path + ".partial"
+	testutil.WriteFile(t, root, "c/0.partial", shard(100, []int{3, 2, 1, 0}))
+	later := time.Now().Add(time.Second)
+	if err := os.Chtimes(tmp, later, later); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := l.Chunk(t.Context(), a, "", []int{1}, 1); err != nil || !bytes.Equal(got, []byte{102, 103}) {
+		t.Errorf("chunk 1 after the shard was replaced = %v, %v; want the new shard's [102 103]", got, err)
 	}
 }

@@ -124,6 +124,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	src = cached
 	defer src.Close()
+	lf.changing = sf.refresh > 0
 	loader, closeLoader := lf.loader(src, dec, log)
 	defer closeLoader()
 	tree := fs.New(fs.Config{Store: src, Chunks: m.chunks(loader), Log: log, AsV2: *asV2, Refresh: sf.refresh})

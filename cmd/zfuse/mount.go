@@ -37,6 +37,7 @@ type loaderFlags struct {
 	kernelReadahead                Size
 	serving                        fs.Serving
 	cpuProfile                     string // mount: write a CPU profile (go tool pprof) here
+	changing                       bool   // the store may change while read (--refresh)
 }
 
 func addLoaderFlags(fl *flag.FlagSet) *loaderFlags {
@@ -164,6 +165,7 @@ func (f *loaderFlags) loader(s store.Store, dec *decoders, log *slog.Logger) (*r
 		DecodedBudget:    int64(f.decoded),
 		CompressedBudget: int64(f.compressed),
 		ReadaheadBudget:  int64(f.readahead),
+		Changing:         f.changing,
 		Log:              log,
 	})
 	return l, func() { l.Close() }
