@@ -72,8 +72,8 @@ integration:
 
 # fuzz: every fuzz target of the module (the packages whose tests have a
 # func FuzzX), each on top of its seed corpus (f.Add, testdata/fuzz/) for
-# FUZZTIME: 10000 executions by default; CI runs a few seconds each
-# (.ci/run: make fuzz FUZZTIME=3s). -run '^$$': no other tests; -fuzz: one
+# FUZZTIME: 10000 executions by default; CI runs 500 each
+# (.ci/run: make fuzz FUZZTIME=500x; a count, not a duration, see there). -run '^$$': no other tests; -fuzz: one
 # target at a time (go test fuzzes one per run). An input that fails is
 # written to the package's testdata/fuzz/FuzzX/ and stops the run: fix the
 # code, and commit the input as a regression test.
