@@ -127,7 +127,7 @@ func (s *Store) getOnce(ctx context.Context, key string, off, n int64, have stri
 func setCondition(h http.Header, have string) {
 	switch {
 	case have == "":
-	case strings.HasPrefix(have, `"`) || strings.HasPrefix(have, `W/"`):
+	case remote.IsETag(have):
 		h.Set("If-None-Match", have)
 	default:
 		h.Set("If-Modified-Since", have)
@@ -159,10 +159,11 @@ func (s *Store) headOnce(ctx context.Context, key string) (store.Entry, error) {
 	switch resp.StatusCode {
 	case http.StatusOK:
 		if resp.ContentLength >= 0 {
-			if err := s.facts.Observe(ctx, key, remote.Fact{Size: resp.ContentLength, Tag: tag(resp.Header)}); err != nil {
+			t := tag(resp.Header)
+			if err := s.facts.Observe(ctx, key, remote.Fact{Size: resp.ContentLength, Tag: t}); err != nil {
 				return store.Entry{}, err
 			}
-			return store.Entry{Name: name, Size: resp.ContentLength, Version: tag(resp.Header)}, nil
+			return store.Entry{Name: name, Size: resp.ContentLength, Version: t}, nil
 		}
 	case http.StatusMethodNotAllowed, http.StatusNotImplemented:
 	default:

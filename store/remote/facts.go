@@ -157,6 +157,11 @@ func changed(a, b Fact) bool {
 	return a.Size >= 0 && b.Size >= 0 && a.Size != b.Size
 }
 
+// IsETag reports whether a version (Fact.Tag, store.Entry.Version) is an
+// ETag, quoted or weak (W/ and quoted), rather than a Last-Modified date:
+// which conditional header a request sends for it.
+func IsETag(v string) bool { return strings.HasPrefix(v, `"`) || strings.HasPrefix(v, `W/"`) }
+
 // sameTag is a validator as compared: without the weak marker and quotes
 // (servers and listings differ in those alone).
 func sameTag(t string) string { return strings.Trim(strings.TrimPrefix(t, "W/"), `"`) }

@@ -348,7 +348,7 @@ func setCondition(in *s3.GetObjectInput, have string) {
 	if have == "" {
 		return
 	}
-	if strings.HasPrefix(have, `"`) || strings.HasPrefix(have, `W/"`) {
+	if remote.IsETag(have) {
 		in.IfNoneMatch = aws.String(have)
 		return
 	}
