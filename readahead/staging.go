@@ -142,13 +142,34 @@ func (s *staging) take(key string) *staged {
 	if !ok {
 		return nil
 	}
-	s.removeLocked(e)
+	s.unstageLocked(e)
 	s.taken++
 	s.takenBytes += e.size
+	return e
+}
+
+// drop removes the entry for key, if any, and releases its chunk (once it
+// is filled, if it is still loading): the value it came from changed.
+func (s *staging) drop(key string) {
+	s.mu.Lock()
+	e, ok := s.entries[key]
+	if ok {
+		s.unstageLocked(e)
+	}
+	s.mu.Unlock()
+	if ok {
+		s.abandon(e)
+	}
+}
+
+// unstageLocked removes e, taken or dropped, and counts it gone from ready
+// if it waits there, as expireLocked counts it down.
+func (s *staging) unstageLocked(e *staged) {
+	s.removeLocked(e)
 	if e.expires != (time.Time{}) { // in ready, with its chunk
-		// Taken entries would wait in ready, holding their chunks, until
-		// their TTL passed: a TTL's worth of prefetched bytes beyond the
-		// budget. Drop them once they are half of it.
+		// Entries gone from ready would wait there, holding their chunks,
+		// until their TTL passed: a TTL's worth of prefetched bytes beyond
+		// the budget. Drop them once they are half of it.
 		if s.goneIn++; s.goneIn > len(s.ready)/2 {
 			live := s.ready[:0]
 			for _, r := range s.ready {
@@ -159,21 +180,6 @@ func (s *staging) take(key string) *staged {
 			clear(s.ready[len(live):])
 			s.ready, s.goneIn = live, 0
 		}
-	}
-	return e
-}
-
-// drop removes the entry for key, if any, and releases its chunk (once it
-// is filled, if it is still loading): the value it came from changed.
-func (s *staging) drop(key string) {
-	s.mu.Lock()
-	e, ok := s.entries[key]
-	if ok {
-		s.removeLocked(e)
-	}
-	s.mu.Unlock()
-	if ok {
-		s.abandon(e)
 	}
 }
 
