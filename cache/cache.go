@@ -42,10 +42,6 @@ type Cache struct {
 	rc     *ristretto.Cache[string, []byte] // nil when max <= 0; owns the budget
 	flight Flight[[]byte]                   // one load per key at a time
 
-	// deletes counts Delete calls: a load that saw it change while it ran
-	// may have read what was deleted, and does not keep its value.
-	deletes atomic.Int64
-
 	// Counters, updated atomically.
 	hits, misses, loads, loadErrors, rejected atomic.Int64
 }
@@ -124,7 +120,6 @@ func (c *Cache) add(key string, v []byte) bool {
 // key changed (zfuse --refresh). A Load running meanwhile does not keep what
 // it loaded, and the next Load loads again.
 func (c *Cache) Delete(key string) {
-	c.deletes.Add(1)
 	c.flight.Forget(key)
 	if c.rc != nil {
 		c.rc.Wait()
@@ -155,13 +150,13 @@ func (c *Cache) Load(ctx context.Context, key string, load func(context.Context)
 			return v, nil
 		}
 		c.loads.Add(1)
-		deletes := c.deletes.Load()
+		forgets := c.flight.Forgets()
 		v, err := load(ctx)
 		if err != nil {
 			c.loadErrors.Add(1)
 			return nil, err
 		}
-		if c.deletes.Load() != deletes {
+		if c.flight.Forgets() != forgets {
 			return v, nil // perhaps what a Delete meanwhile meant to drop
 		}
 		if c.add(key, v) {
@@ -188,9 +183,6 @@ func (c *Cache) used() int64 {
 	evicted := c.rc.Metrics.CostEvicted()
 	return int64(added - evicted)
 }
-
-// budget returns the budget in bytes.
-func (c *Cache) budget() int64 { return c.max }
 
 // Close stops the cache's goroutines and drops every value. Afterwards Get
 // misses, add drops, and Load loads every time.

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"sync/atomic"
 
 	"golang.org/x/sync/singleflight"
 )
@@ -16,12 +17,20 @@ import (
 // waiting for the same key: a caller whose ctx ends gets ctx.Err() at once,
 // and the load goes on for the rest.
 type Flight[V any] struct {
-	g singleflight.Group
+	g       singleflight.Group
+	forgets atomic.Int64 // Forget calls
 }
 
 // Forget makes the next Do for key call load again rather than wait for a
 // call already running: the value behind key changed while it ran.
-func (f *Flight[V]) Forget(key string) { f.g.Forget(key) }
+func (f *Flight[V]) Forget(key string) {
+	f.forgets.Add(1)
+	f.g.Forget(key)
+}
+
+// Forgets counts the Forget calls so far. A load during which it changed
+// may have loaded a value forgotten meanwhile: a cache does not keep it.
+func (f *Flight[V]) Forgets() int64 { return f.forgets.Load() }
 
 // Do returns load's result for key, calling load unless a call for key is
 // already running, in which case it waits for that one.

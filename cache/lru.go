@@ -39,10 +39,6 @@ type LRU[V comparable] struct {
 	ll   list.List                // of *lruEntry[V], most recently used first
 	m    map[string]*list.Element // key -> element of ll
 
-	// deletes counts Delete calls: a load that saw it change while it ran
-	// may have read what was deleted, and does not keep its value.
-	deletes atomic.Int64
-
 	// Counters, updated atomically.
 	hits, misses, loads, loadErrors, evicted atomic.Int64
 }
@@ -131,7 +127,6 @@ func (c *LRU[V]) Remove(key string, v V) bool {
 // Load running meanwhile returns what it loaded to its callers but does not
 // keep it (it is dropped at once), and the next Load loads again.
 func (c *LRU[V]) Delete(key string) bool {
-	c.deletes.Add(1)
 	c.flight.Forget(key)
 	c.mu.Lock()
 	e, ok := c.m[key]
@@ -162,13 +157,13 @@ func (c *LRU[V]) Load(ctx context.Context, key string, load func(context.Context
 			return e.Value.(*lruEntry[V]).v, nil
 		}
 		c.loads.Add(1)
-		deletes := c.deletes.Load()
+		forgets := c.flight.Forgets()
 		v, err := load(ctx)
 		if err != nil {
 			c.loadErrors.Add(1)
 			return v, err
 		}
-		if c.deletes.Load() != deletes {
+		if c.flight.Forgets() != forgets {
 			c.dropAll([]V{v}) // perhaps what a Delete meanwhile meant to drop
 			return v, nil
 		}
