@@ -144,7 +144,7 @@ func New(cfg Config) *Loader {
 		panic("readahead: " + err.Error()) // the configuration cannot be invalid
 	}
 	l.compressed = compressed
-	l.shards = shardIndexes{store: cfg.Store, log: l.log, changing: cfg.Changing, reads: func() { l.storeReads.Add(1) }}
+	l.shards = newShardIndexes(cfg.Store, l.log, cfg.Changing, func() { l.storeReads.Add(1) }, l.fetchStored)
 	l.staging = newStaging(max(cfg.ReadaheadBudget, 0), l.ttl)
 	l.wg.Go(func() { l.staging.run(ctx) })
 	return l

@@ -4,7 +4,6 @@ import (
 	"context"
 	iofs "io/fs"
 	"log/slog"
-	"sync"
 
 	"github.com/zfuse/zfuse/cache"
 	"github.com/zfuse/zfuse/store"
@@ -21,12 +20,18 @@ type shardIndexes struct {
 	store    store.Store  // immutable
 	log      *slog.Logger // immutable
 	changing bool         // immutable: Config.Changing
-	flight   cache.Flight[indexResult]
-
-	mu sync.Mutex             // guards m
-	m  map[string]indexResult // by shard key; at most maxShardIndexes entries
+	// kept holds the results by shard key, at most maxShardIndexes.
+	kept *cache.LRU[indexResult]
 
 	reads func() // counts a store read (the Loader's counter)
+	// fetch returns a whole stored shard through the compressed tier (the
+	// Loader's fetchStored), which its first chunk read then finds there.
+	fetch func(ctx context.Context, key string) ([]byte, error)
+}
+
+func newShardIndexes(s store.Store, log *slog.Logger, changing bool, reads func(), fetch func(context.Context, string) ([]byte, error)) shardIndexes {
+	kept := cache.NewLRU(cache.LRUConfig[indexResult]{MaxItems: maxShardIndexes, Size: func(indexResult) int64 { return 0 }})
+	return shardIndexes{store: s, log: log, changing: changing, kept: kept, reads: reads, fetch: fetch}
 }
 
 // indexResult is a parsed index, or why the shard's index does not parse,
@@ -41,34 +46,8 @@ type indexResult struct {
 // maxShardIndexes bounds the indexes kept (16 bytes per inner chunk each).
 const maxShardIndexes = 4096
 
-func (c *shardIndexes) get(key string) (indexResult, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r, ok := c.m[key]
-	return r, ok
-}
-
-func (c *shardIndexes) put(key string, r indexResult) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[string]indexResult{}
-	}
-	for k := range c.m { // make room: drop any
-		if len(c.m) < maxShardIndexes {
-			break
-		}
-		delete(c.m, k)
-	}
-	c.m[key] = r
-}
-
 // forget drops the index of the shard stored under key.
-func (c *shardIndexes) forget(key string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, key)
-}
+func (c *shardIndexes) forget(key string) { c.kept.Delete(key) }
 
 // index returns the parsed index of the shard of array a stored under key,
 // whose size is size bytes (negative: unknown, stat it). A shard whose
@@ -84,21 +63,10 @@ func (c *shardIndexes) index(ctx context.Context, a *zarr.Array, key string, siz
 	return r.ix, r.err
 }
 
-// result is index with the shard's entry.
+// result is index with the shard's entry. Store errors are not kept.
 func (c *shardIndexes) result(ctx context.Context, a *zarr.Array, key string, size int64) (indexResult, error) {
-	if r, ok := c.get(key); ok {
-		return r, nil
-	}
-	return c.flight.Do(ctx, key, func(ctx context.Context) (indexResult, error) {
-		if r, ok := c.get(key); ok {
-			return r, nil
-		}
-		r, err := c.load(ctx, a, key, size)
-		if err != nil { // a store error: not kept
-			return r, err
-		}
-		c.put(key, r)
-		return r, nil
+	return c.kept.Load(ctx, key, func(ctx context.Context) (indexResult, error) {
+		return c.load(ctx, a, key, size)
 	})
 }
 
@@ -127,8 +95,7 @@ func (c *shardIndexes) load(ctx context.Context, a *zarr.Array, key string, size
 	var entry store.Entry
 	if a.WholeShard() {
 		var src []byte
-		c.reads()
-		if src, err = c.store.ReadKey(ctx, key); err != nil {
+		if src, err = c.fetch(ctx, key); err != nil {
 			return indexResult{}, err
 		}
 		if src, err = a.UnwrapShard(src); err == nil {
