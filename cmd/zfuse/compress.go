@@ -34,9 +34,7 @@ import (
 // itself is in compress_copy.go, progress and summary in
 // compress_report.go.
 
-const compressUsage = `usage: zfuse compress [flags] SOURCE DEST
-
-Read every array of SOURCE (a directory, http(s):// or s3://; any codec, Zarr v2
+const compressUsage = `Read every array of SOURCE (a directory, http(s):// or s3://; any codec, Zarr v2
 or v3, sharded or not), encode its chunks on every core, and write a Zarr store
 to the local directory DEST, which must not exist, or be empty (or be an
 interrupted run's DEST, with --resume). Groups, attributes, fill values,
@@ -89,15 +87,13 @@ func addCompressFlags(fl *flag.FlagSet) *compressFlags {
 // compress is the zfuse compress command.
 func compress(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fl := flag.NewFlagSet("zfuse compress", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	fl.Usage = func() { fmt.Fprintln(stderr, compressUsage); fl.PrintDefaults() }
 	f := addCompressFlags(fl)
 	sf := addSourceFlags(fl)
-	if err := fl.Parse(args); err != nil {
+	if err := parseFlags(fl, args, 2, stdout); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stdout, "\n%s\n", compressUsage)
+		}
 		return err
-	}
-	if fl.NArg() != 2 {
-		return fmt.Errorf("compress takes SOURCE and DEST, got %d arguments\n%s", fl.NArg(), compressUsage)
 	}
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(f.logLevel)); err != nil {

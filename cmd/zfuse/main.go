@@ -45,7 +45,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return &usageError{usage: usage()}
 	}
-	if h, ok, err := helperArgs(args, []string{"mount", "cat", "info", "warmup", "bench", "version"}); ok { // options.go
+	if h, ok, err := helperArgs(args, commandNames()); ok { // options.go
 		if err != nil {
 			return err
 		}

@@ -141,7 +141,7 @@ func TestOptionsRun(t *testing.T) {
 // TestHelperArgs: mount.fuse3's command line becomes zfuse mount's.
 func TestHelperArgs(t *testing.T) {
 	dir := t.TempDir()
-	commands := []string{"mount", "cat", "info"}
+	commands := commandNames()
 	for _, tc := range []struct {
 		args    []string
 		want    []string // nil: not the helper form
@@ -154,6 +154,8 @@ func TestHelperArgs(t *testing.T) {
 		{[]string{"/data/x.zarr", dir, "-v"}, nil, `not "-v"`},
 		{[]string{"mount", "/data/x.zarr", dir}, nil, ""},
 		{[]string{"info", dir}, nil, ""},
+		{[]string{"compress", dir, filepath.Join(dir, "out")}, nil, ""}, // every command, not a SOURCE
+		{[]string{"help", dir}, nil, ""},
 		{[]string{"typo", filepath.Join(dir, "no such dir")}, nil, ""},
 		{[]string{"--as-v2", dir}, nil, ""},
 		{[]string{"/data/x.zarr"}, nil, ""},

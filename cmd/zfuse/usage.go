@@ -25,9 +25,20 @@ var commands = []command{
 	{"cat", "[flags] SOURCE PATH", "print one file exactly as the mount serves it"},
 	{"info", "[flags] SOURCE", "one line per array: how it is stored and how it is presented"},
 	{"warmup", "[flags] MOUNTPOINT/PATH", "decode an array, a group or a slice into a mount's caches ahead of a job"},
+	{"compress", "[flags] SOURCE DEST", "encode every array of SOURCE into a compressed Zarr store at DEST that every Zarr reader reads"},
 	{"bench", "[flags]", "measure the mount against baselines on this machine"},
 	{"version", "", "print the version"},
 	{"help", "[COMMAND]", "print this help, or a command's flags"},
+}
+
+// commandNames are the names of commands, the words that are no SOURCE
+// of the mount.fuse3 form (helperArgs).
+func commandNames() []string {
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.name
+	}
+	return names
 }
 
 // usage is the program's usage.
