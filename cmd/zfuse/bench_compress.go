@@ -251,7 +251,7 @@ func median(v []float64) (med, lo, hi float64) {
 }
 
 func (m benchCompressRuns) report(w io.Writer, total int64, nchunks, workers int, start time.Time, load0 string) {
-	fmt.Fprintf(w, "zfuse bench compress, %s: %s, %d cores, %s/%s, %s\n", start.UTC().Format("2006-01-02 15:04 MST"), cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+	fmt.Fprintf(w, "zfuse bench compress, %s: %s\n", start.UTC().Format("2006-01-02 15:04 MST"), machine())
 	fmt.Fprintf(w, "array: float32, %s in %d chunks of 1 MiB, smooth field plus noise (zfuse bench's), stored uncompressed\n", cache.FormatSize(total), nchunks)
 	fmt.Fprintf(w, "zfuse: --workers %d; numcodecs 0.11: blosc.set_nthreads(%d); %d rounds alternating, median [min-max]; rates are 1e9 bytes/s of decoded data\n", workers, workers, len(m.goEnc))
 	fmt.Fprintf(w, "load average (1, 5, 15 min) at the start %s, at the end %s\n\n", load0, loadAvg())

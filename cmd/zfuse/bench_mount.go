@@ -37,7 +37,6 @@ type mountStats struct {
 	hwm       int64         // peak RSS (VmHWM)
 	memfdPeak int64         // the most bytes its memfds held at once
 	cpu       time.Duration // user + system
-	reads     int64         // chunk READs that reached it
 }
 
 // mount starts zfuse mount of store on a new mountpoint, with the bench's
@@ -104,7 +103,7 @@ func (m *benchMount) stop() (mountStats, error) {
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return st, fmt.Errorf("bench: the mount's stats: %w", err)
 	}
-	st.serving, st.memfdPeak, st.reads = doc.Serve.Serving, doc.Stats.MemfdPeak, doc.Serve.ChunkReads
+	st.serving, st.memfdPeak = doc.Serve.Serving, doc.Stats.MemfdPeak
 	return st, nil
 }
 

@@ -206,7 +206,7 @@ func (b *bencher) targets() []benchTarget {
 		}
 	}
 	if at != "" {
-		limit := int64(b.lf.decoded) + int64(b.lf.compressed) + int64(b.lf.readahead) + 64<<20
+		limit := b.lf.memory()
 		out = append(out, benchTarget{"peak RSS + memfds of a mount (" + at + ")", cache.FormatSize(peak),
 			"<= " + cache.FormatSize(limit) + " (decoded + compressed + readahead + 64 MiB)", peak <= limit})
 	}

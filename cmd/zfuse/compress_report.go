@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/zfuse/zfuse/cache"
-	"golang.org/x/sys/unix"
 )
 
 // progressTotal is the work of a run: new chunks and their decoded bytes.
@@ -38,10 +36,8 @@ type progress struct {
 func newProgress(w io.Writer, mode string, total progressTotal) *progress {
 	if mode == "auto" {
 		mode = "plain"
-		if f, ok := w.(*os.File); ok {
-			if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err == nil {
-				mode = "bar"
-			}
+		if isTerminal(w) {
+			mode = "bar"
 		}
 	}
 	p := &progress{w: w, mode: mode, total: total, start: time.Now(), done: make(chan struct{})}

@@ -60,16 +60,13 @@ func warmup(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	var files []string
-	var total int64
 	for _, a := range arrays {
-		fs := a.files()
-		files = append(files, fs...)
-		total += int64(len(fs)) * a.a.ChunkLen()
+		files = append(files, a.files()...)
 	}
 	if len(files) == 0 {
 		return fmt.Errorf("warmup: no chunks under %s", root)
 	}
-	w := &warmer{files: files, total: total}
+	w := &warmer{files: files}
 	start := time.Now()
 	stop := func() {}
 	if *progress {
@@ -297,7 +294,6 @@ func chunkRange(shape, chunk []int, sel []span) (lo, hi []int, err error) {
 // A warmer reads files with bounded parallelism, counting as it goes.
 type warmer struct {
 	files []string
-	total int64 // decoded bytes of all files
 
 	done, missing, bytes atomic.Int64
 	mu                   sync.Mutex
