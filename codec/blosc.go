@@ -56,6 +56,9 @@ const (
 	BloscBitShuffle  = 2
 )
 
+// bloscShuffles are the shuffle modes by the names Zarr v3 gives them.
+var bloscShuffles = map[string]int{"noshuffle": BloscNoShuffle, "shuffle": BloscByteShuffle, "bitshuffle": BloscBitShuffle}
+
 // A BloscHeader is the parsed 16-byte header of a Blosc buffer.
 type BloscHeader struct {
 	Version   uint8 // always 2

@@ -32,14 +32,14 @@ type bloscEncoder struct {
 
 var _ Encoder = (*bloscEncoder)(nil)
 
-// bloscCodes are the compressor codes of blosc.h (BLOSC_BLOSCLZ ...) and
-// the formats they write.
-var bloscCodes = map[string]struct{ code, format int }{
-	"blosclz": {0, bloscFormatBloscLZ},
-	"lz4":     {1, bloscFormatLZ4},
-	"lz4hc":   {2, bloscFormatLZ4},
-	"zlib":    {4, bloscFormatZlib},
-	"zstd":    {5, bloscFormatZstd},
+// bloscFormats are the formats (the header's flag bits 5-7) each cname
+// encodes writes.
+var bloscFormats = map[string]int{
+	"blosclz": bloscFormatBloscLZ,
+	"lz4":     bloscFormatLZ4,
+	"lz4hc":   bloscFormatLZ4,
+	"zlib":    bloscFormatZlib,
+	"zstd":    bloscFormatZstd,
 }
 
 // newBloscEncoder reads numcodecs' configuration: cname (default lz4),
@@ -57,7 +57,7 @@ func newBloscEncoder(c Config, itemSize int) (Encoder, error) {
 	}
 	shuffle := 1
 	if name, err := c.String("shuffle", ""); err == nil && name != "" { // Zarr v3 spells it
-		n, ok := map[string]int{"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}[name]
+		n, ok := bloscShuffles[name]
 		if !ok {
 			return nil, fmt.Errorf("%w: blosc shuffle %q", ErrConfig, name)
 		}
@@ -84,7 +84,7 @@ func newBloscEncoder(c Config, itemSize int) (Encoder, error) {
 }
 
 func (e *bloscEncoder) check() error {
-	switch _, ok := bloscCodes[e.Cname]; {
+	switch _, ok := bloscFormats[e.Cname]; {
 	case !ok:
 		return fmt.Errorf("%w: blosc cname %q (zfuse encodes blosclz, lz4, lz4hc, zlib and zstd)", ErrConfig, e.Cname)
 	case e.Clevel < 0 || e.Clevel > 9:
@@ -189,9 +189,8 @@ func (e *bloscEncoder) Encode(dst, src []byte) ([]byte, error) {
 func (e *bloscEncoder) encode(dst, src []byte) ([]byte, error) {
 	nbytes := len(src)
 	ts := e.typesize()
-	code := bloscCodes[e.Cname]
 	bs := e.BlockSize(nbytes)
-	flags := byte(code.format << 5)
+	flags := byte(bloscFormats[e.Cname] << 5)
 	switch e.Shuffle {
 	case BloscByteShuffle:
 		flags |= bloscShuffle

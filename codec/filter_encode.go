@@ -21,10 +21,18 @@ func newDeltaEncoder(c Config, itemSize int) (Encoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	if d := e.(*deltaFilter); d.AsType != d.DType || !isIntKind(d.DType) {
-		return nil, fmt.Errorf("%w: delta encodes integers stored as themselves, not %s as %s", ErrConfig, d.DType, d.AsType)
+	if err := e.(*deltaFilter).encodable(); err != nil {
+		return nil, err
 	}
 	return e, nil
+}
+
+// encodable says why Encode refuses d's deltas, if it does.
+func (d *deltaFilter) encodable() error {
+	if d.AsType != d.DType || !isIntKind(d.DType) {
+		return fmt.Errorf("%w: delta encodes integers stored as themselves, not %s as %s", ErrConfig, d.DType, d.AsType)
+	}
+	return nil
 }
 
 var (
@@ -77,8 +85,8 @@ func (d *deltaFilter) MaxEncodedLen(n int) int { return n }
 // back exactly the input (float differences round, bool deltas do not
 // invert, narrower astypes overflow).
 func (d *deltaFilter) Encode(dst, src []byte) ([]byte, error) {
-	if d.AsType != d.DType || !isIntKind(d.DType) {
-		return dst, fmt.Errorf("%w: delta encodes integers stored as themselves, not %s as %s", ErrConfig, d.DType, d.AsType)
+	if err := d.encodable(); err != nil {
+		return dst, err
 	}
 	size := d.DType.Size
 	if len(src)%size != 0 {

@@ -140,7 +140,7 @@ func blosc3(c Config) error {
 	if json.Unmarshal(c["shuffle"], &s) != nil {
 		return nil // a number, as numcodecs writes it
 	}
-	n, ok := map[string]int{"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}[s]
+	n, ok := bloscShuffles[s]
 	if !ok {
 		return fmt.Errorf("%w: blosc shuffle %q", ErrConfig, s)
 	}
