@@ -68,6 +68,32 @@ func v2Attrs(attrs, dimNames json.RawMessage) ([]byte, error) {
 	return jsonIndent(m, "    ")
 }
 
+// v2GroupDoc is the .zgroup zfuse writes, as zarr-python 2 writes it.
+const v2GroupDoc = "{\n    \"zarr_format\": 2\n}"
+
+// v2Files are the .zarray and .zattrs of v3 array a's v2 view (AsV2).
+func (a *Array) v2Files() (map[string][]byte, error) {
+	v, err := a.AsV2()
+	if err != nil {
+		return nil, err
+	}
+	za, err := v.v2Zarray()
+	if err != nil {
+		return nil, err
+	}
+	at, err := v2Attrs(a.attrs, a.dimNames)
+	if err != nil {
+		return nil, err
+	}
+	return map[string][]byte{ArrayFile: za, AttrsFile: at}, nil
+}
+
+// zmetadata is the .zmetadata document holding meta, metadata documents
+// by path, as zarr.consolidate_metadata writes it.
+func zmetadata(meta map[string]json.RawMessage) ([]byte, error) {
+	return jsonIndent(map[string]any{"zarr_consolidated_format": 1, "metadata": meta}, "    ")
+}
+
 // V2Files returns the Zarr v2 metadata files that stand for one v3
 // zarr.json under --as-v2, by file name: ".zarray" and ".zattrs" for an
 // array; ".zgroup", ".zattrs" and, when the group holds inline consolidated
@@ -79,21 +105,9 @@ func V2Files(zarrJSON []byte) (map[string][]byte, error) {
 		return nil, err
 	}
 	if a != nil {
-		v, err := a.AsV2()
-		if err != nil {
-			return nil, err
-		}
-		za, err := v.v2Zarray()
-		if err != nil {
-			return nil, err
-		}
-		at, err := v2Attrs(a.attrs, a.dimNames)
-		if err != nil {
-			return nil, err
-		}
-		return map[string][]byte{ArrayFile: za, AttrsFile: at}, nil
+		return a.v2Files()
 	}
-	files := map[string][]byte{GroupFile: []byte("{\n    \"zarr_format\": 2\n}")}
+	files := map[string][]byte{GroupFile: []byte(v2GroupDoc)}
 	if files[AttrsFile], err = v2Attrs(g.Attributes, nil); err != nil {
 		return nil, err
 	}
@@ -118,7 +132,7 @@ func V2Files(zarrJSON []byte) (map[string][]byte, error) {
 			add(p, fs)
 		}
 	}
-	zm, err := jsonIndent(map[string]any{"zarr_consolidated_format": 1, "metadata": meta}, "    ")
+	zm, err := zmetadata(meta)
 	if err != nil {
 		return nil, err
 	}

@@ -69,11 +69,16 @@ func (a *Array) BeyondGrid(rel string) bool {
 	for i := range unbounded {
 		unbounded[i] = math.MaxInt
 	}
-	if _, ok := parseKey(rel, a.keyPrefix, a.Separator, unbounded); !ok {
+	c, ok := parseKey(rel, a.keyPrefix, a.Separator, unbounded)
+	if !ok {
 		return false
 	}
-	_, in := a.ParseChunkKey(rel)
-	return !in
+	for i, x := range c {
+		if x >= a.grid[i] {
+			return true
+		}
+	}
+	return false
 }
 
 // parseKey parses rel as formatKey(prefix, sep, coords) with coords inside

@@ -64,18 +64,12 @@ func storeV2(src map[string][]byte, a *Array, t Target) (map[string][]byte, erro
 			return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, ArrayFile, err)
 		}
 	case a.Format == 3:
-		v, err := a.AsV2()
+		f, err := a.v2Files()
 		if err != nil {
 			return nil, err
 		}
-		b, err := v.v2Zarray()
-		if err != nil {
-			return nil, err
-		}
-		json.Unmarshal(b, &m)
-		if attrs, err = v2Attrs(a.attrs, a.dimNames); err != nil {
-			return nil, err
-		}
+		json.Unmarshal(f[ArrayFile], &m)
+		attrs = f[AttrsFile]
 	default:
 		return nil, fmt.Errorf("%w: no %s", ErrInvalid, ArrayFile)
 	}
@@ -292,7 +286,7 @@ func StoreGroup(src map[string][]byte, format int) (map[string][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return map[string][]byte{GroupFile: []byte("{\n    \"zarr_format\": 2\n}"), AttrsFile: za}, nil
+		return map[string][]byte{GroupFile: []byte(v2GroupDoc), AttrsFile: za}, nil
 	case 3:
 		b, err := jsonIndent(map[string]any{"zarr_format": 3, "node_type": "group", "attributes": a}, "  ")
 		if err != nil {
@@ -325,7 +319,7 @@ func Consolidate(format int, docs map[string]map[string][]byte) (map[string][]by
 				meta[path.Join(p, name)], _ = jsonCompact(v)
 			}
 		}
-		b, err := jsonIndent(map[string]any{"zarr_consolidated_format": 1, "metadata": meta}, "    ")
+		b, err := zmetadata(meta)
 		if err != nil {
 			return nil, err
 		}
