@@ -456,11 +456,20 @@ func (c *copier) unit(ctx context.Context, pa *planArray, enc codec.BatchEncoder
 	// Chunks already written by a run with the same settings are kept
 	// (and with --verify checked against the source).
 	kept := make([]bool, len(u.coords))
-	for i := range u.coords {
-		if keep && u.coords[i] != nil {
-			if _, err := os.Stat(c.path(pa.path, key(i))); err == nil {
-				kept[i] = true
+	if keep {
+		written := map[string]bool{} // by key: one stat for all chunks of a shard
+		for i, co := range u.coords {
+			if co == nil {
+				continue
 			}
+			k := key(i)
+			w, ok := written[k]
+			if !ok {
+				_, err := os.Stat(c.path(pa.path, k))
+				w = err == nil
+				written[k] = w
+			}
+			kept[i] = w
 		}
 	}
 	raws := make([][]byte, len(u.coords))

@@ -391,13 +391,7 @@ func (w *warmer) report(out io.Writer, root string, arrays int, took time.Durati
 	fmt.Fprintf(out, "warmed %s: %d chunk files of %d arrays, %s read (%d missing: fill value) in %v, %.0f MB/s\n",
 		root, n-w.missing.Load()-int64(len(w.failed)), arrays, cache.FormatSize(w.bytes.Load()), w.missing.Load(),
 		took.Round(time.Millisecond), float64(w.bytes.Load())/took.Seconds()/1e6)
-	var present []string
-	for _, p := range w.files {
-		if _, err := os.Stat(p); err == nil {
-			present = append(present, p)
-		}
-	}
-	if f, err := resident(present); err == nil {
+	if f, err := resident(w.files); err == nil {
 		fmt.Fprintf(out, "page cache: %.1f%% of those files' pages are resident\n", 100*f)
 	}
 	if metricsAddr != "" {
@@ -474,11 +468,15 @@ func isTerminal(w io.Writer) bool {
 }
 
 // resident returns the fraction of the pages of files in the page cache
-// (mincore over a read-only mapping of each).
+// (mincore over a read-only mapping of each); missing files, chunks read
+// as their fill value, have none.
 func resident(files []string) (float64, error) {
 	var in, all int
 	for _, p := range files {
 		f, err := os.Open(p)
+		if errors.Is(err, iofs.ErrNotExist) {
+			continue // a missing chunk: its fill value, no pages
+		}
 		if err != nil {
 			return 0, err
 		}
