@@ -440,16 +440,17 @@ func (s *Store) write(key, name, id, version string, data []byte) {
 	if size > s.max || len(id) > 0xffff || len(version) > 0xffff {
 		return // never fits, or cannot be named
 	}
-	if err := s.writeFile(name, id, version, data); err != nil {
+	if err := s.writeFile(name, id, version, data, size); err != nil {
 		if s.writeErrors.Add(1) == 1 {
 			s.log.Warn("cannot write to the disk cache; values are served from the store", "key", key, "err", err)
 		}
 	}
 }
 
-// writeFile writes the entry to a temporary file and renames it into place
-// (under the lock, so that no eviction removes what it just wrote).
-func (s *Store) writeFile(name, id, version string, data []byte) error {
+// writeFile writes the entry, of size bytes, to a temporary file and
+// renames it into place (under the lock, so that no eviction removes what
+// it just wrote).
+func (s *Store) writeFile(name, id, version string, data []byte, size int64) error {
 	f, err := os.CreateTemp(filepath.Join(s.dir, "tmp"), name+".*")
 	if err != nil {
 		return err
@@ -465,15 +466,16 @@ func (s *Store) writeFile(name, id, version string, data []byte) error {
 		os.Remove(f.Name())
 		return err
 	}
-	size := int64(headerLen(id, version) + len(data))
+	// The same clock as a hit's touch, for the order of the next Open, set
+	// before the lock (the rename keeps it); best effort, as touch is.
+	now := time.Now()
+	os.Chtimes(f.Name(), now, now)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := os.Rename(f.Name(), s.path(name)); err != nil {
 		os.Remove(f.Name())
 		return err
 	}
-	now := time.Now()
-	s.touch(name, now) // the same clock as a hit's, for the order of the next Open
 	if old := s.entries[name]; old != nil {
 		s.used -= old.size
 		s.lru.Remove(old.elem)
