@@ -2,7 +2,9 @@ package integration
 
 import (
 	"bytes"
+	"errors"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -55,5 +57,63 @@ func TestBench(t *testing.T) {
 	}
 	if bytes.Contains(stdout, []byte("NaN")) || bytes.Contains(stdout, []byte("Inf")) {
 		t.Errorf("a ratio of nothing:\n%s", stdout)
+	}
+}
+
+// TestBenchDir: zfuse bench --dir removes only what it wrote there: a
+// directory the user had keeps its files (it once lost them), a directory
+// the run made is gone; and --epochs 1 reads one epoch (it read two).
+func TestBenchDir(t *testing.T) {
+	needMount(t)
+	needPython(t)
+	base := t.TempDir()
+	keep := filepath.Join(base, "keepme")
+	if err := os.Mkdir(keep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	notes := filepath.Join(keep, "notes.txt")
+	if err := os.WriteFile(notes, []byte("important\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fresh := filepath.Join(base, "fresh", "stores")
+	for _, dir := range []string{keep, fresh} {
+		stdout, stderr, err := run("bench", "--dir", dir, "--size", "8MiB", "--chunks", "1MiB", "--codecs", "zstd",
+			"--readers", "files-grid", "--runs", "1", "--epochs", "1")
+		if err != nil {
+			t.Fatalf("zfuse bench --dir %s: %v\nstdout:\n%s\nstderr:\n%s", dir, err, stdout, stderr)
+		}
+		if !bytes.Contains(stdout, []byte("epoch 1")) || bytes.Contains(stdout, []byte("epoch 2")) {
+			t.Errorf("--epochs 1: want one epoch column:\n%s", stdout)
+		}
+		if n := bytes.Count(stderr, []byte("files-grid mount(")); n != 1 {
+			t.Errorf("%d mounted reads, want 1:\n%s", n, stderr)
+		}
+	}
+	if b, err := os.ReadFile(notes); err != nil || string(b) != "important\n" {
+		t.Errorf("the user's file in --dir: %q, %v", b, err)
+	}
+	entries, err := os.ReadDir(keep)
+	if err != nil || len(entries) != 1 {
+		t.Errorf("--dir after the run holds %v (%v), want only notes.txt", entries, err)
+	}
+	if _, err := os.Stat(fresh); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the --dir the run made is still there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Dir(fresh)); err != nil {
+		t.Errorf("the parent of --dir was made by the run: %v", err)
+	}
+	// A subdirectory for a chunk size that holds something else is refused.
+	if err := os.Mkdir(filepath.Join(keep, "1MiB"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(keep, "1MiB", "mine"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := run("bench", "--dir", keep, "--size", "8MiB", "--chunks", "1MiB", "--codecs", "zstd", "--readers", "files-grid", "--runs", "1", "--epochs", "1")
+	if err == nil || !bytes.Contains(stderr, []byte("new subdirectory")) {
+		t.Errorf("bench into a chunk-size directory holding other files: %v\n%s", err, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(keep, "1MiB", "mine")); err != nil {
+		t.Errorf("the refused run touched the user's file: %v", err)
 	}
 }

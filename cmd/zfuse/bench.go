@@ -58,7 +58,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fl.SetOutput(stderr)
 	b := &bencher{out: stdout, progress: stderr, lf: addLoaderFlags(fl), size: 256 << 20}
 	fl.StringVar(&b.stores, "store", "", "read the stores written by an earlier run (with --keep) in this directory instead of writing new ones")
-	fl.StringVar(&b.dir, "dir", "", "where to write the stores (default: a new directory in $TMPDIR)")
+	fl.StringVar(&b.dir, "dir", "", "where to write the stores, in a subdirectory per chunk size (default: a new directory in $TMPDIR); without --keep only what the run wrote there is removed")
 	fl.BoolVar(&b.keep, "keep", false, "keep the stores written, for --store")
 	fl.Var(&b.size, "size", "decoded size of each array written (planes of 4 MiB)")
 	fl.StringVar(&b.python, "python", "/usr/bin/python3", "Python with zarr 2.13, numcodecs 0.11 and torch")
@@ -97,13 +97,25 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer os.RemoveAll(work)
 	b.work = work
-	wrote := b.stores == ""
 	defer func() {
-		if wrote && !b.keep && b.stores != "" {
-			os.RemoveAll(b.stores)
+		if !b.keep {
+			b.removeWritten()
 		}
 	}()
 	return b.run(ctx)
+}
+
+// removeWritten removes what this run wrote, and nothing else: the
+// directories it made for the stores, deepest first (a directory it made
+// for --dir only if nothing else is in it now).
+func (b *bencher) removeWritten() {
+	for i := len(b.wrote) - 1; i >= 0; i-- {
+		if i == 0 && b.madeTop {
+			os.Remove(b.wrote[i])
+			continue
+		}
+		os.RemoveAll(b.wrote[i])
+	}
 }
 
 // A bencher is one zfuse bench run.
@@ -127,8 +139,10 @@ type bencher struct {
 	mounts        int    // mountpoints made
 	start, load   string // when the measurements began, and the load average then
 
-	sets []*storeSet // one per chunk size
-	res  *benchResults
+	sets    []*storeSet // one per chunk size
+	res     *benchResults
+	wrote   []string // directories this run made, in order: removed at the end without --keep
+	madeTop bool     // wrote[0] is the stores' directory itself, made for this run
 }
 
 // A storeSet is the three stores of one chunk size.
@@ -143,7 +157,9 @@ type storeSet struct {
 
 // check validates the lists given as flags.
 func (b *bencher) check() error {
-	b.runs, b.epochs = max(b.runs, 1), max(b.epochs, 2)
+	if b.runs < 1 || b.epochs < 1 {
+		return badUsage("bench", "bench: --runs and --epochs must be at least 1, got %d and %d", b.runs, b.epochs)
+	}
 	for _, r := range b.readers {
 		if !slices.Contains([]string{readGrid, readList, readZarr, readLoader}, r) {
 			return fmt.Errorf("bench: unknown reader %q", r)
@@ -295,19 +311,19 @@ func (b *bencher) prepare(ctx context.Context) error {
 	}
 	write := b.stores == ""
 	if write {
-		dir := b.dir
-		if dir == "" {
-			d, err := os.MkdirTemp("", "zfuse-bench-stores-")
-			if err != nil {
-				return err
-			}
-			dir = d
+		if err := b.makeStoresDir(); err != nil {
+			return err
 		}
-		b.stores = dir
 	}
 	for _, name := range b.chunkSizes {
 		set := &storeSet{name: name, dir: filepath.Join(b.stores, name), stored: map[string]int64{}}
 		if _, err := os.Stat(filepath.Join(set.dir, storeRaw, zarr.ArrayFile)); write && errors.Is(err, os.ErrNotExist) {
+			// Only into a directory of its own, made now: what is removed at
+			// the end is then what this run wrote.
+			if err := os.Mkdir(set.dir, 0o755); err != nil {
+				return fmt.Errorf("bench: --dir: %w (the stores of each chunk size go into a new subdirectory; an earlier run's, with --keep, are read again)", err)
+			}
+			b.wrote = append(b.wrote, set.dir)
 			side, _ := chunkSide(name)
 			b.say("writing the %s stores with %s into %s (%s decoded each)...", name, b.python, set.dir, b.size)
 			if _, err := b.python3(ctx, "write", set.dir, strconv.FormatInt(int64(b.size), 10), strconv.Itoa(side)); err != nil {
@@ -336,6 +352,27 @@ func (b *bencher) prepare(ctx context.Context) error {
 			}
 		}
 		b.sets = append(b.sets, set)
+	}
+	return nil
+}
+
+// makeStoresDir sets b.stores to --dir, made if it does not exist, or to a
+// new temporary directory.
+func (b *bencher) makeStoresDir() error {
+	if b.dir == "" {
+		d, err := os.MkdirTemp("", "zfuse-bench-stores-")
+		if err != nil {
+			return err
+		}
+		b.stores, b.wrote, b.madeTop = d, append(b.wrote, d), true
+		return nil
+	}
+	b.stores = b.dir
+	if _, err := os.Stat(b.dir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(b.dir, 0o755); err != nil {
+			return fmt.Errorf("bench: --dir: %w", err)
+		}
+		b.wrote, b.madeTop = append(b.wrote, b.dir), true
 	}
 	return nil
 }

@@ -49,8 +49,11 @@ func benchCompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 	workers := fl.Int("workers", runtime.NumCPU(), "zfuse's CPU workers; numcodecs gets as many Blosc threads")
 	dir := fl.String("dir", "", "where the stores go (default: a temporary directory, removed at the end)")
 	python := fl.String("python", "/usr/bin/python3", "Python with zarr 2.13 and numcodecs 0.11")
-	if err := fl.Parse(args); err != nil {
+	if err := parseFlags(fl, args, 0, stdout); err != nil { // usage.go: help to stdout, bad usage exits 2
 		return err
+	}
+	if *rounds < 1 || *workers < 1 {
+		return badUsage("bench", "bench compress: --rounds and --workers must be at least 1, got %d and %d", *rounds, *workers)
 	}
 	work := *dir
 	if work != "" {
@@ -144,6 +147,13 @@ func benchCompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	threads := strconv.Itoa(*workers)
+	// The copies go into a directory of this run's own, so that removing
+	// them never touches what --dir held before.
+	outs, err := os.MkdirTemp(work, "zfuse-bench-out-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(outs)
 	var m benchCompressRuns
 	load0 := loadAvg()
 	start := time.Now()
@@ -162,7 +172,7 @@ func benchCompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 					return err
 				}
 				m.cZstd = int64(res["encoded"])
-				dest := filepath.Join(work, "py.zarr")
+				dest := filepath.Join(outs, "py.zarr")
 				res, err = pyRun("copy", raw, dest, threads)
 				os.RemoveAll(dest)
 				if err != nil {
@@ -181,7 +191,7 @@ func benchCompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 				if _, m.goZstd, err = goEncode(zs); err != nil {
 					return err
 				}
-				dest := filepath.Join(work, "zfuse.zarr")
+				dest := filepath.Join(outs, "zfuse.zarr")
 				t0 := time.Now()
 				cmd := exec.CommandContext(ctx, self, "compress", "--progress", "none", "--workers", threads, "--codec", "blosc:lz4:5:shuffle", raw, dest)
 				var errb bytes.Buffer
