@@ -208,27 +208,7 @@ func TestCompressResume(t *testing.T) {
 	needMount(t)
 	src := bigStore(t)
 	dest := filepath.Join(t.TempDir(), "out.zarr")
-	cmd := exec.Command(zfuse, "compress", "--log-level", "debug", "--progress", "none", "--workers", "1", "--codec", "blosc:zstd:3:shuffle", src, dest)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// Kill it once it has written 40 chunks (of 512).
-	sc := bufio.NewScanner(stderr)
-	wrote := 0
-	for wrote < 40 && sc.Scan() {
-		if strings.Contains(sc.Text(), "msg=wrote") {
-			wrote++
-		}
-	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	io.Copy(io.Discard, stderr)
-	if err := cmd.Wait(); err == nil || wrote < 40 {
-		t.Fatalf("compress finished (%v) before it was killed, after %d chunks", err, wrote)
-	}
+	killCompress(t, src, dest, 40, "--codec", "blosc:zstd:3:shuffle")
 	if _, err := os.Stat(filepath.Join(dest, ".zarray")); err == nil {
 		t.Fatal("the killed run wrote the array's metadata before its chunks")
 	}
@@ -254,12 +234,77 @@ func TestCompressResume(t *testing.T) {
 	if len(leftovers) > 0 {
 		t.Errorf("left behind: %v", leftovers)
 	}
-	// A resumed run with another codec rewrites every chunk.
-	sum = compressStore(t, src, dest, "--resume", "--codec", "lz4")
-	if keptSome(sum) {
-		t.Errorf("chunks kept across a change of codec:\n%s", sum)
+	// A resumed run with another codec is refused, naming the difference,
+	// and writes nothing.
+	before := testutil.Must(os.ReadFile(filepath.Join(dest, ".zarray")))
+	if _, errOut, err := run("compress", "--progress", "none", "--resume", "--codec", "lz4", src, dest); err == nil || !strings.Contains(string(errOut), "compressor") {
+		t.Errorf("resuming a finished store with another codec: %v\n%s", err, errOut)
 	}
-	pyChecks(t, "compress_check.py", "same", src, dest, "lz4")
+	if after := testutil.Must(os.ReadFile(filepath.Join(dest, ".zarray"))); !bytes.Equal(before, after) {
+		t.Errorf("the refused run rewrote .zarray: %s", after)
+	}
+	pyChecks(t, "compress_check.py", "same", src, dest, "blosc")
+}
+
+// TestCompressResumeSettings: --resume without the flags takes the
+// interrupted run's settings from its record (it once rewrote every chunk
+// with the defaults), and a flag given with another value is refused with
+// both values named.
+func TestCompressResumeSettings(t *testing.T) {
+	needMount(t)
+	src := bigStore(t)
+	dest := filepath.Join(t.TempDir(), "out.zarr")
+	killCompress(t, src, dest, 36, "--codec", "gzip:9")
+	_, errOut, err := run("compress", "--progress", "none", "--resume", "--codec", "zstd", src, dest)
+	if err == nil || !strings.Contains(string(errOut), "--codec gzip:9") || !strings.Contains(string(errOut), "--codec zstd") {
+		t.Errorf("resuming with another --codec: %v\n%s", err, errOut)
+	}
+	out, errOut, err := run("compress", "--progress", "none", "--resume", src, dest)
+	if err != nil {
+		t.Fatalf("compress --resume SRC DEST: %v\n%s", err, errOut)
+	}
+	if !keptSome(string(out)) {
+		t.Errorf("the resumed run kept no chunk:\n%s", out)
+	}
+	if !strings.Contains(string(errOut), "codec=gzip:9") {
+		t.Errorf("the resumed run did not say which settings it took:\n%s", errOut)
+	}
+	var za struct {
+		Compressor map[string]any `json:"compressor"`
+	}
+	if err := json.Unmarshal(testutil.Must(os.ReadFile(filepath.Join(dest, ".zarray"))), &za); err != nil {
+		t.Fatal(err)
+	}
+	if za.Compressor["id"] != "gzip" || za.Compressor["level"] != 9.0 {
+		t.Errorf("the resumed store's compressor: %v, want gzip level 9", za.Compressor)
+	}
+	pyChecks(t, "compress_check.py", "same", src, dest, "gzip")
+}
+
+// killCompress runs zfuse compress SRC DEST with args and SIGKILLs it once
+// it has written n chunks; it fails the test if the run ended first.
+func killCompress(t *testing.T, src, dest string, n int, args ...string) {
+	t.Helper()
+	cmd := exec.Command(zfuse, append(append([]string{"compress", "--log-level", "debug", "--progress", "none", "--workers", "1"}, args...), src, dest)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	wrote := 0
+	for wrote < n && sc.Scan() {
+		if strings.Contains(sc.Text(), "msg=wrote") {
+			wrote++
+		}
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	io.Copy(io.Discard, stderr)
+	if err := cmd.Wait(); err == nil || wrote < n {
+		t.Fatalf("compress finished (%v) before it was killed, after %d chunks", err, wrote)
+	}
 }
 
 // keptSome reports whether the summary's total row kept chunks.

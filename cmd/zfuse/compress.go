@@ -100,12 +100,17 @@ func compress(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
-	opts, err := f.options()
-	if err != nil {
-		return err
-	}
 	source, dest := fl.Arg(0), fl.Arg(1)
 	if err := checkDest(source, dest, f.resume); err != nil {
+		return err
+	}
+	if f.resume {
+		if err := resumeSettings(fl, dest, log); err != nil {
+			return err
+		}
+	}
+	opts, err := f.options()
+	if err != nil {
 		return err
 	}
 	if f.cpuProfile != "" {
@@ -157,6 +162,7 @@ func compress(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	c := &copier{
 		log: log, src: src, chunks: loader, encoders: enc, dest: dest,
 		workers: lf.workers, memory: int64(f.memory), writeEmpty: f.writeEmpty, resume: f.resume, verify: f.verify,
+		settings: settingsOf(fl),
 	}
 	c.progress = newProgress(stderr, f.progress, p.total())
 	err = c.run(ctx, p)
@@ -168,6 +174,63 @@ func compress(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	return c.summary(stdout, p)
+}
+
+// settingFlags are the flags that shape what is written: an interrupted
+// run's are recorded in runFile, and --resume takes them from there.
+var settingFlags = []string{"codec", "format", "chunks", "shard", "write-empty"}
+
+// settingsOf returns the values of settingFlags in fl.
+func settingsOf(fl *flag.FlagSet) map[string]string {
+	m := map[string]string{}
+	for _, name := range settingFlags {
+		m[name] = fl.Lookup(name).Value.String()
+	}
+	return m
+}
+
+// resumeSettings sets the flags of settingFlags not given on the command
+// line to the values an interrupted run into dest recorded, and refuses a
+// flag given with another value: resuming with other settings would
+// rewrite (or mix) what the run wrote.
+func resumeSettings(fl *flag.FlagSet, dest string, log *slog.Logger) error {
+	b, err := os.ReadFile(filepath.Join(dest, runFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // a finished store: its metadata is compared array by array (copier.run)
+	}
+	if err != nil {
+		return fmt.Errorf("DEST: %w", err)
+	}
+	var r struct {
+		Flags map[string]string `json:"flags"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("DEST: %s: %w", runFile, err)
+	}
+	given := map[string]bool{}
+	fl.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var taken []any
+	for _, name := range settingFlags {
+		was, ok := r.Flags[name]
+		if !ok {
+			continue
+		}
+		now := fl.Lookup(name).Value.String()
+		if given[name] {
+			if now != was {
+				return fmt.Errorf("--resume: DEST %s was started with --%s %s, this run says --%s %s: refused (give the same value, or leave the flag out to take the recorded one)", dest, name, was, name, now)
+			}
+			continue
+		}
+		if err := fl.Set(name, was); err != nil {
+			return fmt.Errorf("DEST: %s: --%s %q: %w", runFile, name, was, err)
+		}
+		taken = append(taken, name, was)
+	}
+	if len(taken) > 0 {
+		log.Info("resuming with the settings the interrupted run recorded", taken...)
+	}
+	return nil
 }
 
 // compressOptions are the parsed flags that shape what is written.

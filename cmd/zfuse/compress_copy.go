@@ -8,9 +8,11 @@ import (
 	"fmt"
 	iofs "io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -72,6 +74,7 @@ type copier struct {
 	writeEmpty bool
 	resume     bool
 	verify     bool
+	settings   map[string]string // settingFlags' values, recorded in runFile for --resume
 	progress   *progress
 
 	stats []*arrayStats // by plan.arrays index, filled by run
@@ -93,6 +96,12 @@ func (c *copier) run(ctx context.Context, p *compressPlan) error {
 	previous, err := c.previousRun(p)
 	if err != nil {
 		return err
+	}
+	for _, pa := range p.arrays {
+		if prev, ok := previous[pa.path]; ok && !sameFiles(prev, pa.files) {
+			return fmt.Errorf("--resume: DEST %s holds %s written with other settings (%s): refused before writing anything; give the flags it was written with, or a new DEST",
+				c.dest, pa.path, filesDiff(prev, pa.files))
+		}
 	}
 	if err := c.writeRun(p); err != nil {
 		return err
@@ -181,7 +190,7 @@ func (c *copier) writeRun(p *compressPlan) error {
 			r[pa.path][name] = string(b)
 		}
 	}
-	b, err := json.MarshalIndent(map[string]any{"zfuse_compress": 1, "arrays": r}, "", " ")
+	b, err := json.MarshalIndent(map[string]any{"zfuse_compress": 1, "flags": c.settings, "arrays": r}, "", " ")
 	if err != nil {
 		return err
 	}
@@ -198,6 +207,38 @@ func sameFiles(a, b map[string][]byte) bool {
 		}
 	}
 	return true
+}
+
+// filesDiff names what differs between the metadata documents a and b
+// (DEST's and this run's): the file, and in JSON documents the fields.
+func filesDiff(a, b map[string][]byte) string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(b)) {
+		x, ok := a[name]
+		switch {
+		case !ok:
+			out = append(out, name+": not in DEST")
+			continue
+		case bytes.Equal(x, b[name]):
+			continue
+		}
+		var mx, my map[string]any
+		if json.Unmarshal(x, &mx) != nil || json.Unmarshal(b[name], &my) != nil {
+			out = append(out, name+" differs")
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(my)) {
+			if vx, vy := jsonText(mx[k]), jsonText(my[k]); vx != vy {
+				out = append(out, fmt.Sprintf("%s %s: %s in DEST, %s in this run", name, k, vx, vy))
+			}
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // clear removes what an earlier run wrote for the array at p (not the
