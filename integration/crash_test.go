@@ -3,8 +3,10 @@ package integration
 import (
 	"bufio"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -115,6 +117,83 @@ func TestCrashRestart(t *testing.T) {
 		t.Errorf("reading through the new mount: %v", res)
 	}
 	again.stop(t, syscall.SIGTERM)
+}
+
+// TestStaleMountAfterRead: a zfuse SIGKILLed after its root was listed
+// and stat'ed (so that the kernel holds the root's attributes) still
+// leaves a stale mount that the next zfuse mount clears; the check once
+// asked the kernel's cached attributes and called the mountpoint busy.
+// On every serving path (ZFUSE_SERVING), foreground and background.
+func TestStaleMountAfterRead(t *testing.T) {
+	dir := stores(t, "small")
+	src := filepath.Join(dir, "src")
+	t.Run("foreground", func(t *testing.T) {
+		m := mount(t, src)
+		readRoot(t, m.Dir)
+		if err := m.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		<-m.exited
+		if !isMounted(t, m.Dir) {
+			t.Fatalf("nothing left mounted at %s after the kill", m.Dir)
+		}
+		again := startMountAt(t, zfuse, src, m.Dir)
+		if !strings.Contains(again.Stderr.String(), "cleared a stale mount") {
+			t.Errorf("the new mount did not say it cleared the stale one:\n%s", again.Stderr)
+		}
+		readRoot(t, m.Dir)
+		again.stop(t, syscall.SIGTERM)
+	})
+	t.Run("background", func(t *testing.T) {
+		mnt := t.TempDir()
+		pidOf := func() int {
+			_, stderr, err := run("mount", "-d", "--log-file", filepath.Join(t.TempDir(), "log"), src, mnt)
+			if err != nil {
+				t.Fatalf("zfuse mount -d: %v\n%s", err, stderr)
+			}
+			out, err := exec.Command("pgrep", "-n", "-f", "zfuse.* mount .*"+mnt).Output()
+			pid, perr := strconv.Atoi(strings.TrimSpace(string(out)))
+			if err != nil || perr != nil {
+				t.Fatalf("no zfuse process serving %s: %v %v", mnt, err, perr)
+			}
+			return pid
+		}
+		pid := pidOf()
+		readRoot(t, mnt)
+		syscall.Kill(pid, syscall.SIGKILL)
+		for deadline := time.Now().Add(10 * time.Second); syscall.Kill(pid, 0) == nil; {
+			if time.Now().After(deadline) {
+				t.Fatalf("zfuse %d still alive 10 s after SIGKILL", pid)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		pid = pidOf()
+		readRoot(t, mnt)
+		syscall.Kill(pid, syscall.SIGTERM)
+		for deadline := time.Now().Add(10 * time.Second); isMounted(t, mnt); {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s still mounted 10 s after SIGTERM", mnt)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+}
+
+// readRoot lists and stats the root of a mount, as ls -l does.
+func readRoot(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("listing %s: %v entries, %v", dir, len(entries), err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if _, err := e.Info(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // TestStuckMountpoint: zfuse mount on a mountpoint whose server is alive

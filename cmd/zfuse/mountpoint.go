@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	zfs "github.com/zfuse/zfuse/fs"
 )
 
@@ -71,7 +73,11 @@ func checkMountpoint(log *slog.Logger, dir string) error {
 
 // statWithin stats dir, giving up after d with an error wrapping
 // os.ErrDeadlineExceeded (the stat goes on, in a goroutine that ends with
-// the process or when the server answers).
+// the process or when the server answers). It asks the file system
+// itself (statx AT_STATX_FORCE_SYNC): a FUSE mount whose server died
+// answers ENOTCONN only to a request that reaches it, and the kernel
+// answers a plain stat from the attributes it cached while the server was
+// alive (after an ls, say).
 func statWithin(dir string, d time.Duration) (fs.FileInfo, error) {
 	type result struct {
 		fi  fs.FileInfo
@@ -79,6 +85,11 @@ func statWithin(dir string, d time.Duration) (fs.FileInfo, error) {
 	}
 	ch := make(chan result, 1)
 	go func() {
+		var st unix.Statx_t
+		if err := unix.Statx(unix.AT_FDCWD, dir, unix.AT_STATX_FORCE_SYNC, unix.STATX_TYPE, &st); err != nil {
+			ch <- result{nil, &fs.PathError{Op: "statx", Path: dir, Err: err}}
+			return
+		}
 		fi, err := os.Stat(dir)
 		ch <- result{fi, err}
 	}()
