@@ -49,6 +49,13 @@ func (d *DirStore) ReadKeyRange(ctx context.Context, key string, off, n int64) (
 	return b, d.why(key, err)
 }
 
+// ReadKeyInto reads [off, off+n) of key (all of it when n < 0) into get's
+// slice; see BufferReader. The caller owns the slice.
+func (d *DirStore) ReadKeyInto(ctx context.Context, key string, off, n int64, get func(int) []byte) ([]byte, error) {
+	b, err := d.FSStore.ReadKeyInto(ctx, key, off, n, get)
+	return b, d.why(key, err)
+}
+
 // OpenKey opens the file key for reading, through os.Root: keys that leave
 // the directory are refused as by ReadKey. The caller closes the file.
 func (d *DirStore) OpenKey(ctx context.Context, key string) (*os.File, error) {

@@ -18,9 +18,10 @@ type FSStore struct {
 }
 
 var (
-	_ RangeReader = (*FSStore)(nil)
-	_ Lister      = (*FSStore)(nil)
-	_ Stater      = (*FSStore)(nil)
+	_ RangeReader  = (*FSStore)(nil)
+	_ Lister       = (*FSStore)(nil)
+	_ Stater       = (*FSStore)(nil)
+	_ BufferReader = (*FSStore)(nil)
 )
 
 // FS returns a Store that reads the files of fsys. fsys must refuse paths
@@ -30,12 +31,21 @@ func FS(fsys fs.FS) *FSStore { return &FSStore{fsys: fsys} }
 
 // ReadKey returns the contents of the file key. The caller owns the slice.
 func (s *FSStore) ReadKey(ctx context.Context, key string) ([]byte, error) {
+	return s.ReadKeyInto(ctx, key, 0, -1, func(n int) []byte { return make([]byte, 0, n) })
+}
+
+// ReadKeyInto reads [off, off+n) of the file key (all of it when n < 0)
+// into get's slice: see BufferReader. The caller owns the slice.
+func (s *FSStore) ReadKeyInto(ctx context.Context, key string, off, n int64, get func(int) []byte) ([]byte, error) {
+	if n >= 0 {
+		return s.readRange(ctx, key, off, n, get)
+	}
 	f, fi, err := s.open(ctx, key)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	b := make([]byte, 0, fi.Size()+1) // +1: see EOF without another grow
+	b := get(int(fi.Size()) + 1)[:0] // +1: see EOF without another grow
 	for {
 		n, err := f.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
@@ -78,6 +88,11 @@ var errNotKey = fmt.Errorf("not a key (a directory or special file): %w", fs.Err
 // ReadKeyRange reads [off, off+n) of key with ReadAt when fsys's files
 // support it, else reads the whole file. The caller owns the slice.
 func (s *FSStore) ReadKeyRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	return s.readRange(ctx, key, off, n, func(n int) []byte { return make([]byte, 0, n) })
+}
+
+// readRange is ReadKeyRange into get's slice.
+func (s *FSStore) readRange(ctx context.Context, key string, off, n int64, get func(int) []byte) ([]byte, error) {
 	if err := CheckRange(key, off, n); err != nil {
 		return nil, err
 	}
@@ -97,7 +112,8 @@ func (s *FSStore) ReadKeyRange(ctx context.Context, key string, off, n int64) ([
 	if off >= fi.Size() {
 		return []byte{}, nil
 	}
-	b := make([]byte, min(n, fi.Size()-off))
+	b := get(int(min(n, fi.Size()-off)))
+	b = b[:min(n, fi.Size()-off)]
 	m, err := ra.ReadAt(b, off)
 	if err != nil && !errors.Is(err, io.EOF) { // EOF: the value ends (or shrank since Stat)
 		return nil, err

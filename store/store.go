@@ -44,6 +44,31 @@ type RangeReader interface {
 	ReadKeyRange(ctx context.Context, key string, off, n int64) ([]byte, error)
 }
 
+// A BufferReader reads a value into memory its caller provides, so that a
+// caller that drops values once used (decoded) can use that memory again
+// rather than leave it to the garbage collector.
+type BufferReader interface {
+	Store
+	// ReadKeyInto returns the bytes of key's value in [off, off+n) (all of
+	// it when n < 0), fewer only where the value ends, read into
+	// get(size)[:0] once the size is known; get returns a slice whose
+	// capacity is at least size. The caller owns the slice.
+	ReadKeyInto(ctx context.Context, key string, off, n int64, get func(size int) []byte) ([]byte, error)
+}
+
+// ReadInto returns the bytes of key's value in [off, off+n) (all of it
+// when n < 0), into memory from get where s is a BufferReader, else as
+// ReadKey or ReadRange return them. The caller owns the slice.
+func ReadInto(ctx context.Context, s Store, key string, off, n int64, get func(size int) []byte) ([]byte, error) {
+	if r, ok := s.(BufferReader); ok {
+		return r.ReadKeyInto(ctx, key, off, n, get)
+	}
+	if n < 0 {
+		return s.ReadKey(ctx, key)
+	}
+	return ReadRange(ctx, s, key, off, n)
+}
+
 // ErrNotModified is the error of a conditional read (Versioner) of a value
 // that is still the version the caller holds.
 var ErrNotModified = errors.New("store: value not modified")

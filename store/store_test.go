@@ -184,6 +184,63 @@ func TestReadRange(t *testing.T) {
 	}
 }
 
+// TestReadInto: a BufferReader reads into the caller's memory, whole
+// values and ranges, with the same answers as ReadKey and ReadRange, and
+// a store that is not one still answers through ReadInto.
+func TestReadInto(t *testing.T) {
+	ctx := context.Background()
+	ds := dirStore(t)
+	mapStore := store.FS(fstest.MapFS{
+		"a/0.0": {Data: []byte("0123456789")}, "a/b/1": {Data: []byte("nested")}, "empty": {},
+	})
+	rows := []struct {
+		key     string
+		off, n  int64
+		want    string
+		wantErr error
+	}{
+		{"a/0.0", 0, -1, "0123456789", nil},
+		{"a/0.0", 3, 4, "3456", nil},
+		{"a/0.0", 8, 100, "89", nil},
+		{"a/0.0", 10, 5, "", nil},
+		{"empty", 0, -1, "", nil},
+		{"a/b/1", 0, -1, "nested", nil},
+		{"a/missing", 0, -1, "", fs.ErrNotExist},
+		{"a/out", 0, -1, "", store.ErrOutside},
+		{"a/out", 0, 1, "", store.ErrOutside},
+	}
+	for _, s := range []struct {
+		name   string
+		s      store.Store
+		intoMe bool // reads into the buffer given
+	}{{"dir", ds, true}, {"mapfs", mapStore, true}, {"fallback", readOnly{ds}, false}} {
+		for _, r := range rows {
+			if s.s == mapStore && r.key == "a/out" {
+				continue // no symlinks in a MapFS
+			}
+			buf := make([]byte, 64)
+			asked := -1
+			got, err := store.ReadInto(ctx, s.s, r.key, r.off, r.n, func(n int) []byte { asked = n; return buf[:0:max(n, 1)] })
+			if r.wantErr != nil {
+				if !errors.Is(err, r.wantErr) {
+					t.Errorf("%s: ReadInto(%q, %d, %d) = %q, %v; want %v", s.name, r.key, r.off, r.n, got, err, r.wantErr)
+				}
+				continue
+			}
+			if err != nil || string(got) != r.want {
+				t.Errorf("%s: ReadInto(%q, %d, %d) = %q, %v; want %q", s.name, r.key, r.off, r.n, got, err, r.want)
+				continue
+			}
+			if len(got) == 0 {
+				continue
+			}
+			if in := &got[0] == &buf[0]; in != s.intoMe {
+				t.Errorf("%s: ReadInto(%q, %d, %d): read into the buffer given: %v (asked for %d bytes), want %v", s.name, r.key, r.off, r.n, in, asked, s.intoMe)
+			}
+		}
+	}
+}
+
 func TestList(t *testing.T) {
 	ctx := context.Background()
 	ds := dirStore(t)
