@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 	"testing/fstest"
 
@@ -14,11 +15,11 @@ import (
 	"github.com/zfuse/zfuse/zarr"
 )
 
-// benchStore is a 1-D float32 array of 32 zstd chunks of 1 MiB each,
-// smooth data as in a climate or image store, held in memory so that the
-// benchmark measures the loader and the decoder, not a disk.
-func benchStore(b *testing.B) (*zarr.Array, store.Store) {
-	const n, per = 32, 1 << 18 // chunks, float32 values per chunk
+// benchStore is a 1-D float32 array of n zstd chunks of per values each,
+// smooth data as in a climate or image store (with noise in the low bits of
+// the mantissa: a measurement's, compressing to about half), held in memory
+// so that the benchmark measures the loader and the decoder, not a disk.
+func benchStore(b testing.TB, n, per int64, noise bool) (*zarr.Array, store.Store) {
 	a, err := zarr.ParseV2([]byte(fmt.Sprintf(`{"zarr_format": 2, "shape": [%d], "chunks": [%d], "dtype": "<f4",
 		"compressor": {"id": "zstd", "level": 1}, "filters": null, "fill_value": 0, "order": "C"}`, n*per, per)))
 	if err != nil || a.PassThrough != nil {
@@ -32,9 +33,12 @@ func benchStore(b *testing.B) (*zarr.Array, store.Store) {
 	raw := make([]byte, a.ChunkLen())
 	for i := range a.NumChunks() {
 		for j := range per {
-			x := float64(i*per+int64(j)) / 5000
-			v := float32(math.Round(100*math.Sin(x)*math.Cos(x/7)) / 100)
-			binary.LittleEndian.PutUint32(raw[4*j:], math.Float32bits(v))
+			x := float64(i*per+j) / 5000
+			v := math.Float32bits(float32(math.Round(100*math.Sin(x)*math.Cos(x/7)) / 100))
+			if noise {
+				v ^= uint32(rand.Uint64()) & 0xffff
+			}
+			binary.LittleEndian.PutUint32(raw[4*j:], v)
 		}
 		m[a.ChunkKey(a.Coords(i))] = &fstest.MapFile{Data: enc.EncodeAll(raw, nil)}
 	}
@@ -44,7 +48,7 @@ func benchStore(b *testing.B) (*zarr.Array, store.Store) {
 // BenchmarkLoaderSequential scans the array once per iteration through a
 // cold Loader, as a reader of a freshly mounted store does.
 func BenchmarkLoaderSequential(b *testing.B) {
-	a, s := benchStore(b)
+	a, s := benchStore(b, 32, 1<<18, false) // chunks of 1 MiB
 	pool := codec.NewPool(0)
 	b.Cleanup(func() { pool.Close() })
 	decoders := []struct {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -149,58 +148,6 @@ func newMemfd(b []byte, mfds *fileStats) (*chunk, error) {
 		return nil, fmt.Errorf("memfd: %w", err)
 	}
 	return fileChunk(f, int64(len(b)), mfds), nil
-}
-
-// A bufPool keeps decode buffers that readers are done with, for the next
-// decode of a chunk of the same size: memory already mapped in, unlike a
-// fresh allocation. It holds at most max bytes; buffers beyond that go to
-// the garbage collector. It is safe for concurrent use.
-type bufPool struct {
-	max int64 // immutable
-
-	mu    sync.Mutex
-	free  map[int][][]byte // by length
-	bytes int64            // held in free
-	hits  int64            // buffers used again
-}
-
-func newBufPool(max int64) *bufPool {
-	return &bufPool{max: max, free: map[int][][]byte{}}
-}
-
-// get returns a buffer of n bytes (its contents are whatever it held).
-func (p *bufPool) get(n int) []byte {
-	p.mu.Lock()
-	if bs := p.free[n]; len(bs) > 0 {
-		b := bs[len(bs)-1]
-		bs[len(bs)-1] = nil
-		p.free[n] = bs[:len(bs)-1]
-		p.bytes -= int64(n)
-		p.hits++
-		p.mu.Unlock()
-		return b
-	}
-	p.mu.Unlock()
-	return make([]byte, n)
-}
-
-// put gives b back for another decode, unless the pool is full.
-func (p *bufPool) put(b []byte) {
-	n := len(b)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.bytes+int64(n) > p.max {
-		return
-	}
-	p.free[n] = append(p.free[n], b)
-	p.bytes += int64(n)
-}
-
-// reuses returns how many buffers get has handed out again.
-func (p *bufPool) reuses() int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.hits
 }
 
 // A File is an open decoded chunk, as Loader.Open returns it: a file the

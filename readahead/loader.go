@@ -68,19 +68,21 @@ type Config struct {
 // a file evicted while open stays alive until it is closed.
 type Loader struct {
 	// Immutable after New.
-	store      store.Store
-	decoder    func(*zarr.Array) codec.BatchDecoder
-	decodedOff bool // no decoded tier: every read loads
-	policy     Policy
-	ttl        time.Duration
-	log        *slog.Logger
-	decoded    *cache.LRU[*chunk] // chunks that have been read
-	compressed *cache.Cache       // stored values
-	staging    *staging           // prefetched chunks not yet read
-	shards     shardIndexes       // parsed shard indexes
-	memfds     fileStats          // memfds alive, over every holder
-	bufs       *bufPool           // decode buffers to use again
-	fetch      chan struct{}      // a semaphore: one token per prefetch store read
+	store       store.Store
+	decoder     func(*zarr.Array) codec.BatchDecoder
+	decodedOff  bool // no decoded tier: every read loads
+	policy      Policy
+	ttl         time.Duration
+	log         *slog.Logger
+	decoded     *cache.LRU[*chunk] // chunks that have been read
+	compressed  *cache.Cache       // stored values
+	staging     *staging           // prefetched chunks not yet read
+	shards      shardIndexes       // parsed shard indexes
+	memfds      fileStats          // memfds alive, over every holder
+	bufs        *bufPool           // decode buffers to use again
+	srcs        *bufPool           // stored values to use again, when the compressed tier is off
+	keepsStored bool               // the compressed tier is on: stored values are shared with it
+	fetch       chan struct{}      // a semaphore: one token per prefetch store read
 
 	ctx    context.Context // the lifetime of background work; ends at Close
 	cancel context.CancelFunc
@@ -101,6 +103,11 @@ type Loader struct {
 // a stream of chunks of up to a few MiB to decode into memory that is
 // already mapped in.
 const poolBytes = 32 << 20
+
+// storedPoolBytes bounds the stored values kept for the next reads, when
+// there is no compressed tier: a prefetch decodes its batch in parts
+// as their values come in, so a few parts' worth is in use at a time.
+const storedPoolBytes = 16 << 20
 
 // New returns a Loader. It starts a goroutine that expires unread
 // prefetched chunks; Close stops it.
@@ -132,7 +139,9 @@ func New(cfg Config) *Loader {
 	}
 	l.fetch = make(chan struct{}, fetchers)
 	l.files.Store(cfg.Files)
-	l.bufs = newBufPool(poolBytes)
+	l.bufs = newBufPool(poolBytes, nil)
+	l.srcs = newBufPool(storedPoolBytes, sizeClass)
+	l.keepsStored = cfg.CompressedBudget > 0
 	l.decoded = cache.NewLRU(cache.LRUConfig[*chunk]{
 		MaxBytes: cfg.DecodedBudget,
 		MaxItems: cfg.MaxFiles,
@@ -330,7 +339,7 @@ func (l *Loader) load(ctx context.Context, a *zarr.Array, r chunkRef) (*chunk, e
 	if err != nil {
 		return nil, err
 	}
-	cs, errs := l.decode(ctx, a, []chunkRef{r}, [][]byte{src})
+	cs, errs := l.decode(ctx, a, []chunkRef{r}, []stored{src})
 	if err := errs[0]; err != nil {
 		return nil, &iofs.PathError{Op: "decode", Path: r.stored, Err: err}
 	}

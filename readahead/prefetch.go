@@ -26,7 +26,7 @@ type prefetched struct {
 // happens, so no reader waits for ever.
 func (l *Loader) prefetch(a *zarr.Array, batch []prefetched) {
 	ctx := l.ctx
-	srcs := make([][]byte, len(batch))
+	srcs := make([]stored, len(batch))
 	errs := make([]error, len(batch))
 	ready := make([]chan struct{}, len(batch)) // closed when srcs[k], errs[k] are set
 	for k := range ready {
@@ -65,9 +65,9 @@ const decodeParts = 4
 
 // decodePart decodes one part of a prefetch batch whose values have been
 // fetched (or failed to be) and fills the staging entries.
-func (l *Loader) decodePart(ctx context.Context, a *zarr.Array, batch []prefetched, srcs [][]byte, errs []error) {
+func (l *Loader) decodePart(ctx context.Context, a *zarr.Array, batch []prefetched, srcs []stored, errs []error) {
 	var ok []prefetched
-	var okSrcs [][]byte
+	var okSrcs []stored
 	for k, p := range batch {
 		if err := errs[k]; err != nil {
 			if !errors.Is(err, iofs.ErrNotExist) && ctx.Err() == nil {

@@ -48,14 +48,32 @@ func join(path, rel string) string {
 	return path + "/" + rel
 }
 
+// A stored value, as encoded returns it: bytes from the store, and whether
+// they are the caller's own, in a buffer from the Loader's pool of stored
+// values, to give back (putStored) once decoded, rather than shared with
+// the compressed tier.
+type stored struct {
+	b      []byte
+	pooled bool
+}
+
 // encoded returns what decodes into the chunk r: the chunk's stored value,
 // the inner chunk's bytes read from its shard, or, for an array with codecs
 // over the whole shard, the whole stored shard. Values come from the
-// compressed tier, or the store on a miss (one read per key at a time).
-func (l *Loader) encoded(ctx context.Context, a *zarr.Array, r chunkRef) ([]byte, error) {
+// compressed tier, or the store on a miss (one read per key at a time);
+// without a compressed tier, a chunk's own bytes are read into a pooled
+// buffer.
+func (l *Loader) encoded(ctx context.Context, a *zarr.Array, r chunkRef) (stored, error) {
 	switch {
-	case !r.shard, a.WholeShard():
-		return l.fetchStored(ctx, r.stored)
+	case a.WholeShard():
+		b, err := l.fetchStored(ctx, r.stored)
+		return stored{b: b}, err
+	case !r.shard && l.keepsStored:
+		b, err := l.fetchStored(ctx, r.stored)
+		return stored{b: b}, err
+	case !r.shard:
+		b, err := l.readStored(ctx, r.stored, 0, -1)
+		return stored{b: b, pooled: true}, err
 	}
 	// Where the store may change, the shard can be replaced between the
 	// reads of its index and of the inner chunk: then the index is read
@@ -63,20 +81,17 @@ func (l *Loader) encoded(ctx context.Context, a *zarr.Array, r chunkRef) ([]byte
 	for range 3 {
 		ix, err := l.shards.result(ctx, a, r.stored, -1)
 		if err != nil {
-			return nil, err
+			return stored{}, err
 		}
 		if ix.err != nil {
-			return nil, ix.err
+			return stored{}, ix.err
 		}
 		off, n, err := ix.ix.Entry(r.inner)
 		if err != nil {
-			return nil, &iofs.PathError{Op: "shard", Path: r.stored, Err: err}
+			return stored{}, &iofs.PathError{Op: "shard", Path: r.stored, Err: err}
 		}
-		b, err := l.compressed.Load(ctx, r.id, func(ctx context.Context) ([]byte, error) {
-			l.storeReads.Add(1)
-			ctx, stop := l.lifetime(ctx)
-			defer stop()
-			b, err := store.ReadRange(ctx, l.store, r.stored, off, n)
+		load := func(ctx context.Context) ([]byte, error) {
+			b, err := l.readStored(ctx, r.stored, off, n)
 			if err != nil {
 				return nil, err
 			}
@@ -86,13 +101,29 @@ func (l *Loader) encoded(ctx context.Context, a *zarr.Array, r chunkRef) ([]byte
 				return nil, errShardChanged
 			}
 			return b, nil
-		})
+		}
+		var v stored
+		if l.keepsStored {
+			v.b, err = l.compressed.Load(ctx, r.id, load)
+		} else {
+			v.b, err = load(ctx)
+			v.pooled = true
+		}
 		if !errors.Is(err, errShardChanged) {
-			return b, err
+			return v, err
 		}
 		l.shards.forget(r.stored)
 	}
-	return nil, &iofs.PathError{Op: "shard", Path: r.stored, Err: errShardChanged}
+	return stored{}, &iofs.PathError{Op: "shard", Path: r.stored, Err: errShardChanged}
+}
+
+// readStored reads [off, off+n) of key's stored value (all of it when
+// n < 0) from the store, into a buffer from the pool of stored values.
+func (l *Loader) readStored(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	l.storeReads.Add(1)
+	ctx, stop := l.lifetime(ctx)
+	defer stop()
+	return store.ReadInto(ctx, l.store, key, off, n, l.srcs.get)
 }
 
 // errShardChanged: a shard was replaced in the store while one of its
@@ -141,24 +172,32 @@ func (l *Loader) servesStored(a *zarr.Array) bool {
 // comes back with one reference, the caller's, or with the reason it did
 // not decode to exactly ChunkLen bytes. Chunks are decoded into buffers
 // from the pool; with Config.Files each is then written to a memfd of its
-// own, and its buffer goes back to the pool.
-func (l *Loader) decode(ctx context.Context, a *zarr.Array, refs []chunkRef, srcs [][]byte) ([]*chunk, []error) {
+// own, and its buffer goes back to the pool. Pooled stored values go back
+// to their pool once decoded (or, for a raw array, with their chunk).
+func (l *Loader) decode(ctx context.Context, a *zarr.Array, refs []chunkRef, srcs []stored) ([]*chunk, []error) {
 	n := len(refs)
 	cs, errs := make([]*chunk, n), make([]error, n)
 	jobs := make([]codec.Job, n)
 	bufs := make([][]byte, n) // from the pool; nil for a raw array
 	isRaw, files := raw(a), l.files.Load()
 	for i := range jobs {
-		jobs[i].Src = srcs[i]
+		jobs[i].Src = srcs[i].b
 		if isRaw {
 			// Stored uncompressed: the stored value is the chunk. Values
 			// are immutable, so it is served as is, without a copy.
-			jobs[i].Dst = srcs[i]
+			jobs[i].Dst = srcs[i].b
 		} else {
 			bufs[i] = l.bufs.get(int(a.ChunkLen()))
 			jobs[i].Dst = bufs[i][:0]
 		}
 	}
+	defer func() {
+		for i, src := range srcs {
+			if src.pooled && (!isRaw || cs[i] == nil || cs[i].f != nil) {
+				l.srcs.put(src.b) // decoded, failed, or copied to a memfd
+			}
+		}
+	}()
 	start := time.Now()
 	switch {
 	case isRaw:
@@ -186,8 +225,11 @@ func (l *Loader) decode(ctx context.Context, a *zarr.Array, refs []chunkRef, src
 			errs[i] = fmt.Errorf("%w: decoded %d bytes, want %d", codec.ErrCorrupt, len(j.Dst), a.ChunkLen())
 		}
 		var pool *bufPool
-		if bufs[i] != nil {
+		switch {
+		case bufs[i] != nil:
 			pool = l.bufs
+		case srcs[i].pooled:
+			pool = l.srcs // a raw chunk is its stored value
 		}
 		switch {
 		case errs[i] != nil:

@@ -343,10 +343,11 @@ type observedStore struct {
 }
 
 var (
-	_ store.RangeReader = (*observedStore)(nil)
-	_ store.Lister      = (*observedStore)(nil)
-	_ store.Stater      = (*observedStore)(nil)
-	_ store.Versioner   = (*observedStore)(nil)
+	_ store.RangeReader  = (*observedStore)(nil)
+	_ store.Lister       = (*observedStore)(nil)
+	_ store.Stater       = (*observedStore)(nil)
+	_ store.Versioner    = (*observedStore)(nil)
+	_ store.BufferReader = (*observedStore)(nil)
 )
 
 // observe records one request of op that started at start and read n bytes.
@@ -374,6 +375,17 @@ func (o *observedStore) ReadKeyRange(ctx context.Context, key string, off, n int
 	start := time.Now()
 	b, err := store.ReadRange(ctx, o.src, key, off, n)
 	o.observe("read_range", start, len(b), err)
+	return b, err
+}
+
+func (o *observedStore) ReadKeyInto(ctx context.Context, key string, off, n int64, get func(int) []byte) ([]byte, error) {
+	start := time.Now()
+	b, err := store.ReadInto(ctx, o.src, key, off, n, get)
+	op := "read"
+	if n >= 0 {
+		op = "read_range"
+	}
+	o.observe(op, start, len(b), err)
 	return b, err
 }
 
