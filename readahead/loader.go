@@ -88,7 +88,9 @@ type Loader struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // every goroutine the Loader starts
 
-	files atomic.Bool // decode into memfds (Config.Files, SetFiles)
+	files  atomic.Bool             // decode into memfds (Config.Files, SetFiles)
+	placer atomic.Pointer[placing] // where decoded chunks are placed ahead of their reads; nil: nowhere (SetPlacer)
+	places placeQueue              // decoded chunks to place, in order (prefetch.go)
 
 	// Each with its own lock.
 	readers readers       // whom readahead follows, and whether the Loader is closed (streams.go)
@@ -96,8 +98,21 @@ type Loader struct {
 	decodes decodeCounts  // the decoding done, by codec pipeline (stats.go)
 
 	// Counters, updated atomically.
-	reads, storeReads, waits, prefetchErrors, dropped, storedOpens, forgotten atomic.Int64
+	reads, storeReads, waits, prefetchErrors, dropped, storedOpens, forgotten, placeRefused atomic.Int64
 }
+
+// A Placer puts decoded chunks where their readers will find them without
+// asking: fs pushes them into the kernel's page cache (FUSE_NOTIFY_STORE)
+// before their first read, so that the read costs what a warm read costs.
+type Placer interface {
+	// Place offers the decoded bytes of chunk i (a linear index) of array
+	// a, whose key prefix in the store is path, and reports whether they
+	// are placed. data is valid only during the call.
+	Place(a *zarr.Array, path string, i int64, data []byte) bool
+}
+
+// placing holds the Placer in use.
+type placing struct{ p Placer }
 
 // poolBytes bounds the decode buffers kept for the next decodes: enough for
 // a stream of chunks of up to a few MiB to decode into memory that is
@@ -156,6 +171,8 @@ func New(cfg Config) *Loader {
 	l.shards = newShardIndexes(cfg.Store, l.log, cfg.Changing, func() { l.storeReads.Add(1) }, l.fetchStored)
 	l.staging = newStaging(max(cfg.ReadaheadBudget, 0), l.ttl)
 	l.wg.Go(func() { l.staging.run(ctx) })
+	l.places.wake = make(chan struct{}, 1)
+	l.wg.Go(func() { l.placeChunks(ctx) })
 	return l
 }
 
@@ -267,6 +284,22 @@ func (l *Loader) Forget(a *zarr.Array, path string, coords []int) {
 	l.forgotten.Add(1)
 }
 
+// SetPlacer says where prefetched chunks are placed once decoded, from now
+// on; nil places them nowhere (they wait in staging for their reads).
+//
+// A placed chunk's reads do not reach the Loader, so readahead would lose
+// its reader: in each batch of a pattern, every few chunks (a quarter of
+// the window) one is staged and not placed, and its read tells the Loader
+// that the reader has read the placed ones before it, which then count as
+// read for the Policy and leave the readahead budget.
+func (l *Loader) SetPlacer(p Placer) {
+	if p == nil {
+		l.placer.Store(nil)
+		return
+	}
+	l.placer.Store(&placing{p})
+}
+
 // SetFiles says whether chunks are decoded into memfds (for Open) or onto
 // the heap (for Read) from now on; see Config.Files. Chunks decoded
 // before keep their form, and each of Read, Open and Chunk serves either.
@@ -318,7 +351,7 @@ func (l *Loader) get(ctx context.Context, a *zarr.Array, path string, coords []i
 func (l *Loader) load(ctx context.Context, a *zarr.Array, r chunkRef) (*chunk, error) {
 	ctx, stop := l.lifetime(ctx)
 	defer stop()
-	if e := l.staging.take(r.id); e != nil {
+	if e := l.staging.take(r.id); e != nil { // nil too for a chunk placed, whose pages the kernel let go
 		select {
 		case <-e.done:
 		default:

@@ -13,10 +13,13 @@ import (
 // This file is the Loader's prefetch: fetching a planned batch of chunks
 // concurrently and decoding it, in parts, into staging.
 
-// A prefetched chunk: its staging entry, and where it is stored.
+// A prefetched chunk: its staging entry, where it is stored, its linear
+// index, and whether to place it once decoded (SetPlacer).
 type prefetched struct {
-	e   *staged
-	ref chunkRef
+	e     *staged
+	ref   chunkRef
+	i     int64
+	place bool
 }
 
 // prefetch fetches the stored values of batch concurrently and decodes
@@ -24,7 +27,7 @@ type prefetched struct {
 // decoding overlaps the fetches still in flight (on a remote store a fetch
 // is a round trip of milliseconds). Every staged entry is filled, whatever
 // happens, so no reader waits for ever.
-func (l *Loader) prefetch(a *zarr.Array, batch []prefetched) {
+func (l *Loader) prefetch(a *zarr.Array, path string, batch []prefetched) {
 	ctx := l.ctx
 	srcs := make([]stored, len(batch))
 	errs := make([]error, len(batch))
@@ -55,7 +58,7 @@ func (l *Loader) prefetch(a *zarr.Array, batch []prefetched) {
 		for k := lo; k < hi; k++ {
 			<-ready[k]
 		}
-		l.decodePart(ctx, a, batch[lo:hi], srcs[lo:hi], errs[lo:hi])
+		l.decodePart(ctx, a, path, batch[lo:hi], srcs[lo:hi], errs[lo:hi])
 	}
 	fetches.Wait()
 }
@@ -65,7 +68,7 @@ const decodeParts = 4
 
 // decodePart decodes one part of a prefetch batch whose values have been
 // fetched (or failed to be) and fills the staging entries.
-func (l *Loader) decodePart(ctx context.Context, a *zarr.Array, batch []prefetched, srcs []stored, errs []error) {
+func (l *Loader) decodePart(ctx context.Context, a *zarr.Array, path string, batch []prefetched, srcs []stored, errs []error) {
 	var ok []prefetched
 	var okSrcs []stored
 	for k, p := range batch {
@@ -90,6 +93,7 @@ func (l *Loader) decodePart(ctx context.Context, a *zarr.Array, batch []prefetch
 		refs[k] = p.ref
 	}
 	cs, derrs := l.decode(ctx, a, refs, okSrcs)
+	pl := l.placer.Load()
 	for k, p := range ok {
 		if err := derrs[k]; err != nil {
 			if ctx.Err() == nil {
@@ -98,7 +102,81 @@ func (l *Loader) decodePart(ctx context.Context, a *zarr.Array, batch []prefetch
 			l.staging.fill(p.e, nil, &iofs.PathError{Op: "decode", Path: p.ref.stored, Err: err}, ctx.Err() == nil)
 			continue
 		}
-		l.staging.fill(p.e, cs[k], nil, false)
+		c := cs[k]
+		if !p.place || pl == nil || c.data == nil {
+			l.staging.fill(p.e, c, nil, false)
+			continue
+		}
+		// Staged first, so that a reader who asks meanwhile is served and
+		// never waits on the placing; placed with a reference of its own,
+		// so that such a reader's release cannot recycle the bytes.
+		c.acquire()
+		l.staging.fill(p.e, c, nil, false)
+		l.places.add(toPlace{pl.p, a, path, p.i, p.e, c})
+	}
+}
+
+// A toPlace is a decoded chunk waiting for its turn to be placed, with a
+// reference of its own.
+type toPlace struct {
+	p    Placer
+	a    *zarr.Array
+	path string
+	i    int64
+	e    *staged
+	c    *chunk
+}
+
+// placeQueue hands decoded chunks to one goroutine that places them in the
+// order they were decoded (the order readers read them), so that decoding
+// the next part of a batch never waits for the pushes of this one. It is
+// bounded by staging: every chunk in it holds a reservation.
+type placeQueue struct {
+	mu   sync.Mutex
+	q    []toPlace
+	wake chan struct{} // a token when q is not empty
+}
+
+func (q *placeQueue) add(t toPlace) {
+	q.mu.Lock()
+	q.q = append(q.q, t)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run places the queued chunks until ctx ends; then it releases the rest.
+func (l *Loader) placeChunks(ctx context.Context) {
+	q := &l.places
+	for {
+		q.mu.Lock()
+		todo := q.q
+		q.q = nil
+		q.mu.Unlock()
+		for _, t := range todo {
+			switch {
+			case ctx.Err() != nil || !l.staging.unread(t.e):
+				// A reader has it already: its pages would come too late.
+			case t.p.Place(t.a, t.path, t.i, t.c.data):
+				l.staging.place(t.e)
+			default:
+				l.placeRefused.Add(1)
+			}
+			t.c.release()
+		}
+		select {
+		case <-q.wake:
+		case <-ctx.Done():
+			q.mu.Lock()
+			todo, q.q = q.q, nil
+			q.mu.Unlock()
+			for _, t := range todo {
+				t.c.release()
+			}
+			return
+		}
 	}
 }
 

@@ -17,6 +17,11 @@ import (
 // holds one reference (see chunk); whoever takes it from staging takes
 // that reference over, and staging releases the chunks that expire.
 //
+// A chunk placed where its reader finds it without asking (the kernel's
+// page cache, see Placer) lets its bytes go but keeps its entry and its
+// reservation until the reader is known to have read past it (confirm)
+// or its TTL passes: pages pushed and not read count against the budget.
+//
 // staging is safe for concurrent use.
 type staging struct {
 	max int64         // immutable
@@ -33,6 +38,10 @@ type staging struct {
 	staged, stagedBytes int64 // entries reserved
 	taken, takenBytes   int64 // entries handed to a reader
 	wasted, wastedBytes int64 // entries that expired unread
+	placed, placedBytes int64 // entries whose chunk was placed (Placer)
+	confirmed           int64 // placed entries whose reader read past them
+	placedExpired       int64 // placed entries whose TTL passed unconfirmed
+	reread              int64 // placed entries a reader asked for after all (the kernel let the pages go)
 }
 
 // A staged chunk. The prefetcher that reserved it fills it exactly once;
@@ -51,6 +60,7 @@ type staged struct {
 	expires   time.Time
 	gone      bool // no longer in entries: taken or expired
 	abandoned bool // taken, and its taker left before it was filled
+	placed    bool // its chunk was placed and let go (v is nil since)
 }
 
 func newStaging(max int64, ttl time.Duration) *staging {
@@ -134,7 +144,8 @@ func (s *staging) abandon(e *staged) {
 }
 
 // take removes the entry for key and hands it to the caller, who waits for
-// it with wait. It returns nil when key is not staged.
+// it with wait. It returns nil when key is not staged, or was placed (its
+// chunk is gone from here: the caller loads it again).
 func (s *staging) take(key string) *staged {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -143,9 +154,51 @@ func (s *staging) take(key string) *staged {
 		return nil
 	}
 	s.unstageLocked(e)
+	if e.placed {
+		s.reread++
+		return nil
+	}
 	s.taken++
 	s.takenBytes += e.size
 	return e
+}
+
+// place lets the chunk of e go, once it has been placed where its reader
+// will find it (Placer): e stays, with its reservation, until confirm or
+// its TTL. It does nothing if a reader took e meanwhile.
+func (s *staging) place(e *staged) {
+	s.mu.Lock()
+	v := e.v
+	if e.gone || v == nil || e.placed {
+		s.mu.Unlock()
+		return
+	}
+	e.v, e.placed = nil, true
+	s.placed++
+	s.placedBytes += e.size
+	s.mu.Unlock()
+	v.release()
+}
+
+// unread reports whether e is still staged: no reader has taken it.
+func (s *staging) unread(e *staged) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !e.gone
+}
+
+// confirm ends the entry for key if it was placed: its reader has read
+// past it. It reports whether it was.
+func (s *staging) confirm(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[key]
+	if !ok || !e.placed {
+		return false
+	}
+	s.unstageLocked(e)
+	s.confirmed++
+	return true
 }
 
 // drop removes the entry for key, if any, and releases its chunk (once it
@@ -226,9 +279,13 @@ func (s *staging) expireLocked(now time.Time) []*chunk {
 			break
 		}
 		n++
-		if e.gone {
+		switch {
+		case e.gone:
 			s.goneIn--
-		} else {
+		case e.placed:
+			s.removeLocked(e)
+			s.placedExpired++
+		default:
 			s.removeLocked(e)
 			s.wasted++
 			s.wastedBytes += e.size
@@ -248,7 +305,9 @@ func (s *staging) clear() {
 	for _, e := range s.ready {
 		if !e.gone {
 			s.removeLocked(e)
-			gone = append(gone, e.v)
+			if e.v != nil {
+				gone = append(gone, e.v)
+			}
 		}
 	}
 	s.ready = nil
@@ -281,6 +340,8 @@ type stagingStats struct {
 	used, peak, max                        int64
 	staged, stagedBytes, taken, takenBytes int64
 	wasted, wastedBytes                    int64
+	placed, placedBytes, confirmed         int64
+	placedExpired, reread                  int64
 }
 
 func (s *staging) stats() stagingStats {
@@ -291,5 +352,7 @@ func (s *staging) stats() stagingStats {
 		staged: s.staged, stagedBytes: s.stagedBytes,
 		taken: s.taken, takenBytes: s.takenBytes,
 		wasted: s.wasted, wastedBytes: s.wastedBytes,
+		placed: s.placed, placedBytes: s.placedBytes, confirmed: s.confirmed,
+		placedExpired: s.placedExpired, reread: s.reread,
 	}
 }

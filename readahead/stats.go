@@ -26,10 +26,17 @@ type Stats struct {
 	PrefetchWaits                       int64 // of those, taken while still loading or decoding
 	PrefetchWasted, PrefetchWastedBytes int64 // staged chunks that expired unread
 	PrefetchErrors                      int64 // staged chunks that failed to load or decode (missing chunks excluded)
-	ServedDrops                         int64 // chunks the decoded tier let go once Read had handed out all of them (the page cache has them)
-	StoredOpens                         int64 // chunks opened as their stored files (stored uncompressed), not decoded
-	BufferReuses                        int64 // decodes into a buffer a chunk had left (no fresh memory)
-	Forgotten                           int64 // Forget calls: chunks whose stored value changed (zfuse --refresh)
+	// Placed chunks (SetPlacer): handed to the kernel's page cache before
+	// their first read, so that the read never reached the Loader.
+	Placed, PlacedBytes int64
+	PlacedRead          int64 // of those, known read (a later read of the same reader reached the Loader)
+	PlacedExpired       int64 // of those, whose TTL passed with no such read
+	PlacedReread        int64 // of those, read through the Loader after all (the kernel let the pages go first)
+	PlaceRefused        int64 // chunks the Placer could not place (the kernel did not know the file yet): they waited in staging
+	ServedDrops         int64 // chunks the decoded tier let go once Read had handed out all of them (the page cache has them)
+	StoredOpens         int64 // chunks opened as their stored files (stored uncompressed), not decoded
+	BufferReuses        int64 // decodes into a buffer a chunk had left (no fresh memory)
+	Forgotten           int64 // Forget calls: chunks whose stored value changed (zfuse --refresh)
 
 	Decode map[string]DecodeStats // by codec pipeline (zarr.Array.Codecs)
 
@@ -70,6 +77,12 @@ func (l *Loader) Stats() Stats {
 		PrefetchWasted:      st.wasted,
 		PrefetchWastedBytes: st.wastedBytes,
 		PrefetchErrors:      l.prefetchErrors.Load(),
+		Placed:              st.placed,
+		PlacedBytes:         st.placedBytes,
+		PlacedRead:          st.confirmed,
+		PlacedExpired:       st.placedExpired,
+		PlacedReread:        st.reread,
+		PlaceRefused:        l.placeRefused.Load(),
 		ServedDrops:         l.dropped.Load(),
 		StoredOpens:         l.storedOpens.Load(),
 		BufferReuses:        l.bufs.reuses(),
@@ -130,6 +143,9 @@ func (s Stats) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "reads %d (decoded hits %d, prefetch used %d of %d, waited %d, wasted %d), store reads %d, compressed hits %d; ",
 		s.Reads, s.DecodedHits, s.PrefetchUsed, s.Prefetched, s.PrefetchWaits, s.PrefetchWasted, s.StoreReads, s.CompressedHits)
+	if s.Placed+s.PlaceRefused > 0 {
+		fmt.Fprintf(&b, "placed %d (read %d, reread %d, expired %d, refused %d); ", s.Placed, s.PlacedRead, s.PlacedReread, s.PlacedExpired, s.PlaceRefused)
+	}
 	fmt.Fprintf(&b, "held: decoded %s/%s, compressed %s/%s, readahead %s/%s, memfds %d (%s)",
 		cache.FormatSize(s.DecodedUsed), cache.FormatSize(s.DecodedBudget),
 		cache.FormatSize(s.CompressedUsed), cache.FormatSize(s.CompressedBudget),
@@ -159,6 +175,11 @@ func (s Stats) LogValue() slog.Value {
 		slog.Int64("prefetch_wasted", s.PrefetchWasted),
 		slog.Int64("prefetch_wasted_bytes", s.PrefetchWastedBytes),
 		slog.Int64("prefetch_errors", s.PrefetchErrors),
+		slog.Int64("placed", s.Placed),
+		slog.Int64("placed_read", s.PlacedRead),
+		slog.Int64("placed_reread", s.PlacedReread),
+		slog.Int64("placed_expired", s.PlacedExpired),
+		slog.Int64("place_refused", s.PlaceRefused),
 		slog.Int64("served_drops", s.ServedDrops),
 		slog.Int64("stored_opens", s.StoredOpens),
 		slog.Int64("buffer_reuses", s.BufferReuses),

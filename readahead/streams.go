@@ -1,6 +1,7 @@
 package readahead
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -60,7 +61,22 @@ type stream struct {
 	// Reads in a row on which state and named had a pattern.
 	gridRun, namedRun int
 	last              time.Time // last read, to forget idle readers
+	// Chunks planned while placing (SetPlacer), in the order planned and
+	// not yet read: a read of one of them tells that the reader has read
+	// those before it, placed or not.
+	pending []pendingChunk
 }
+
+// A pendingChunk is a chunk planned while placing: its linear index and its
+// key in staging.
+type pendingChunk struct {
+	i  int64
+	id string
+}
+
+// maxPending bounds a stream's pending chunks: a reader that stops
+// following its pattern leaves them behind.
+const maxPending = 256
 
 // run extends a count of reads in a row on a pattern with a read that left
 // the reader in state s.
@@ -114,8 +130,26 @@ func (l *Loader) plan(a *zarr.Array, path string, pid uint32, i int64, waited bo
 		}
 		st.order, st.noOrder = o.order, o.order == nil
 	}
+	l.readPlacedLocked(a, path, st, i)
 	l.planLocked(a, path, st, i, waited)
 	return nil
+}
+
+// readPlacedLocked tells the policy, when the reader reads chunk i, that it
+// has read the chunks planned before i and placed: their reads never reach
+// the Loader (the kernel has their pages). They leave the readahead budget.
+func (l *Loader) readPlacedLocked(a *zarr.Array, path string, st *stream, i int64) {
+	k := slices.IndexFunc(st.pending, func(p pendingChunk) bool { return p.i == i })
+	if k < 0 {
+		return
+	}
+	before := st.pending[:k]
+	st.pending = st.pending[k+1:]
+	for _, p := range before {
+		if l.staging.confirm(p.id) {
+			l.planLocked(a, path, st, p.i, false)
+		}
+	}
 }
 
 // planLocked is plan with l.readers.mu held.
@@ -151,7 +185,8 @@ func (l *Loader) planLocked(a *zarr.Array, path string, st *stream, i int64, wai
 	}
 	var batch []prefetched
 	for k := range pl.N {
-		r := ref(a, path, a.Coords(index(pl.Index(k))))
+		i := index(pl.Index(k))
+		r := ref(a, path, a.Coords(i))
 		if l.decoded.Has(r.id) {
 			continue
 		}
@@ -165,12 +200,34 @@ func (l *Loader) planLocked(a *zarr.Array, path string, st *stream, i int64, wai
 			break
 		}
 		if res == reserved {
-			batch = append(batch, prefetched{e, r})
+			batch = append(batch, prefetched{e: e, ref: r, i: i})
 		}
 	}
-	if len(batch) > 0 {
-		l.log.Debug("prefetch", "key", batch[0].ref.stored, "n", len(batch), "named", named)
-		l.wg.Go(func() { l.prefetch(a, batch) })
+	if len(batch) == 0 {
+		return
+	}
+	if l.placer.Load() != nil {
+		l.markPlaced(st, batch)
+	}
+	l.log.Debug("prefetch", "key", batch[0].ref.stored, "n", len(batch), "named", named)
+	l.wg.Go(func() { l.prefetch(a, path, batch) })
+}
+
+// markPlaced chooses which chunks of batch to place: all but every
+// quarter window's one and the last, which stay staged so that their
+// reads reach the Loader; and records them all as pending for st.
+func (l *Loader) markPlaced(st *stream, batch []prefetched) {
+	w := st.state.Window()
+	if st.namedRun > st.gridRun {
+		w = st.named.Window()
+	}
+	every := max(w/4, 1)
+	for k := range batch {
+		batch[k].place = k < len(batch)-1 && int64(k+1)%every != 0
+		st.pending = append(st.pending, pendingChunk{batch[k].i, batch[k].ref.id})
+	}
+	if n := len(st.pending) - maxPending; n > 0 {
+		st.pending = slices.Delete(st.pending, 0, n)
 	}
 }
 
