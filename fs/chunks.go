@@ -32,6 +32,10 @@ type Chunks interface {
 	// for Open, rather than onto the heap for Read: Mount calls it once it
 	// has chosen the serving path.
 	SetFiles(on bool)
+	// SetPlacer gives the Chunks where to put prefetched chunks before
+	// their first read: on the page-cache serving paths, the kernel's page
+	// cache (placer). Mount calls it once it has chosen the serving path.
+	SetPlacer(p readahead.Placer)
 }
 
 var _ Chunks = (*readahead.Loader)(nil)

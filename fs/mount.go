@@ -69,7 +69,7 @@ func (s *Server) Stats() ServeStats {
 		Lookups: n.lookups.Load(), Opens: n.opens.Load(), PassthroughOpens: n.passthroughOpens.Load(),
 		Reads: n.reads.Load(), ReadBytes: n.readBytes.Load(), ChunkReads: n.chunkReads.Load(),
 		Releases: n.releases.Load(), OpenFiles: n.handles.Load() - n.releases.Load(), Interrupted: n.interrupted.Load(), DecodeErrors: n.errors.Load(),
-		Replaced: n.replaced.Load(),
+		Replaced: n.replaced.Load(), Pushed: n.pushed.Load(), PushedBytes: n.pushedBytes.Load(), PushRefused: n.pushRefused.Load(),
 	}
 }
 
@@ -119,6 +119,7 @@ func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*Server, 
 		opts.MountOptions.Options = []string{"ro"}
 	}
 	m := &mount{born: time.Now(), ready: make(chan struct{})}
+	m.place.n = &m.n
 	root, err := t.root(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
@@ -131,6 +132,11 @@ func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*Server, 
 	// for the whole connection.
 	m.serving, m.refused = choose(srv, cfg.Serving)
 	t.chunks.SetFiles(m.serving == Passthrough)
+	if m.serving != Passthrough {
+		// The page-cache paths: prefetched chunks go into the kernel's
+		// page cache before their first read.
+		t.chunks.SetPlacer(&m.place)
+	}
 	close(m.ready)
 	attrs := []any{"serving", m.serving.String(), "mountpoint", dir}
 	if m.refused != "" {

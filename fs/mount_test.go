@@ -229,13 +229,23 @@ type gatedStore struct {
 }
 
 func (g *gatedStore) ReadKey(ctx context.Context, key string) ([]byte, error) {
+	g.wait(key)
+	return g.DirStore.ReadKey(ctx, key)
+}
+
+// ReadKeyInto is gated too: the loader reads chunks with it.
+func (g *gatedStore) ReadKeyInto(ctx context.Context, key string, off, n int64, get func(int) []byte) ([]byte, error) {
+	g.wait(key)
+	return g.DirStore.ReadKeyInto(ctx, key, off, n, get)
+}
+
+func (g *gatedStore) wait(key string) {
 	if key == g.key {
 		if g.reads.Add(1) == 1 {
 			close(g.started)
 		}
 		<-g.gate
 	}
-	return g.DirStore.ReadKey(ctx, key)
 }
 
 // TestInterruptedOpen: a reader killed while its open (passthrough) or

@@ -92,7 +92,8 @@ type mount struct {
 	serving Serving       // the serving path; set once, before ready is closed
 	refused string        // why not passthrough, where it was wanted; set with serving
 
-	n serveCounters
+	n     serveCounters
+	place placer // chunk files the kernel may know, to push chunks into
 }
 
 // A chunkHandle is one open of a chunk file under Passthrough: the open
@@ -126,25 +127,26 @@ func (h *chunkHandle) Release(context.Context) syscall.Errno {
 }
 
 var (
-	_ fusefs.NodeLookuper   = (*dirNode)(nil)
-	_ fusefs.NodeReaddirer  = (*dirNode)(nil)
-	_ fusefs.NodeGetattrer  = (*dirNode)(nil)
-	_ fusefs.NodeCreater    = (*dirNode)(nil)
-	_ fusefs.NodeMkdirer    = (*dirNode)(nil)
-	_ fusefs.NodeMknoder    = (*dirNode)(nil)
-	_ fusefs.NodeSymlinker  = (*dirNode)(nil)
-	_ fusefs.NodeLinker     = (*dirNode)(nil)
-	_ fusefs.NodeUnlinker   = (*dirNode)(nil)
-	_ fusefs.NodeRmdirer    = (*dirNode)(nil)
-	_ fusefs.NodeRenamer    = (*dirNode)(nil)
-	_ fusefs.NodeSetattrer  = (*dirNode)(nil)
-	_ fusefs.NodeOpener     = (*fileNode)(nil)
-	_ fusefs.NodeReader     = (*fileNode)(nil)
-	_ fusefs.NodeGetattrer  = (*fileNode)(nil)
-	_ fusefs.NodeSetattrer  = (*fileNode)(nil)
-	_ fusefs.NodeWriter     = (*fileNode)(nil)
-	_ fusefs.NodeSetxattrer = (*fileNode)(nil)
-	_ fusefs.NodeFlusher    = (*fileNode)(nil)
+	_ fusefs.NodeLookuper    = (*dirNode)(nil)
+	_ fusefs.NodeReaddirer   = (*dirNode)(nil)
+	_ fusefs.NodeGetattrer   = (*dirNode)(nil)
+	_ fusefs.NodeCreater     = (*dirNode)(nil)
+	_ fusefs.NodeMkdirer     = (*dirNode)(nil)
+	_ fusefs.NodeMknoder     = (*dirNode)(nil)
+	_ fusefs.NodeSymlinker   = (*dirNode)(nil)
+	_ fusefs.NodeLinker      = (*dirNode)(nil)
+	_ fusefs.NodeUnlinker    = (*dirNode)(nil)
+	_ fusefs.NodeRmdirer     = (*dirNode)(nil)
+	_ fusefs.NodeRenamer     = (*dirNode)(nil)
+	_ fusefs.NodeSetattrer   = (*dirNode)(nil)
+	_ fusefs.NodeOpener      = (*fileNode)(nil)
+	_ fusefs.NodeReader      = (*fileNode)(nil)
+	_ fusefs.NodeGetattrer   = (*fileNode)(nil)
+	_ fusefs.NodeSetattrer   = (*fileNode)(nil)
+	_ fusefs.NodeWriter      = (*fileNode)(nil)
+	_ fusefs.NodeSetxattrer  = (*fileNode)(nil)
+	_ fusefs.NodeFlusher     = (*fileNode)(nil)
+	_ fusefs.NodeOnForgetter = (*fileNode)(nil)
 )
 
 // attr fills out with n's presented attributes.
@@ -177,7 +179,12 @@ func (m *mount) inode(ctx context.Context, parent *fusefs.Inode, t *Tree, n *nod
 	if n.kind == kindDir {
 		return parent.NewInode(ctx, newDirNode(t, n, m), fusefs.StableAttr{Mode: fuse.S_IFDIR})
 	}
-	return parent.NewInode(ctx, &fileNode{t: t, n: n, m: m}, fusefs.StableAttr{Mode: fuse.S_IFREG})
+	f := &fileNode{t: t, n: n, m: m}
+	ch := parent.NewInode(ctx, f, fusefs.StableAttr{Mode: fuse.S_IFREG})
+	if n.kind == kindChunk {
+		m.place.add(f) // once NewInode has set up its Inode
+	}
+	return ch
 }
 
 // replaced reports whether n, just looked up, is not what the inode ch

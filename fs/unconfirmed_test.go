@@ -37,6 +37,14 @@ func (s *flakyStore) ReadKey(ctx context.Context, key string) ([]byte, error) {
 	return s.DirStore.ReadKey(ctx, key)
 }
 
+// ReadKeyInto fails as ReadKey does: the loader reads chunks with it.
+func (s *flakyStore) ReadKeyInto(ctx context.Context, key string, off, n int64, get func(int) []byte) ([]byte, error) {
+	if s.failing(key) {
+		return nil, &iofs.PathError{Op: "read", Path: key, Err: errFlaky}
+	}
+	return s.DirStore.ReadKeyInto(ctx, key, off, n, get)
+}
+
 func (s *flakyStore) Stat(ctx context.Context, key string) (store.Entry, error) {
 	if s.failing(key) {
 		return store.Entry{}, &iofs.PathError{Op: "stat", Path: key, Err: errFlaky}

@@ -1,0 +1,65 @@
+package fs
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/zfuse/zfuse/store"
+)
+
+// TestPush: on the page-cache serving paths, a sequential reader of a
+// listed array reads most chunks from pages pushed before it asked (no
+// READ reaches the mount for them), byte for byte the chunks; without a
+// listing the kernel does not know the files yet, the pushes are refused,
+// and every chunk is read through a READ as before. Under passthrough
+// nothing is pushed.
+func TestPush(t *testing.T) {
+	servings(t, func(t *testing.T, serving Serving) {
+		for _, listed := range []bool{true, false} {
+			t.Run("listed="+strconv.FormatBool(listed), func(t *testing.T) {
+				const n = 96
+				s := &testStore{root: t.TempDir(), stored: map[string][]byte{}, raw: map[string][]byte{}}
+				s.add(t, testArray{path: "a", shape: []int{n * 256}, chunks: []int{256}, dtype: "<f8", order: "C", sep: ".",
+					value: func(i []int) float64 { return float64(i[0]) * 1.5 }})
+				ds, err := store.Dir(s.root)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { ds.Close() })
+				loader := testLoader(t, ds, nil)
+				mnt, srv := mountServing(t, New(Config{Store: ds, Chunks: loader}), false, serving, false)
+				if listed {
+					if es, err := os.ReadDir(filepath.Join(mnt, "a")); err != nil || len(es) != n+1 {
+						t.Fatalf("listing: %d entries, %v", len(es), err)
+					}
+				}
+				for i := range n {
+					key := "a/" + strconv.Itoa(i)
+					got, err := os.ReadFile(filepath.Join(mnt, key))
+					if err != nil || !bytes.Equal(got, s.raw[key]) {
+						t.Fatalf("%s: %d bytes, %v; want the chunk's %d", key, len(got), err, len(s.raw[key]))
+					}
+				}
+				ss, ls := srv.Stats(), loader.Stats()
+				t.Logf("serve %+v; loader %v", ss, ls)
+				switch {
+				case serving == Passthrough:
+					if ss.Pushed != 0 || ls.Placed != 0 {
+						t.Errorf("passthrough pushed %d chunks", ss.Pushed)
+					}
+				case listed:
+					if ss.Pushed < n/2 || ss.ChunkReads > n/2 || ls.Placed < n/2 {
+						t.Errorf("pushed %d, placed %d, %d chunk READs of %d chunks: want most pushed, few READs", ss.Pushed, ls.Placed, ss.ChunkReads, n)
+					}
+				default:
+					if ss.Pushed > 2 || ls.PlaceRefused == 0 || ss.ChunkReads < n-2 {
+						t.Errorf("unlisted: pushed %d, refused %d, %d chunk READs: want nothing pushed, every chunk read", ss.Pushed, ls.PlaceRefused, ss.ChunkReads)
+					}
+				}
+			})
+		}
+	})
+}
