@@ -73,25 +73,20 @@ func (s *Server) Stats() ServeStats {
 	}
 }
 
-// Mount mounts t read-only at dir and serves it until the returned server
-// is unmounted (srv.Unmount, or fusermount3 -u); srv.Wait waits for that.
-// ctx is for reading the root metadata only.
-//
-// Auto serves through NoOpen where the kernel offers it (see choose). The
-// path chosen is logged at Info, or at Warn with the reason when it is not
-// the one asked for.
-func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*Server, error) {
+// FUSEOptions returns the go-fuse options of a mount with cfg: long
+// attribute and entry timeouts, 1 MiB requests, no splice, read-only, and
+// go-fuse's output and panics through log. zfuse bench mounts its FUSE
+// floor (a server that already holds the bytes) with them, so that the
+// floor differs from a mount only in what it serves.
+func FUSEOptions(cfg MountConfig, log *slog.Logger) *fusefs.Options {
 	onPanic := cfg.OnPanic
 	if onPanic == nil {
 		onPanic = func(v any) {
-			t.log.Error("request panicked", "err", v, "stack", string(debug.Stack()))
+			log.Error("request panicked", "err", v, "stack", string(debug.Stack()))
 		}
 	}
 	timeout, negative := attrTimeout, negativeTimeout
-	if t.refresh > 0 {
-		timeout, negative = min(timeout, t.refresh), min(negative, t.refresh)
-	}
-	goFuseLog := slog.NewLogLogger(t.log.Handler(), slog.LevelDebug)
+	goFuseLog := slog.NewLogLogger(log.Handler(), slog.LevelDebug)
 	opts := &fusefs.Options{
 		EntryTimeout:    &timeout,
 		AttrTimeout:     &timeout,
@@ -117,6 +112,22 @@ func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*Server, 
 	}
 	if !cfg.writable {
 		opts.MountOptions.Options = []string{"ro"}
+	}
+	return opts
+}
+
+// Mount mounts t read-only at dir and serves it until the returned server
+// is unmounted (srv.Unmount, or fusermount3 -u); srv.Wait waits for that.
+// ctx is for reading the root metadata only.
+//
+// Auto serves through NoOpen where the kernel offers it (see choose). The
+// path chosen is logged at Info, or at Warn with the reason when it is not
+// the one asked for.
+func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*Server, error) {
+	opts := FUSEOptions(cfg, t.log)
+	if t.refresh > 0 {
+		timeout, negative := min(attrTimeout, t.refresh), min(negativeTimeout, t.refresh)
+		opts.EntryTimeout, opts.AttrTimeout, opts.NegativeTimeout = &timeout, &timeout, &negative
 	}
 	m := &mount{born: time.Now(), ready: make(chan struct{})}
 	m.place.n = &m.n
@@ -148,7 +159,7 @@ func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*Server, 
 		t.log.Info("serving path", attrs...)
 	}
 	if cfg.KernelReadahead > 0 {
-		bdi, from, err := setKernelReadahead(dir, cfg.KernelReadahead)
+		bdi, from, err := SetKernelReadahead(dir, cfg.KernelReadahead)
 		if err != nil {
 			t.log.Debug("kernel readahead left as it was", "mountpoint", dir, "err", err)
 		} else {
@@ -158,11 +169,11 @@ func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*Server, 
 	return &Server{Server: srv, m: m}, nil
 }
 
-// setKernelReadahead sets the readahead of the file system mounted at dir to
-// n bytes, in /sys/class/bdi/MAJOR:MINOR/read_ahead_kb, where MAJOR:MINOR is
-// the mount's device number. It needs root. It returns the bdi name and the
-// previous value in KiB.
-func setKernelReadahead(dir string, n int64) (bdi string, fromKB int64, err error) {
+// SetKernelReadahead sets the readahead of the file system mounted at dir
+// to n bytes, in /sys/class/bdi/MAJOR:MINOR/read_ahead_kb, where MAJOR:MINOR
+// is the mount's device number (see MountConfig.KernelReadahead). It needs
+// root. It returns the bdi name and the previous value in KiB.
+func SetKernelReadahead(dir string, n int64) (bdi string, fromKB int64, err error) {
 	if os.Geteuid() != 0 {
 		return "", 0, fmt.Errorf("not root")
 	}

@@ -8,16 +8,21 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // TestBench runs a small zfuse bench (the race-built binary, which mounts
 // with itself): one round of every reader on a 16 MiB Blosc array in 1 MiB
 // chunks, on the no-open and passthrough paths, and checks that it measured
-// every cell of the matrix, read the right bytes through the mount, and
-// judged every target.
+// every cell of the matrix (the FUSE floor beside each local reader, and
+// zarr-python over the bench's HTTP server with 20 ms of latency, directly
+// and through a mount of the URL), read the right bytes through the mount,
+// showed each mount's ratio to each baseline, and judged every target.
 func TestBench(t *testing.T) {
 	needMount(t)
 	needPython(t)
+	testutil.NeedPython(t, "zarr", "fsspec", "aiohttp") // zarr-http
 	servings := "no-open"
 	if os.Geteuid() == 0 {
 		servings += ",passthrough"
@@ -34,15 +39,33 @@ func TestBench(t *testing.T) {
 		`arrays 1MiB: float32 4x1024x1024, 16 chunks of 1 MiB \(1x512x512\)`,
 		`budgets decoded 8MiB, compressed 0, readahead 4MiB`,
 	}
-	for _, reader := range []string{"files-grid", "files-list", "zarr", "loader"} {
-		rows = append(rows, `1MiB +`+reader+` +none +raw +`+epochs)
-		if reader == "zarr" || reader == "loader" {
-			rows = append(rows, `1MiB +`+reader+` +blosc +self +`+epochs)
+	x := `[0-9]+\.[0-9]{2}x \[[0-9]+\.[0-9]{2}-[0-9]+\.[0-9]{2}\]`
+	for _, reader := range []string{"files-grid", "files-list", "zarr", "loader", "zarr-http"} {
+		bases := []string{"raw", "floor"}
+		switch reader {
+		case "zarr", "loader":
+			bases = append(bases, "self")
+		case "zarr-http":
+			bases = []string{"http"}
+		}
+		for _, base := range bases {
+			switch base {
+			case "raw":
+				rows = append(rows, `1MiB +`+reader+` +none +raw +`+epochs)
+			case "floor":
+				rows = append(rows, `1MiB +`+reader+` +none +floor +`+epochs+` +no-open, [0-9.]+ [KMG]?i?B, [0-9.]+ s`)
+			default:
+				rows = append(rows, `1MiB +`+reader+` +blosc +`+base+` +`+epochs)
+			}
 		}
 		for _, s := range strings.Split(servings, ",") {
 			rows = append(rows, `1MiB +`+reader+` +blosc +mount\(`+s+`\) +`+epochs+` +`+s+`, [0-9.]+ [KMG]?i?B, [0-9.]+ s`)
+			for _, base := range bases {
+				rows = append(rows, `1MiB +`+reader+` +blosc +mount\(`+s+`\) +`+base+` +`+x+` +`+x)
+			}
 		}
 	}
+	rows = append(rows, `the FUSE floor, cold \(epoch 1\): 1MiB files-grid: [0-9]+ files/s \[[0-9]+-[0-9]+\], [0-9.]+ ms a file; 1MiB files-list: `)
 	for _, row := range rows {
 		if !regexp.MustCompile(row).Match(stdout) {
 			t.Errorf("no line matching %q", row)
@@ -50,8 +73,9 @@ func TestBench(t *testing.T) {
 	}
 	// Per serving path: zarr-python at epochs 1 and 2, the DataLoader at 1
 	// (epoch 3 was not read), the file tool cold, warm, and in listing
-	// order; and the memory of the mounts.
-	want := 6*len(strings.Split(servings, ",")) + 1
+	// order, the file tool ÷ the floor in grid and listing order, and
+	// zarr-http at epochs 1 and 2; and the memory of the mounts.
+	want := 10*len(strings.Split(servings, ",")) + 1
 	if n := strings.Count(string(stdout), " met") + strings.Count(string(stdout), "NOT MET"); n != want {
 		t.Errorf("%d targets judged, want %d", n, want)
 	}

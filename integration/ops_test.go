@@ -332,10 +332,17 @@ func TestWarmup(t *testing.T) {
 	if got["zfuse_chunk_reads_total"] != wantReads || got[`zfuse_cache_bytes{tier="decoded"}`] != want {
 		t.Errorf("after warming 4 chunks: chunk reads %v (want %v), decoded tier %v (want %v)", got["zfuse_chunk_reads_total"], wantReads, got[`zfuse_cache_bytes{tier="decoded"}`], want)
 	}
-	// Re-reads decode nothing: the decoded tier's memfds serve them under
-	// passthrough, the page cache on the other paths (where nothing but
-	// memory pressure drops it, and then the chunk decodes again).
-	const decodedZstd = `zfuse_decoded_chunks_total{codec="zstd(level=1)"}`
+	// Re-reads decode nothing: the page cache serves them (no chunk read
+	// reaches the loader; nothing but memory pressure drops it, and then
+	// the chunk decodes again), or under passthrough the decoded tier's
+	// memfds (every chunk read a decoded-tier hit). The decode counter
+	// itself proves nothing here: readahead may still be decoding chunks
+	// 6 and 7 after warmup returns, and such a decode, counted after the
+	// scrape above, once failed this test as if a re-read had decoded.
+	const (
+		reads = "zfuse_chunk_reads_total"
+		hits  = `zfuse_cache_hits_total{tier="decoded"}`
+	)
 	for i := 2; i < 6; i++ {
 		p := filepath.Join(m.Dir, "x.zarr", fmt.Sprintf("%d.0.0", i))
 		if b, err := os.ReadFile(p); err != nil || len(b) != 1<<20 {
@@ -343,8 +350,12 @@ func TestWarmup(t *testing.T) {
 		}
 	}
 	again := scrape(t, addr)
-	if again[decodedZstd] != got[decodedZstd] {
-		t.Errorf("re-reading the warmed chunks: decoded chunks %v -> %v (want no more)", got[decodedZstd], again[decodedZstd])
+	wantReads = 0
+	if passthrough {
+		wantReads = 4
+	}
+	if r, h := again[reads]-got[reads], again[hits]-got[hits]; r != wantReads || h != r {
+		t.Errorf("re-reading the warmed chunks: %v chunk reads, %v of them decoded-tier hits; want %v, all hits (nothing decoded)", r, h, wantReads)
 	}
 	out, stderr, err = run("warmup", "--jobs", "3", "--progress", m.Dir)
 	if err != nil || !strings.Contains(string(out), "12 chunk files of 2 arrays") || !regexp.MustCompile(`page cache: [0-9.]+% of those files' pages are resident`).Match(out) {

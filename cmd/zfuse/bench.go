@@ -41,6 +41,7 @@ const (
 	readList   = "files-list" // the same in listing order (os.ReadDir: sorted by name)
 	readZarr   = "zarr"       // zarr-python, plane by plane
 	readLoader = "loader"     // a PyTorch DataLoader, 2 worker processes, shuffled planes
+	readRemote = "zarr-http"  // zarr-python, plane by plane, from a store served over HTTP with --latency (bench_remote.go)
 )
 
 // The sources a reader reads.
@@ -48,6 +49,8 @@ const (
 	viaMount = "mount" // the compressed store through zfuse mount
 	viaSelf  = "self"  // the compressed store directly: the reader decodes (Python readers)
 	viaRaw   = "raw"   // the array stored uncompressed, from the page cache: the ceiling
+	viaFloor = "floor" // the FUSE floor: a minimal FUSE server that holds the bytes (bench_floor.go)
+	viaHTTP  = "http"  // the compressed store over HTTP, read by zarr-python with fsspec: it decodes
 )
 
 // bench is zfuse bench: it writes (or takes) the stores, then reads them
@@ -64,11 +67,12 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fl.StringVar(&b.python, "python", "/usr/bin/python3", "Python with zarr 2.13, numcodecs 0.11 and torch")
 	fl.IntVar(&b.runs, "runs", 3, "rounds of the whole matrix; the table shows the median and the range")
 	fl.IntVar(&b.epochs, "epochs", 3, "epochs each reader reads in one mount (epoch 1 is cold)")
+	fl.DurationVar(&b.latency, "latency", 20*time.Millisecond, "zarr-http: the time the bench's HTTP server waits before answering each request")
 	list := func(name, def, usage string, into *[]string) {
 		*into = strings.Split(def, ",")
 		fl.Func(name, usage+" (default "+def+")", func(s string) error { *into = strings.Split(s, ","); return nil })
 	}
-	list("readers", strings.Join([]string{readGrid, readList, readZarr, readLoader}, ","), "readers to run, comma-separated", &b.readers)
+	list("readers", strings.Join([]string{readGrid, readList, readZarr, readLoader, readRemote}, ","), "readers to run, comma-separated", &b.readers)
 	list("codecs", "blosc,zstd", "compressed stores to read, comma-separated", &b.codecs)
 	list("chunks", "1MiB,64KiB", "chunk sizes, comma-separated (square planes of float32: 1MiB is 512x512, 64KiB 128x128)", &b.chunkSizes)
 	list("servings", "auto", "serving paths to mount with, comma-separated: each reader's mount is repeated on each", &b.servings)
@@ -77,6 +81,11 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if err := b.check(); err != nil {
 		return err
+	}
+	if slices.Contains(b.readers, readRemote) {
+		if err := b.checkRemotePython(ctx); err != nil { // bench_remote.go
+			return err
+		}
 	}
 	if b.lf.decoder == gpu.GPU {
 		// Fail now, not after writing the stores, where every mount would.
@@ -127,6 +136,7 @@ type bencher struct {
 	python      string
 	runs        int
 	epochs      int
+	latency     time.Duration
 	readers     []string
 	codecs      []string
 	chunkSizes  []string
@@ -134,10 +144,11 @@ type bencher struct {
 	lf          *loaderFlags
 
 	out, progress io.Writer
-	exe           string // this binary
-	work          string // scratch: mountpoints, stats files, bench.py
-	mounts        int    // mountpoints made
-	start, load   string // when the measurements began, and the load average then
+	exe           string     // this binary
+	work          string     // scratch: mountpoints, stats files, bench.py
+	mounts        int        // mountpoints made
+	start, load   string     // when the measurements began, and the load average then
+	http          *benchHTTP // serves the stores for zarr-http; nil without it
 
 	sets    []*storeSet // one per chunk size
 	res     *benchResults
@@ -160,8 +171,11 @@ func (b *bencher) check() error {
 	if b.runs < 1 || b.epochs < 1 {
 		return badUsage("bench", "bench: --runs and --epochs must be at least 1, got %d and %d", b.runs, b.epochs)
 	}
+	if b.latency < 0 {
+		return badUsage("bench", "bench: --latency must not be negative, got %v", b.latency)
+	}
 	for _, r := range b.readers {
-		if !slices.Contains([]string{readGrid, readList, readZarr, readLoader}, r) {
+		if !slices.Contains([]string{readGrid, readList, readZarr, readLoader, readRemote}, r) {
 			return fmt.Errorf("bench: unknown reader %q", r)
 		}
 	}
@@ -204,6 +218,14 @@ func (b *bencher) run(ctx context.Context) error {
 	if err := b.prepare(ctx); err != nil {
 		return err
 	}
+	if slices.Contains(b.readers, readRemote) {
+		h, err := startHTTP(b.stores, b.latency) // bench_remote.go
+		if err != nil {
+			return err
+		}
+		defer h.close()
+		b.http = h
+	}
 	b.res = newBenchResults()
 	b.start, b.load = time.Now().UTC().Format("2006-01-02 15:04 MST"), loadAvg()
 	for round := range b.runs {
@@ -221,8 +243,18 @@ func (b *bencher) run(ctx context.Context) error {
 // round reads every cell of the matrix for one chunk size once.
 func (b *bencher) round(ctx context.Context, set *storeSet) error {
 	for _, reader := range b.readers {
-		// The ceiling, and each reader decoding the stores itself.
+		if reader == readRemote {
+			if err := b.remote(ctx, set); err != nil { // bench_remote.go
+				return err
+			}
+			continue
+		}
+		// The ceiling, the FUSE floor, and each reader decoding the
+		// stores itself.
 		if err := b.direct(ctx, set, reader, viaRaw, storeRaw); err != nil {
+			return err
+		}
+		if err := b.viaFloor(ctx, set, reader); err != nil { // bench_floor.go
 			return err
 		}
 		for _, codec := range b.codecs {
@@ -259,13 +291,19 @@ func (b *bencher) direct(ctx context.Context, set *storeSet, reader, via, store 
 	return nil
 }
 
-// viaMount reads a compressed store through a fresh mount on serving.
+// viaMount reads a compressed store through a fresh mount on serving: of
+// the store's directory, or for zarr-http of its URL.
 func (b *bencher) viaMount(ctx context.Context, set *storeSet, reader, codec, serving string) error {
 	store := filepath.Join(set.dir, codec+".zarr")
 	if err := warmStore(store); err != nil {
 		return err
 	}
-	m, err := b.mount(ctx, store, serving)
+	source := store
+	var requests int64
+	if reader == readRemote {
+		source, requests = b.http.storeURL(set, codec), b.http.requests.Load()
+	}
+	m, err := b.mount(ctx, source, serving)
 	if err != nil {
 		return err
 	}
@@ -280,8 +318,12 @@ func (b *bencher) viaMount(ctx context.Context, set *storeSet, reader, codec, se
 	c := cell{set.name, codec, reader, viaMount, serving}
 	b.res.add(c, epochs)
 	b.res.addMount(c, st)
-	b.say("%s %s mount(%s) %s: %s; mount: %s, peak RSS %s + memfds %s, CPU %.2f s", set.name, reader, st.serving, codec,
-		epochString(epochs), st.serving, cache.FormatSize(st.hwm), cache.FormatSize(st.memfdPeak), st.cpu.Seconds())
+	remote := ""
+	if reader == readRemote {
+		remote = fmt.Sprintf("; %d requests", b.http.requests.Load()-requests)
+	}
+	b.say("%s %s mount(%s) %s: %s; mount: %s, peak RSS %s + memfds %s, CPU %.2f s%s", set.name, reader, st.serving, codec,
+		epochString(epochs), st.serving, cache.FormatSize(st.hwm), cache.FormatSize(st.memfdPeak), st.cpu.Seconds(), remote)
 	return nil
 }
 
@@ -297,7 +339,7 @@ func (b *bencher) read(ctx context.Context, set *storeSet, reader, root string) 
 			return nil, err
 		}
 		return scanEpochs(ctx, root, names, b.epochs)
-	case readZarr:
+	case readZarr, readRemote: // root: a directory, or for zarr-http a URL
 		return b.python3(ctx, "zarr", root, strconv.Itoa(b.epochs))
 	}
 	return b.python3(ctx, "loader", root, strconv.Itoa(b.epochs), "2")

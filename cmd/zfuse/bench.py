@@ -5,7 +5,9 @@
                                    in chunks of (1, SIDE, SIDE), compressed with Blosc(lz4, clevel 5,
                                    shuffle), with Zstd(level 3), and uncompressed; print its shape
   bench.py zarr PATH EPOCHS        read the array at PATH plane by plane with zarr-python, EPOCHS
-                                   times; print each epoch's seconds and bytes as JSON
+                                   times; print each epoch's seconds and bytes as JSON. PATH may be
+                                   an http:// URL: zarr-python then reads through fsspec (FSStore,
+                                   aiohttp), fetching the chunks of a plane concurrently
   bench.py loader PATH EPOCHS W    read it with a PyTorch DataLoader of W worker processes, each
                                    opening the array with zarr-python, one plane per item, shuffled
                                    (a new order every epoch); print each epoch's seconds and bytes

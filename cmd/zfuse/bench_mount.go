@@ -22,13 +22,14 @@ import (
 // binary, ready when it logs "mounted" (as the integration tests wait for
 // it), and measured from /proc and its stats file when it stops.
 
-// A benchMount is one zfuse mount process.
+// A benchMount is one zfuse mount process, or one zfuse bench floor.
 type benchMount struct {
-	dir, statsFile string
-	cmd            *exec.Cmd
-	log            lineLog // its stderr
-	exited         chan struct{}
-	err            error // of Wait, once exited is closed
+	dir       string
+	statsFile string // "" for the floor, which writes none
+	cmd       *exec.Cmd
+	log       lineLog // its stderr
+	exited    chan struct{}
+	err       error // of Wait, once exited is closed
 }
 
 // mountStats is what a mount used.
@@ -42,30 +43,50 @@ type mountStats struct {
 // mount starts zfuse mount of store on a new mountpoint, with the bench's
 // loader flags and serving path, and returns once it is ready.
 func (b *bencher) mount(ctx context.Context, store, serving string) (*benchMount, error) {
-	b.mounts++
-	m := &benchMount{
-		dir:       filepath.Join(b.work, fmt.Sprintf("mnt%d", b.mounts)),
-		statsFile: filepath.Join(b.work, fmt.Sprintf("stats%d.json", b.mounts)),
-		exited:    make(chan struct{}),
-	}
-	if err := os.Mkdir(m.dir, 0o755); err != nil {
+	m, err := b.newMount()
+	if err != nil {
 		return nil, err
 	}
+	m.statsFile = filepath.Join(b.work, fmt.Sprintf("stats%d.json", b.mounts))
 	args := append([]string{"mount", "--log-level", "info", "--stats-file", m.statsFile}, b.lf.args()...)
 	args = append(args, "--serving", serving, store, m.dir)
-	m.cmd = exec.Command(b.exe, args...)
+	return m, m.start(ctx, b.exe, args)
+}
+
+// floor starts zfuse bench floor (bench_floor.go) serving the files of the
+// uncompressed store at store on a new mountpoint, with the mounts' kernel
+// readahead, and returns once it is ready.
+func (b *bencher) floor(ctx context.Context, store string) (*benchMount, error) {
+	m, err := b.newMount()
+	if err != nil {
+		return nil, err
+	}
+	return m, m.start(ctx, b.exe, []string{"bench", "floor", "--kernel-readahead", b.lf.kernelReadahead.String(), store, m.dir})
+}
+
+// newMount makes a new mountpoint.
+func (b *bencher) newMount() (*benchMount, error) {
+	b.mounts++
+	m := &benchMount{dir: filepath.Join(b.work, fmt.Sprintf("mnt%d", b.mounts)), exited: make(chan struct{})}
+	return m, os.Mkdir(m.dir, 0o755)
+}
+
+// start runs exe with args, which mounts m.dir, and waits until it logs
+// "mounted".
+func (m *benchMount) start(ctx context.Context, exe string, args []string) error {
+	m.cmd = exec.Command(exe, args...)
 	m.cmd.Stderr = &m.log
 	if err := m.cmd.Start(); err != nil {
-		return nil, err
+		return err
 	}
 	go func() { m.err = m.cmd.Wait(); close(m.exited) }()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := m.log.waitFor(ctx, "msg=mounted", m.exited); err != nil {
 		m.stop()
-		return nil, fmt.Errorf("bench: zfuse mount did not get ready: %w\n%s", err, m.log.String())
+		return fmt.Errorf("bench: zfuse %s did not get ready: %w\n%s", args[0], err, m.log.String())
 	}
-	return m, nil
+	return nil
 }
 
 // stop measures the mount, stops it with SIGTERM and reads its stats
@@ -94,6 +115,12 @@ func (m *benchMount) stop() (mountStats, error) {
 	}
 	if len(errs) > 0 {
 		return st, errors.Join(errs...)
+	}
+	if m.statsFile == "" { // the floor: its log says how it served
+		if _, v, ok := strings.Cut(m.log.String(), " serving="); ok {
+			st.serving, _, _ = strings.Cut(v, "\n")
+		}
+		return st, nil
 	}
 	b, err := os.ReadFile(m.statsFile)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -96,6 +97,10 @@ func (b *bencher) report() {
 	fmt.Fprintf(b.out, "mounts: --decoder %s, --workers %d, budgets decoded %s, compressed %s, readahead %s; kernel readahead %s; a fresh mount for each reader, epochs in the same mount\n",
 		lf.decoder, lf.workers, lf.decoded, lf.compressed, lf.readahead, kra)
 	fmt.Fprintf(b.out, "stores in the page cache throughout; file tool: open, read whole, close each chunk file; zarr: zarr-python 2.13 plane by plane; loader: PyTorch DataLoader, 2 workers, shuffled planes\n")
+	fmt.Fprintf(b.out, "floor: a minimal FUSE server (zfuse bench floor) with the mounts' FUSE options and kernel readahead, serving the chunk files' names and sizes from one buffer it holds (OPEN answered ENOSYS); a fresh one for each reader\n")
+	if b.http != nil {
+		fmt.Fprintf(b.out, "zarr-http: zarr-python plane by plane from the bench's HTTP server on 127.0.0.1, %v before each answer: over HTTP itself (fsspec, aiohttp; the chunks of a plane concurrently), and through a zfuse mount of the URL\n", b.latency)
+	}
 	fmt.Fprintf(b.out, "load average (1, 5, 15 min) at the start %s, at the end %s\n", b.load, loadAvg())
 	fmt.Fprintf(b.out, "GB/s, median of %d rounds [lowest-highest]\n\n", b.runs)
 
@@ -139,6 +144,8 @@ func (b *bencher) report() {
 		fmt.Fprintln(w, line)
 	}
 	w.Flush()
+	b.reportRatios()
+	b.reportFloor()
 
 	fmt.Fprintln(b.out)
 	w = tabwriter.NewWriter(b.out, 0, 4, 2, ' ', 0)
@@ -194,11 +201,22 @@ func (b *bencher) targets() []benchTarget {
 			add(ch+" file tool via mount / uncompressed direct, cold"+on, mount(readGrid), raw(readGrid), 0, 0.25)
 			add(ch+" file tool via mount / uncompressed direct, warm"+on, mount(readGrid), raw(readGrid), 1, 0.8)
 			add(ch+" file tool, listing order / grid order, cold"+on, mount(readList), mount(readGrid), 0, 0.8)
+			floor := func(reader string) cell { return cell{ch, "", reader, viaFloor, ""} }
+			if want := map[string]float64{"1MiB": 1.0, "64KiB": 0.8}[ch]; want > 0 {
+				add(ch+" file tool via mount / the FUSE floor, cold"+on, mount(readGrid), floor(readGrid), 0, want)
+				add(ch+" file tool via mount / the FUSE floor, cold, listing order"+on, mount(readList), floor(readList), 0, want)
+			}
+			http := cell{ch, codec, readRemote, viaHTTP, ""}
+			add(ch+" zarr-python via mount / over HTTP itself, epoch 1"+on, mount(readRemote), http, 0, 3)
+			add(ch+" zarr-python via mount / over HTTP itself, epoch 2"+on, mount(readRemote), http, 1, 10)
 		}
 	}
 	var peak int64
 	var at string
 	for c, ms := range r.mounts {
+		if c.via != viaMount {
+			continue // the floor
+		}
 		for _, m := range ms {
 			if v := m.hwm + m.memfdPeak; v > peak {
 				peak, at = v, fmt.Sprintf("%s %s %s %s", c.chunk, c.reader, c.codec, m.serving)
@@ -211,4 +229,69 @@ func (b *bencher) targets() []benchTarget {
 			"<= " + cache.FormatSize(limit) + " (decoded + compressed + readahead + 64 MiB)", peak <= limit})
 	}
 	return out
+}
+
+// reportRatios prints each mount's rate ÷ each baseline measured beside
+// it, epoch by epoch: the uncompressed store read directly (raw), the
+// reader decoding itself (self: zarr-python and the DataLoader; http:
+// zarr-python over HTTP for zarr-http), and the FUSE floor.
+func (b *bencher) reportRatios() {
+	r := b.res
+	fmt.Fprintf(b.out, "\nthe mount ÷ each baseline: median of the rounds' ratios [lowest-highest]\n\n")
+	w := tabwriter.NewWriter(b.out, 0, 4, 2, ' ', 0)
+	head := "chunks\treader\tcodec\tsource\t÷\t"
+	for e := range b.epochs {
+		head += fmt.Sprintf("epoch %d\t", e+1)
+	}
+	fmt.Fprintln(w, head)
+	for _, c := range r.order {
+		if c.via != viaMount {
+			continue
+		}
+		src := "mount"
+		if len(b.servings) > 1 {
+			src += "(" + c.serving + ")"
+		}
+		for _, base := range []cell{
+			{c.chunk, "", c.reader, viaRaw, ""},
+			{c.chunk, c.codec, c.reader, viaSelf, ""},
+			{c.chunk, c.codec, c.reader, viaHTTP, ""},
+			{c.chunk, "", c.reader, viaFloor, ""},
+		} {
+			if _, ok := r.rates[base]; !ok {
+				continue
+			}
+			line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t", c.chunk, c.reader, c.codec, src, base.via)
+			for e := range b.epochs {
+				if med, lo, hi, ok := r.ratio(c, base, e); ok {
+					line += fmt.Sprintf("%.2fx [%.2f-%.2f]\t", med, lo, hi)
+				} else {
+					line += "-\t"
+				}
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+	w.Flush()
+}
+
+// reportFloor prints the FUSE floor's cold file reads as files per second
+// and the time per file (its LOOKUP, READs and close: one READ round trip
+// for a file of up to 1 MiB), the figures to compare FUSE servers by.
+func (b *bencher) reportFloor() {
+	var lines []string
+	for _, set := range b.sets {
+		for _, reader := range []string{readGrid, readList} {
+			med, lo, hi, ok := b.res.epoch(cell{set.name, "", reader, viaFloor, ""}, 0)
+			if !ok || med <= 0 || lo <= 0 {
+				continue
+			}
+			files := func(gbs float64) float64 { return gbs * 1e9 / float64(set.chunkLen) }
+			lines = append(lines, fmt.Sprintf("%s %s: %.0f files/s [%.0f-%.0f], %.3f ms a file",
+				set.name, reader, files(med), files(lo), files(hi), 1e3/files(med)))
+		}
+	}
+	if len(lines) > 0 {
+		fmt.Fprintf(b.out, "\nthe FUSE floor, cold (epoch 1): %s\n", strings.Join(lines, "; "))
+	}
 }

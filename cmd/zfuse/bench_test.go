@@ -120,6 +120,8 @@ func TestBenchTargets(t *testing.T) {
 	mount := func(ch, reader string) cell { return cell{ch, "blosc", reader, viaMount, "auto"} }
 	self := func(ch, reader string) cell { return cell{ch, "blosc", reader, viaSelf, ""} }
 	raw := func(ch, reader string) cell { return cell{ch, "", reader, viaRaw, ""} }
+	floor := func(ch, reader string) cell { return cell{ch, "", reader, viaFloor, ""} }
+	http := func(ch string) cell { return cell{ch, "blosc", readRemote, viaHTTP, ""} }
 	// Every target met with a little to spare, in the order targets lists them.
 	base := func() *benchResults {
 		r := newBenchResults()
@@ -129,10 +131,15 @@ func TestBenchTargets(t *testing.T) {
 			r.add(raw(ch, readGrid), []float64{10, 10, 10})
 			r.add(mount(ch, readGrid), []float64{3, 9, 9})
 			r.add(mount(ch, readList), []float64{2.5, 9, 9})
+			r.add(floor(ch, readGrid), []float64{2.3, 9, 9})
+			r.add(floor(ch, readList), []float64{2.2, 9, 9})
+			r.add(http(ch), []float64{0.1, 0.1, 0.1})
+			r.add(mount(ch, readRemote), []float64{0.31, 1.01, 1.01})
 		}
 		r.add(self("1MiB", readLoader), []float64{1, 1, 1})
 		r.add(mount("1MiB", readLoader), []float64{1.1, 1.2, 1.2})
 		r.addMount(mount("1MiB", readGrid), mountStats{hwm: 100 << 20, memfdPeak: 50 << 20})
+		r.addMount(floor("1MiB", readGrid), mountStats{hwm: 300 << 20}) // not a mount: no budget
 		return r
 	}
 	verdicts := func() []bool {
@@ -144,7 +151,7 @@ func TestBenchTargets(t *testing.T) {
 	}
 	b.res = base()
 	got := verdicts()
-	if len(got) != 13 || slices.Contains(got, false) {
+	if len(got) != 21 || slices.Contains(got, false) {
 		t.Fatalf("all met: verdicts %v", got)
 	}
 	for i, miss := range []func(r *benchResults){
@@ -155,11 +162,19 @@ func TestBenchTargets(t *testing.T) {
 		func(r *benchResults) { r.rates[mount("1MiB", readGrid)][0][0] = 2.4 },         // cold 0.24x
 		func(r *benchResults) { r.rates[mount("1MiB", readGrid)][0][1] = 7.9 },         // warm 0.79x
 		func(r *benchResults) { r.rates[mount("1MiB", readList)][0][0] = 2.3 },         // listing 0.77x of grid
+		func(r *benchResults) { r.rates[floor("1MiB", readGrid)][0][0] = 3.1 },         // 0.97x the floor
+		func(r *benchResults) { r.rates[floor("1MiB", readList)][0][0] = 2.6 },         // 0.96x the floor, listing order
+		func(r *benchResults) { r.rates[mount("1MiB", readRemote)][0][0] = 0.29 },      // 2.9x HTTP itself, epoch 1
+		func(r *benchResults) { r.rates[mount("1MiB", readRemote)][0][1] = 0.99 },      // 9.9x HTTP itself, epoch 2
 		func(r *benchResults) { r.rates[mount("64KiB", readZarr)][0][0] = 0.7 },        // 64 KiB epoch 1
 		func(r *benchResults) { r.rates[mount("64KiB", readZarr)][0][1] = 0.9 },        // 64 KiB epoch 2
 		func(r *benchResults) { r.rates[mount("64KiB", readGrid)][0][0] = 2 },          // 64 KiB cold 0.2x
 		func(r *benchResults) { r.rates[mount("64KiB", readGrid)][0][1] = 7 },          // 64 KiB warm 0.7x
 		func(r *benchResults) { r.rates[mount("64KiB", readList)][0][0] = 2 },          // 64 KiB listing 0.67x
+		func(r *benchResults) { r.rates[floor("64KiB", readGrid)][0][0] = 3.8 },        // 0.79x the 64 KiB floor
+		func(r *benchResults) { r.rates[floor("64KiB", readList)][0][0] = 3.2 },        // 0.78x, listing order
+		func(r *benchResults) { r.rates[http("64KiB")][0][0] = 0.11 },                  // 64 KiB 2.8x HTTP itself
+		func(r *benchResults) { r.rates[http("64KiB")][0][1] = 0.11 },                  // 64 KiB 9.2x, epoch 2
 		func(r *benchResults) { r.mounts[mount("1MiB", readGrid)][0].hwm = 200 << 20 }, // 250 MiB > 194
 	} {
 		b.res = base()

@@ -65,6 +65,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if len(args) > 0 && args[0] == "compress" { // bench_compress.go
 			return benchCompress(ctx, args[1:], stdout, stderr)
 		}
+		if len(args) > 0 && args[0] == "floor" { // bench_floor.go: the bench's own FUSE floor
+			return benchFloor(ctx, args[1:], stdout, stderr)
+		}
 		return bench(ctx, args, stdout, stderr)
 	case "warmup":
 		return warmup(ctx, args, stdout, stderr) // warmup.go
