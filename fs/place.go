@@ -58,6 +58,7 @@ func (p *placer) Place(a *zarr.Array, _ string, i int64, data []byte) bool {
 	f := p.nodes[chunkID{a, i}]
 	p.mu.Unlock()
 	if f == nil || f.stale.Load() {
+		p.n.pushUnknown.Add(1)
 		return false
 	}
 	if e := f.WriteCache(0, data); e != 0 {

@@ -160,13 +160,14 @@ type ServeStats struct {
 	DecodeErrors        int64  // chunk opens and reads that failed with EIO
 	Pushed, PushedBytes int64  // chunks pushed into the kernel's page cache before their first read (no-open, open)
 	PushRefused         int64  // pushes the kernel refused (it forgot the file meanwhile)
+	PushUnknown         int64  // chunks not pushed: the kernel did not know their files (not looked up or listed yet)
 	PassthroughRefused  string `json:",omitempty"` // why passthrough is not in use, where it was wanted
 }
 
 // serveCounters are a mount's ServeStats, updated atomically.
 type serveCounters struct {
 	lookups, opens, passthroughOpens, handles, reads, readBytes, chunkReads, releases, interrupted, errors, replaced atomic.Int64
-	pushed, pushedBytes, pushRefused                                                                                 atomic.Int64
+	pushed, pushedBytes, pushRefused, pushUnknown                                                                    atomic.Int64
 }
 
 // wait returns the serving path once Mount has chosen it.

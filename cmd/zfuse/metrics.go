@@ -203,6 +203,10 @@ var (
 	dOpenFiles       = desc("zfuse_open_chunk_files", "Chunk files open with a handle of the daemon's (passthrough: each holds its memfd).")
 	dMemfds          = desc("zfuse_memfds", "Memfds holding decoded chunks (passthrough), in the tiers or held open.")
 	dMemfdBytes      = desc("zfuse_memfd_bytes", "Bytes of those memfds: memory outside the heap.")
+	dPushed          = desc("zfuse_pushed_chunks_total", "Prefetched chunks pushed into the kernel's page cache before their first read (no-open, open): READ round trips avoided.")
+	dPushedB         = desc("zfuse_pushed_bytes_total", "Bytes of the chunks pushed into the page cache.")
+	dPushRefused     = desc("zfuse_push_refused_total", "Prefetched chunks not pushed, by why: unknown (the kernel did not know the file yet), kernel (it refused the pages).", "why")
+	dPlaced          = desc("zfuse_pushed_chunks_read_total", "Pushed chunks by what became of them: read (the reader read past them), reread (read through the daemon after all: the kernel dropped the pages), expired (no sign of a read within the TTL).", "outcome")
 )
 
 func (s *snapshots) Describe(ch chan<- *prometheus.Desc) {
@@ -211,7 +215,7 @@ func (s *snapshots) Describe(ch chan<- *prometheus.Desc) {
 		dDecodedChunks, dDecodedBytes, dDecodeErrors, dDecodeSeconds, dHeld, dBudget, dPeak,
 		dDiskEntries, dDiskValidations, dDiskDropped, dDiskEvicted, dDiskWriteErrors,
 		dGPUBatches, dGPUChunks, dGPUBytes, dGPUKernel, dGPUDevice,
-		dServing, dRequests, dReadBytes, dOpenFiles, dMemfds, dMemfdBytes} {
+		dServing, dRequests, dReadBytes, dOpenFiles, dMemfds, dMemfdBytes, dPushed, dPushedB, dPushRefused, dPlaced} {
 		ch <- d
 	}
 }
@@ -255,6 +259,9 @@ func (s *snapshots) Collect(ch chan<- prometheus.Metric) {
 		gauge(dPeak, float64(st.ReadaheadPeak))
 		gauge(dMemfds, float64(st.Memfds))
 		gauge(dMemfdBytes, float64(st.MemfdBytes))
+		counter(dPlaced, float64(st.PlacedRead), "read")
+		counter(dPlaced, float64(st.PlacedReread), "reread")
+		counter(dPlaced, float64(st.PlacedExpired), "expired")
 	}
 	if f := s.serve.Load(); f != nil {
 		st := (*f)()
@@ -265,6 +272,10 @@ func (s *snapshots) Collect(ch chan<- prometheus.Metric) {
 		counter(dRequests, float64(st.Releases), "release")
 		counter(dReadBytes, float64(st.ReadBytes))
 		gauge(dOpenFiles, float64(st.OpenFiles))
+		counter(dPushed, float64(st.Pushed))
+		counter(dPushedB, float64(st.PushedBytes))
+		counter(dPushRefused, float64(st.PushRefused), "kernel")
+		counter(dPushRefused, float64(st.PushUnknown), "unknown")
 	}
 	if s.disk != nil {
 		d := s.disk()
