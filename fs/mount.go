@@ -69,7 +69,7 @@ func (s *Server) Stats() ServeStats {
 		Lookups: n.lookups.Load(), Opens: n.opens.Load(), PassthroughOpens: n.passthroughOpens.Load(),
 		Reads: n.reads.Load(), ReadBytes: n.readBytes.Load(), ChunkReads: n.chunkReads.Load(),
 		Releases: n.releases.Load(), OpenFiles: n.handles.Load() - n.releases.Load(), Interrupted: n.interrupted.Load(), DecodeErrors: n.errors.Load(),
-		Replaced: n.replaced.Load(), Pushed: n.pushed.Load(), PushedBytes: n.pushedBytes.Load(), PushRefused: n.pushRefused.Load(), PushUnknown: n.pushUnknown.Load(),
+		Replaced: n.replaced.Load(), Pushed: n.pushed.Load(), PushedBytes: n.pushedBytes.Load(), PushRefused: n.pushRefused.Load(), PushUnknown: n.pushUnknown.Load(), ChunkReadTimes: n.chunkReadTimes.snapshot(),
 	}
 }
 

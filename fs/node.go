@@ -314,6 +314,9 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, u
 // tracks is the calling thread's process (see tgids).
 func (f *fileNode) Read(ctx context.Context, fh fusefs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	f.m.n.reads.Add(1)
+	if f.n.kind == kindChunk {
+		defer f.m.n.chunkReadTimes.observe(time.Now())
+	}
 	var b []byte
 	var err error
 	if h, ok := fh.(*chunkHandle); ok {

@@ -242,6 +242,12 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 	mid := scrape(t, addr)
+	// Each chunk READ's service time is in the histogram: none under
+	// passthrough (the kernel reads the memfds), one or more per chunk
+	// otherwise (the kernel's READs of a 1 MiB file).
+	if n := mid["zfuse_fuse_chunk_read_seconds_count"]; passthrough && n != 0 || !passthrough && (n < 9 || n != mid[`zfuse_fuse_chunk_read_seconds_bucket{le="+Inf"}`]) {
+		t.Errorf("READ service times: %v counted (+Inf bucket %v) for 9 chunks read", n, mid[`zfuse_fuse_chunk_read_seconds_bucket{le="+Inf"}`])
+	}
 	for _, k := range keys[:9] {
 		dropPageCache(t, filepath.Join(m.Dir, k))
 		if _, err := os.ReadFile(filepath.Join(m.Dir, k)); err != nil {

@@ -203,6 +203,7 @@ var (
 	dOpenFiles       = desc("zfuse_open_chunk_files", "Chunk files open with a handle of the daemon's (passthrough: each holds its memfd).")
 	dMemfds          = desc("zfuse_memfds", "Memfds holding decoded chunks (passthrough), in the tiers or held open.")
 	dMemfdBytes      = desc("zfuse_memfd_bytes", "Bytes of those memfds: memory outside the heap.")
+	dChunkReadSecs   = desc("zfuse_fuse_chunk_read_seconds", "Service time of READ requests for chunk files: from the daemon's handler starting to its reply.")
 	dPushed          = desc("zfuse_pushed_chunks_total", "Prefetched chunks pushed into the kernel's page cache before their first read (no-open, open): READ round trips avoided.")
 	dPushedB         = desc("zfuse_pushed_bytes_total", "Bytes of the chunks pushed into the page cache.")
 	dPushRefused     = desc("zfuse_push_refused_total", "Prefetched chunks not pushed, by why: unknown (the kernel did not know the file yet), kernel (it refused the pages).", "why")
@@ -215,7 +216,7 @@ func (s *snapshots) Describe(ch chan<- *prometheus.Desc) {
 		dDecodedChunks, dDecodedBytes, dDecodeErrors, dDecodeSeconds, dHeld, dBudget, dPeak,
 		dDiskEntries, dDiskValidations, dDiskDropped, dDiskEvicted, dDiskWriteErrors,
 		dGPUBatches, dGPUChunks, dGPUBytes, dGPUKernel, dGPUDevice,
-		dServing, dRequests, dReadBytes, dOpenFiles, dMemfds, dMemfdBytes, dPushed, dPushedB, dPushRefused, dPlaced} {
+		dServing, dRequests, dReadBytes, dOpenFiles, dMemfds, dMemfdBytes, dPushed, dPushedB, dPushRefused, dPlaced, dChunkReadSecs} {
 		ch <- d
 	}
 }
@@ -272,6 +273,12 @@ func (s *snapshots) Collect(ch chan<- prometheus.Metric) {
 		counter(dRequests, float64(st.Releases), "release")
 		counter(dReadBytes, float64(st.ReadBytes))
 		gauge(dOpenFiles, float64(st.OpenFiles))
+		lat := st.ChunkReadTimes
+		buckets := make(map[float64]uint64, len(lat.Bounds))
+		for i, b := range lat.Bounds {
+			buckets[b] = lat.Counts[i]
+		}
+		ch <- prometheus.MustNewConstHistogram(dChunkReadSecs, lat.Count, lat.Sum, buckets)
 		counter(dPushed, float64(st.Pushed))
 		counter(dPushedB, float64(st.PushedBytes))
 		counter(dPushRefused, float64(st.PushRefused), "kernel")
