@@ -61,6 +61,11 @@ func (p *Pool) work() {
 				t.job.Dst, t.job.Err = t.run(t.job.Dst[:0], t.job.Src)
 			}
 			t.wg.Done()
+			// Leave the P to whoever waits for one: a worker with the
+			// next job at hand would otherwise keep it until the
+			// scheduler preempts it (10 ms), and a FUSE request arriving
+			// meanwhile waits behind the batch.
+			runtime.Gosched()
 		}
 	}
 }
