@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 	"github.com/zfuse/zfuse/store"
 )
 
@@ -62,4 +65,49 @@ func TestPush(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestPassthroughMapRecycled: under passthrough a chunk file's memory map
+// outlives its open and its place in the decoded tier; the files of
+// chunks let go are used again for others, but never the mapped one,
+// whose bytes stay the chunk's.
+func TestPassthroughMapRecycled(t *testing.T) {
+	testutil.Need(t, "root, for FUSE passthrough", os.Geteuid() == 0)
+	const n = 40 // chunks of 64 KiB: 2.5 MiB, over the tests' 1 MiB decoded tier
+	s := &testStore{root: t.TempDir(), stored: map[string][]byte{}, raw: map[string][]byte{}}
+	s.add(t, testArray{path: "a", shape: []int{n * 8192}, chunks: []int{8192}, dtype: "<f8", order: "C", sep: ".",
+		value: func(i []int) float64 { return float64(i[0]) * 0.25 }})
+	ds, err := store.Dir(s.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ds.Close() })
+	loader := testLoader(t, ds, nil)
+	mnt, _ := mountServing(t, New(Config{Store: ds, Chunks: loader}), false, Passthrough, false)
+	f, err := os.Open(filepath.Join(mnt, "a/0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, 1<<16, unix.PROT_READ, unix.MAP_SHARED)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	for pass := range 2 {
+		for i := 1; i < n; i++ {
+			key := "a/" + strconv.Itoa(i)
+			if got, err := os.ReadFile(filepath.Join(mnt, key)); err != nil || !bytes.Equal(got, s.raw[key]) {
+				t.Fatalf("pass %d, %s: %d bytes, %v", pass, key, len(got), err)
+			}
+		}
+	}
+	st := loader.Stats()
+	t.Logf("%v; memfds reused %d, busy %d", st, st.MemfdsReused, st.MemfdsBusy)
+	if !bytes.Equal(m, s.raw["a/0"]) {
+		t.Errorf("the map of chunk 0 changed: its file was used for another chunk")
+	}
+	if st.MemfdsReused == 0 || st.MemfdsBusy == 0 {
+		t.Errorf("memfds reused %d, busy %d: want files used again, and the mapped one not", st.MemfdsReused, st.MemfdsBusy)
+	}
 }

@@ -6,8 +6,6 @@ import (
 	"io"
 	"os"
 	"sync/atomic"
-
-	"golang.org/x/sys/unix"
 )
 
 // A chunk is one decoded chunk, held either as bytes on the heap (data) or
@@ -23,11 +21,13 @@ import (
 // leave a chunk only by copy while a reference is held, never as a slice
 // that outlives it.
 type chunk struct {
-	data []byte     // heap chunks
-	pool *bufPool   // where data goes back when the last reference goes; nil: to the collector
-	f    *os.File   // file chunks
-	size int64      // the decoded size: len(data), or the file's size
-	mfds *fileStats // where a memfd's bytes are counted; nil for other chunks
+	data  []byte     // heap chunks
+	pool  *bufPool   // where data goes back when the last reference goes; nil: to the collector
+	f     *os.File   // file chunks
+	size  int64      // the decoded size: len(data), or the file's size
+	mfds  *fileStats // where a memfd's bytes are counted; nil for other chunks
+	mf    *memFile   // a chunk in a memFile, which is f
+	files *memFiles  // where mf goes back when the last reference goes
 
 	refs   atomic.Int64 // holders; the memory is given back when it drops to 0
 	served atomic.Int64 // bytes handed out by Loader.ReadAt, to drop the chunk once the kernel has all of it
@@ -50,6 +50,14 @@ func fileChunk(f *os.File, size int64, mfds *fileStats) *chunk {
 	if mfds != nil {
 		mfds.add(size)
 	}
+	return c
+}
+
+// memChunk wraps a memFile holding a decoded chunk, with one reference
+// (the caller's); the file goes back to files after the last release.
+func memChunk(mf *memFile, files *memFiles) *chunk {
+	c := &chunk{f: mf.f, size: mf.size, mf: mf, files: files}
+	c.refs.Store(1)
 	return c
 }
 
@@ -76,7 +84,11 @@ func (c *chunk) release() {
 	case n < 0:
 		panic("readahead: chunk released more often than acquired")
 	}
-	if c.f != nil {
+	switch {
+	case c.mf != nil:
+		c.files.put(c.mf)
+		return
+	case c.f != nil:
 		if c.mfds != nil {
 			c.mfds.remove(c.size)
 		}
@@ -116,10 +128,16 @@ func (c *chunk) copyOut() ([]byte, error) {
 
 // fileStats counts the memfds alive and their bytes, over every holder:
 // tiers, staging, and files the kernel or a reader still has open after
-// the tiers let them go.
+// the tiers let them go, and those kept to hold other chunks (memFiles),
+// which are also counted apart, as free.
 type fileStats struct {
-	n, bytes, peak atomic.Int64
+	n, bytes, peak   atomic.Int64
+	freeN, freeBytes atomic.Int64
 }
+
+// free counts a file of n bytes as kept for use again; use undoes it.
+func (s *fileStats) free(n int64) { s.freeN.Add(1); s.freeBytes.Add(n) }
+func (s *fileStats) use(n int64)  { s.freeN.Add(-1); s.freeBytes.Add(-n) }
 
 func (s *fileStats) add(n int64) {
 	s.n.Add(1)
@@ -129,26 +147,6 @@ func (s *fileStats) add(n int64) {
 }
 
 func (s *fileStats) remove(n int64) { s.n.Add(-1); s.bytes.Add(-n) }
-
-// newMemfd returns a file chunk holding b, in a new memfd, with one
-// reference. Measured on the README's VM, writing the bytes with one
-// pwrite costs about half of mapping a memfd and decoding into the
-// mapping (the page faults and the unmap cost more than the copy).
-func newMemfd(b []byte, mfds *fileStats) (*chunk, error) {
-	fd, err := unix.MemfdCreate("zfuse-chunk", unix.MFD_CLOEXEC)
-	if err != nil {
-		return nil, fmt.Errorf("memfd_create: %w", err)
-	}
-	f := os.NewFile(uintptr(fd), "memfd:zfuse-chunk")
-	if len(b) == 0 {
-		return fileChunk(f, 0, mfds), nil
-	}
-	if _, err := f.WriteAt(b, 0); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("memfd: %w", err)
-	}
-	return fileChunk(f, int64(len(b)), mfds), nil
-}
 
 // A File is an open decoded chunk, as Loader.Open returns it: a file the
 // kernel can read itself (FUSE passthrough) or the caller reads with

@@ -1,6 +1,7 @@
 package readahead
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -37,6 +38,11 @@ type Config struct {
 	DecodedBudget    int64 // chunks that have been read, decoded
 	CompressedBudget int64 // stored values, as read from the store
 	ReadaheadBudget  int64 // chunks prefetched and not yet read, decoded or decoding
+	// MemDir is where Files makes its files: a tmpfs directory, whose
+	// files can be used again for other chunks once nobody else has them
+	// open (leases tell); "" means /dev/shm. Where it is no tmpfs, chunks
+	// are in memfds, made for each chunk.
+	MemDir string
 	// MaxFiles bounds the memfds the decoded tier keeps (each is a file
 	// descriptor) when Files is set; 0 means no bound beyond the budget.
 	MaxFiles int
@@ -79,6 +85,7 @@ type Loader struct {
 	staging     *staging           // prefetched chunks not yet read
 	shards      shardIndexes       // parsed shard indexes
 	memfds      fileStats          // memfds alive, over every holder
+	mfiles      *memFiles          // files that hold decoded chunks (Config.Files), kept for use again
 	bufs        *bufPool           // decode buffers to use again
 	srcs        *bufPool           // stored values to use again, when the compressed tier is off
 	keepsStored bool               // the compressed tier is on: stored values are shared with it
@@ -155,6 +162,7 @@ func New(cfg Config) *Loader {
 	l.fetch = make(chan struct{}, fetchers)
 	l.files.Store(cfg.Files)
 	l.bufs = newBufPool(poolBytes, nil)
+	l.mfiles = newMemFiles(cmp.Or(cfg.MemDir, "/dev/shm"), poolBytes, &l.memfds)
 	l.srcs = newBufPool(storedPoolBytes, sizeClass)
 	l.keepsStored = cfg.CompressedBudget > 0
 	l.decoded = cache.NewLRU(cache.LRUConfig[*chunk]{
@@ -188,6 +196,7 @@ func (l *Loader) Close() error {
 	l.staging.clear()
 	l.decoded.Close()
 	l.compressed.Close()
+	l.mfiles.drain()
 	return nil
 }
 
@@ -254,13 +263,20 @@ func (l *Loader) Open(ctx context.Context, a *zarr.Array, path string, coords []
 	}
 	if c.f == nil && l.files.Load() {
 		// Decoded onto the heap before SetFiles(true), or for ReadAt:
-		// copy it into a memfd of its own.
+		// copy it into a file of its own.
 		h := c
-		c, err = newMemfd(h.data, &l.memfds)
+		mf, err := l.mfiles.get(h.size)
+		if err == nil {
+			_, err = mf.f.WriteAt(h.data, 0)
+			if err != nil {
+				l.mfiles.put(mf)
+			}
+		}
 		h.release()
 		if err != nil {
 			return nil, &iofs.PathError{Op: "chunk", Path: id, Err: err}
 		}
+		c = memChunk(mf, l.mfiles)
 	}
 	return &File{c: c}, nil
 }

@@ -1,11 +1,11 @@
 package readahead
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	iofs "io/fs"
-	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -171,33 +171,42 @@ func (l *Loader) servesStored(a *zarr.Array) bool {
 // in one batch with a's batch decoder, and records the time. Each chunk
 // comes back with one reference, the caller's, or with the reason it did
 // not decode to exactly ChunkLen bytes. Chunks are decoded into buffers
-// from the pool; with Config.Files each is then written to a memfd of its
-// own, and its buffer goes back to the pool. Pooled stored values go back
-// to their pool once decoded (or, for a raw array, with their chunk).
+// from the pool, or, with Config.Files, straight into the mapped files
+// that will hold them (memFiles). Pooled stored values go back to their
+// pool once decoded (or, for a raw array on the heap, with their chunk).
 func (l *Loader) decode(ctx context.Context, a *zarr.Array, refs []chunkRef, srcs []stored) ([]*chunk, []error) {
-	n := len(refs)
+	n, size := len(refs), a.ChunkLen()
 	cs, errs := make([]*chunk, n), make([]error, n)
 	jobs := make([]codec.Job, n)
-	bufs := make([][]byte, n) // from the pool; nil for a raw array
+	bufs := make([][]byte, n)    // from the pool, for heap chunks of a compressed array
+	mfs := make([]*memFile, n)   // with Config.Files: the files decoded into
+	maps := make([][]byte, n)    // their mappings, dropped once decoded
+	fileErrs := make([]error, n) // why a file could not be had
 	isRaw, files := raw(a), l.files.Load()
 	for i := range jobs {
 		jobs[i].Src = srcs[i].b
-		if isRaw {
+		switch {
+		case files:
+			mfs[i], fileErrs[i] = l.mfiles.get(size)
+			if fileErrs[i] == nil {
+				maps[i], fileErrs[i] = mfs[i].mapped()
+			}
+			if fileErrs[i] != nil {
+				continue // no room to decode into: the decoder fails it
+			}
+			jobs[i].Dst = maps[i][:0:size]
+			if isRaw {
+				jobs[i].Dst = append(jobs[i].Dst, srcs[i].b[:min(int64(len(srcs[i].b)), size)]...)
+			}
+		case isRaw:
 			// Stored uncompressed: the stored value is the chunk. Values
 			// are immutable, so it is served as is, without a copy.
 			jobs[i].Dst = srcs[i].b
-		} else {
-			bufs[i] = l.bufs.get(int(a.ChunkLen()))
+		default:
+			bufs[i] = l.bufs.get(int(size))
 			jobs[i].Dst = bufs[i][:0]
 		}
 	}
-	defer func() {
-		for i, src := range srcs {
-			if src.pooled && (!isRaw || cs[i] == nil || cs[i].f != nil) {
-				l.srcs.put(src.b) // decoded, failed, or copied to a memfd
-			}
-		}
-	}()
 	start := time.Now()
 	switch {
 	case isRaw:
@@ -216,63 +225,43 @@ func (l *Loader) decode(ctx context.Context, a *zarr.Array, refs []chunkRef, src
 		}
 	}
 	took := time.Since(start)
+	for _, m := range maps {
+		unmap(m)
+	}
 	var bytes, bad int64
-	var toFile []int // decoded chunks to write to memfds
 	for i := range jobs {
 		j := &jobs[i]
-		errs[i] = j.Err
-		if errs[i] == nil && int64(len(j.Dst)) != a.ChunkLen() {
-			errs[i] = fmt.Errorf("%w: decoded %d bytes, want %d", codec.ErrCorrupt, len(j.Dst), a.ChunkLen())
+		errs[i] = cmp.Or(fileErrs[i], j.Err)
+		if errs[i] == nil && int64(len(j.Dst)) != size {
+			errs[i] = fmt.Errorf("%w: decoded %d bytes, want %d", codec.ErrCorrupt, len(j.Dst), size)
 		}
-		var pool *bufPool
-		switch {
-		case bufs[i] != nil:
-			pool = l.bufs
-		case srcs[i].pooled:
-			pool = l.srcs // a raw chunk is its stored value
-		}
+		held := srcs[i].pooled && isRaw && !files // the chunk is its pooled stored value
 		switch {
 		case errs[i] != nil:
 			bad++
-			if pool != nil {
-				pool.put(bufs[i])
+			held = false
+			if mfs[i] != nil && fileErrs[i] == nil {
+				l.mfiles.put(mfs[i])
 			}
+			l.bufs.put(bufs[i])
 		case files:
-			toFile = append(toFile, i)
-			bytes += int64(len(j.Dst))
+			cs[i] = memChunk(mfs[i], l.mfiles)
+		case bufs[i] != nil:
+			cs[i] = heapChunk(j.Dst, l.bufs)
+		case held:
+			cs[i] = heapChunk(j.Dst, l.srcs)
 		default:
-			cs[i] = heapChunk(j.Dst, pool)
-			bytes += int64(len(j.Dst))
+			cs[i] = heapChunk(j.Dst, nil)
+		}
+		if errs[i] == nil {
+			bytes += size
+		}
+		if srcs[i].pooled && !held {
+			l.srcs.put(srcs[i].b) // decoded, failed, or copied to its file
 		}
 	}
-	l.toMemfds(jobs, bufs, toFile, cs, errs)
 	l.decodes.add(a.Codecs, DecodeStats{Batches: 1, Chunks: int64(n) - bad, Bytes: bytes, Errors: bad, Time: took})
 	return cs, errs
-}
-
-// toMemfds writes the decoded chunks jobs[i].Dst, i in which, to new
-// memfds (cs[i], or the reason in errs[i]), on as many goroutines as there
-// are CPUs: allocating a memfd's pages costs more than decoding into them
-// (see newMemfd), so one goroutine would hold the batch up. Pooled buffers
-// go back to the pool.
-func (l *Loader) toMemfds(jobs []codec.Job, bufs [][]byte, which []int, cs []*chunk, errs []error) {
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range min(len(which), runtime.GOMAXPROCS(0)) {
-		wg.Go(func() {
-			for i := range next {
-				cs[i], errs[i] = newMemfd(jobs[i].Dst, &l.memfds)
-				if bufs[i] != nil {
-					l.bufs.put(bufs[i])
-				}
-			}
-		})
-	}
-	for _, i := range which {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
 }
 
 // batchDecoders holds each array's batch decoder, made once per array.

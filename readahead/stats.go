@@ -48,7 +48,11 @@ type Stats struct {
 	// Memfds alive (Config.Files), in the tiers or held open by readers
 	// and the kernel after the tiers let them go, and their bytes.
 	Memfds, MemfdBytes int64
-	MemfdPeak          int64 // the most MemfdBytes has been
+	// Memfds kept to hold other chunks once nobody holds theirs, their
+	// bytes, and how often one was used again.
+	MemfdsFree, MemfdFreeBytes, MemfdsReused int64
+	MemfdsBusy                               int64 // memfds not used again: the kernel or a reader's map still had them
+	MemfdPeak                                int64 // the most MemfdBytes + MemfdFreeBytes has been
 }
 
 // DecodeStats describe the decoding done for one codec pipeline.
@@ -87,8 +91,12 @@ func (l *Loader) Stats() Stats {
 		StoredOpens:         l.storedOpens.Load(),
 		BufferReuses:        l.bufs.reuses(),
 		Forgotten:           l.forgotten.Load(),
-		Memfds:              l.memfds.n.Load(),
-		MemfdBytes:          l.memfds.bytes.Load(),
+		Memfds:              l.memfds.n.Load() - l.memfds.freeN.Load(),
+		MemfdBytes:          l.memfds.bytes.Load() - l.memfds.freeBytes.Load(),
+		MemfdsFree:          l.memfds.freeN.Load(),
+		MemfdFreeBytes:      l.memfds.freeBytes.Load(),
+		MemfdsReused:        l.mfiles.reused.Load(),
+		MemfdsBusy:          l.mfiles.busy.Load(),
 		MemfdPeak:           l.memfds.peak.Load(),
 		DecodedUsed:         d.Used,
 		DecodedBudget:       d.Max,
@@ -185,6 +193,8 @@ func (s Stats) LogValue() slog.Value {
 		slog.Int64("buffer_reuses", s.BufferReuses),
 		slog.Int64("memfds", s.Memfds),
 		slog.Int64("memfd_bytes", s.MemfdBytes),
+		slog.Int64("memfds_free", s.MemfdsFree),
+		slog.Int64("memfds_reused", s.MemfdsReused),
 		slog.Int64("decoded_used", s.DecodedUsed),
 		slog.Int64("compressed_used", s.CompressedUsed),
 		slog.Int64("readahead_used", s.ReadaheadUsed),
