@@ -39,6 +39,9 @@ type MountConfig struct {
 	// writable leaves out the "ro" mount option, so tests can check that
 	// the nodes themselves refuse writes.
 	writable bool
+	// noIntroduce keeps the mount from looking chunk files up itself (as
+	// for a /dev/fd/N mountpoint), so tests can see the fallback.
+	noIntroduce bool
 }
 
 // Attribute and entry timeouts: the tree never changes while mounted,
@@ -69,7 +72,7 @@ func (s *Server) Stats() ServeStats {
 		Lookups: n.lookups.Load(), Opens: n.opens.Load(), PassthroughOpens: n.passthroughOpens.Load(),
 		Reads: n.reads.Load(), ReadBytes: n.readBytes.Load(), ChunkReads: n.chunkReads.Load(),
 		Releases: n.releases.Load(), OpenFiles: n.handles.Load() - n.releases.Load(), Interrupted: n.interrupted.Load(), DecodeErrors: n.errors.Load(),
-		Replaced: n.replaced.Load(), Pushed: n.pushed.Load(), PushedBytes: n.pushedBytes.Load(), PushRefused: n.pushRefused.Load(), PushUnknown: n.pushUnknown.Load(), ChunkReadTimes: n.chunkReadTimes.snapshot(),
+		Replaced: n.replaced.Load(), Pushed: n.pushed.Load(), PushedBytes: n.pushedBytes.Load(), PushRefused: n.pushRefused.Load(), PushUnknown: n.pushUnknown.Load(), Introduced: n.introduced.Load(), ChunkReadTimes: n.chunkReadTimes.snapshot(),
 	}
 }
 
@@ -131,9 +134,17 @@ func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*Server, 
 	}
 	m := &mount{born: time.Now(), ready: make(chan struct{})}
 	m.place.n = &m.n
+	if !strings.HasPrefix(dir, "/dev/fd/") && !cfg.noIntroduce { // a descriptor mounted elsewhere has no path to look up through
+		if abs, err := filepath.Abs(dir); err == nil {
+			m.place.mnt = abs
+		}
+	}
 	root, err := t.root(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
+	}
+	if root.m != nil && root.m.arr != nil && root.m.arr.raw() {
+		m.place.addDir(root.m.arr, root.key) // a store whose root is an array
 	}
 	srv, err := fusefs.Mount(dir, newDirNode(t, root, m), opts)
 	if err != nil {

@@ -147,6 +147,7 @@ var (
 	_ fusefs.NodeSetxattrer  = (*fileNode)(nil)
 	_ fusefs.NodeFlusher     = (*fileNode)(nil)
 	_ fusefs.NodeOnForgetter = (*fileNode)(nil)
+	_ fusefs.NodeOnForgetter = (*dirNode)(nil)
 )
 
 // attr fills out with n's presented attributes.
@@ -177,7 +178,11 @@ func (m *mount) inode(ctx context.Context, parent *fusefs.Inode, t *Tree, n *nod
 		return ch
 	}
 	if n.kind == kindDir {
-		return parent.NewInode(ctx, newDirNode(t, n, m), fusefs.StableAttr{Mode: fuse.S_IFDIR})
+		ch := parent.NewInode(ctx, newDirNode(t, n, m), fusefs.StableAttr{Mode: fuse.S_IFDIR})
+		if n.m != nil && n.m.arr != nil && n.m.arr.raw() {
+			m.place.addDir(n.m.arr, n.key)
+		}
+		return ch
 	}
 	f := &fileNode{t: t, n: n, m: m}
 	ch := parent.NewInode(ctx, f, fusefs.StableAttr{Mode: fuse.S_IFREG})

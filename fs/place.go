@@ -3,6 +3,8 @@ package fs
 import (
 	"sync"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/zarr"
 )
@@ -16,10 +18,19 @@ import (
 // and os.ReadDir list); a chunk of any other file is refused and waits in
 // staging for its READ. It is safe for concurrent use.
 type placer struct {
-	n *serveCounters // the mount's
+	n   *serveCounters // the mount's
+	mnt string         // the mountpoint, to look files up through; "" when it cannot be (/dev/fd/N)
 
 	mu    sync.Mutex
 	nodes map[chunkID]*fileNode // chunk files with an inode, by chunk: the kernel may know them
+	dirs  map[*zarr.Array]arrayDir
+}
+
+// An arrayDir is the directory of a raw array the kernel may know: its
+// presented path, and how its chunk files are named in it.
+type arrayDir struct {
+	key string // presented path from the root ("." for the root)
+	v3  bool   // chunk files are named by Array.ChunkKey (a v3 array's computed tree), else by the stored key (a v2 array's mirror)
 }
 
 // A chunkID names one chunk of one array, as readahead places it.
@@ -40,6 +51,25 @@ func (p *placer) add(f *fileNode) {
 	p.nodes[f.chunkID()] = f
 }
 
+// addDir records the directory of a raw array, given an inode.
+func (p *placer) addDir(x *array, key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.dirs == nil {
+		p.dirs = map[*zarr.Array]arrayDir{}
+	}
+	p.dirs[x.a] = arrayDir{key, x.v3}
+}
+
+// removeDir forgets the directory key of a, which the kernel forgot.
+func (p *placer) removeDir(a *zarr.Array, key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.dirs[a].key == key {
+		delete(p.dirs, a)
+	}
+}
+
 // remove forgets f, which the kernel forgot.
 func (p *placer) remove(f *fileNode) {
 	id := f.chunkID()
@@ -54,9 +84,10 @@ func (p *placer) remove(f *fileNode) {
 // knows its file and the file is not stale (replaced by a new version,
 // whose bytes these are).
 func (p *placer) Place(a *zarr.Array, _ string, i int64, data []byte) bool {
-	p.mu.Lock()
-	f := p.nodes[chunkID{a, i}]
-	p.mu.Unlock()
+	f := p.node(a, i)
+	if f == nil {
+		f = p.introduce(a, i)
+	}
 	if f == nil || f.stale.Load() {
 		p.n.pushUnknown.Add(1)
 		return false
@@ -70,6 +101,37 @@ func (p *placer) Place(a *zarr.Array, _ string, i int64, data []byte) bool {
 	return true
 }
 
+func (p *placer) node(a *zarr.Array, i int64) *fileNode {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.nodes[chunkID{a, i}]
+}
+
+// introduce makes the kernel know the file of chunk i of a, in a directory
+// it knows, by looking it up through the mount (a stat, answered by this
+// mount's LOOKUP, which gives it an inode) and returns it, or nil. A reader
+// that opens chunk files by name without listing them (zarr-python) would
+// otherwise meet each file's first LOOKUP and READ, one after another,
+// with its pages pushed only once it had asked; now it finds both cached.
+func (p *placer) introduce(a *zarr.Array, i int64) *fileNode {
+	p.mu.Lock()
+	d, ok := p.dirs[a]
+	p.mu.Unlock()
+	if !ok || p.mnt == "" {
+		return nil
+	}
+	rel := a.ChunkKey(a.Coords(i))
+	if !d.v3 {
+		rel, _, _ = a.StoredKey(a.Coords(i))
+	}
+	var st unix.Stat_t
+	if unix.Stat(p.mnt+"/"+join(d.key, rel), &st) != nil {
+		return nil
+	}
+	p.n.introduced.Add(1)
+	return p.node(a, i)
+}
+
 // chunkID names the chunk a chunk file serves.
 func (f *fileNode) chunkID() chunkID {
 	return chunkID{f.n.arr.a, f.n.arr.a.Linear(f.n.coords)}
@@ -79,5 +141,13 @@ func (f *fileNode) chunkID() chunkID {
 func (f *fileNode) OnForget() {
 	if f.n.kind == kindChunk {
 		f.m.place.remove(f)
+	}
+}
+
+// OnForget drops d, an array's directory, from the placer once the kernel
+// has forgotten it.
+func (d *dirNode) OnForget() {
+	if n := d.cur(); n.m != nil && n.m.arr != nil && n.m.arr.raw() {
+		d.m.place.removeDir(n.m.arr.a, n.key)
 	}
 }

@@ -13,16 +13,21 @@ import (
 	"github.com/zfuse/zfuse/store"
 )
 
-// TestPush: on the page-cache serving paths, a sequential reader of a
-// listed array reads most chunks from pages pushed before it asked (no
-// READ reaches the mount for them), byte for byte the chunks; without a
-// listing the kernel does not know the files yet, the pushes are refused,
-// and every chunk is read through a READ as before. Under passthrough
-// nothing is pushed.
+// TestPush: on the page-cache serving paths, a sequential reader reads
+// most chunks from pages pushed before it asked (no READ reaches the mount
+// for them), byte for byte the chunks: of an array it listed (the kernel
+// knows every file), and of one it did not list, whose files the mount
+// looks up itself; where it cannot (a /dev/fd/N mountpoint), the pushes
+// are refused, and every chunk is read through a READ as before. Under
+// passthrough nothing is pushed.
 func TestPush(t *testing.T) {
 	servings(t, func(t *testing.T, serving Serving) {
-		for _, listed := range []bool{true, false} {
-			t.Run("listed="+strconv.FormatBool(listed), func(t *testing.T) {
+		for _, tt := range []struct {
+			name                string
+			listed, noIntroduce bool
+		}{{"listed", true, false}, {"unlisted", false, false}, {"unlisted, no lookups", false, true}} {
+			t.Run(tt.name, func(t *testing.T) {
+				listed := tt.listed
 				const n = 96
 				s := &testStore{root: t.TempDir(), stored: map[string][]byte{}, raw: map[string][]byte{}}
 				s.add(t, testArray{path: "a", shape: []int{n * 256}, chunks: []int{256}, dtype: "<f8", order: "C", sep: ".",
@@ -33,7 +38,7 @@ func TestPush(t *testing.T) {
 				}
 				t.Cleanup(func() { ds.Close() })
 				loader := testLoader(t, ds, nil)
-				mnt, srv := mountServing(t, New(Config{Store: ds, Chunks: loader}), false, serving, false)
+				mnt, srv := mountWith(t, New(Config{Store: ds, Chunks: loader}), MountConfig{Serving: serving, noIntroduce: tt.noIntroduce})
 				if listed {
 					if es, err := os.ReadDir(filepath.Join(mnt, "a")); err != nil || len(es) != n+1 {
 						t.Fatalf("listing: %d entries, %v", len(es), err)
@@ -53,13 +58,16 @@ func TestPush(t *testing.T) {
 					if ss.Pushed != 0 || ls.Placed != 0 {
 						t.Errorf("passthrough pushed %d chunks", ss.Pushed)
 					}
-				case listed:
+				case !tt.noIntroduce:
 					if ss.Pushed < n/2 || ss.ChunkReads > n/2 || ls.Placed < n/2 {
 						t.Errorf("pushed %d, placed %d, %d chunk READs of %d chunks: want most pushed, few READs", ss.Pushed, ls.Placed, ss.ChunkReads, n)
 					}
+					if listed && ss.Introduced != 0 || !listed && ss.Introduced < n/2 {
+						t.Errorf("%d files looked up by the mount itself, listed %v", ss.Introduced, listed)
+					}
 				default:
 					if ss.Pushed > 2 || ls.PlaceRefused == 0 || ss.ChunkReads < n-2 {
-						t.Errorf("unlisted: pushed %d, refused %d, %d chunk READs: want nothing pushed, every chunk read", ss.Pushed, ls.PlaceRefused, ss.ChunkReads)
+						t.Errorf("pushed %d, refused %d, %d chunk READs: want nothing pushed, every chunk read", ss.Pushed, ls.PlaceRefused, ss.ChunkReads)
 					}
 				}
 			})

@@ -161,7 +161,8 @@ type ServeStats struct {
 	Pushed, PushedBytes int64   // chunks pushed into the kernel's page cache before their first read (no-open, open)
 	PushRefused         int64   // pushes the kernel refused (it forgot the file meanwhile)
 	ChunkReadTimes      Latency // service times of the READs of chunk files
-	PushUnknown         int64   // chunks not pushed: the kernel did not know their files (not looked up or listed yet)
+	PushUnknown         int64   // chunks not pushed: the kernel did not know their files, nor their array's directory
+	Introduced          int64   // chunk files the mount looked up itself, to push their chunks (readers that do not list)
 	PassthroughRefused  string  `json:",omitempty"` // why passthrough is not in use, where it was wanted
 }
 
@@ -169,7 +170,7 @@ type ServeStats struct {
 type serveCounters struct {
 	lookups, opens, passthroughOpens, handles, reads, readBytes, chunkReads, releases, interrupted, errors, replaced atomic.Int64
 	chunkReadTimes                                                                                                   latencies
-	pushed, pushedBytes, pushRefused, pushUnknown                                                                    atomic.Int64
+	pushed, pushedBytes, pushRefused, pushUnknown, introduced                                                        atomic.Int64
 }
 
 // wait returns the serving path once Mount has chosen it.

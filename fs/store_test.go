@@ -295,18 +295,22 @@ func servings(t *testing.T, f func(t *testing.T, s Serving)) {
 // With debug, every FUSE request is logged to tr's log.
 func mountServing(t *testing.T, tr *Tree, writable bool, s Serving, debug bool) (string, *Server) {
 	t.Helper()
+	return mountWith(t, tr, MountConfig{Serving: s, Debug: debug, writable: writable})
+}
+
+// mountWith mounts tr with cfg (its serving path checked, its panics
+// failing the test) and unmounts it when the test ends.
+func mountWith(t *testing.T, tr *Tree, cfg MountConfig) (string, *Server) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("mounts are not short")
 	}
 	testutil.NeedFUSE(t)
 	dir := t.TempDir()
-	srv, err := Mount(context.Background(), dir, tr, MountConfig{
-		FsName:   "zfuse-test",
-		OnPanic:  func(v any) { t.Errorf("FUSE request panicked: %v", v) },
-		Serving:  s,
-		Debug:    debug,
-		writable: writable,
-	})
+	cfg.FsName = "zfuse-test"
+	cfg.OnPanic = func(v any) { t.Errorf("FUSE request panicked: %v", v) }
+	s := cfg.Serving
+	srv, err := Mount(context.Background(), dir, tr, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

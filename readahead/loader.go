@@ -49,7 +49,7 @@ type Config struct {
 
 	Policy   Policy        // the zero Policy uses its defaults
 	TTL      time.Duration // how long a prefetched chunk waits unread; 0 means 30s
-	Fetchers int           // store reads in flight for prefetch, over all arrays; 0 means 64
+	Fetchers int           // store reads in flight for prefetch, over all arrays; 0 means 256 (the store may allow fewer)
 	Streams  int           // readers (array, pid) remembered; 0 means 4096
 
 	// Changing says the store may change while it is read (zfuse
@@ -104,6 +104,8 @@ type Loader struct {
 	batch   batchDecoders // each array's batch decoder (source.go)
 	decodes decodeCounts  // the decoding done, by codec pipeline (stats.go)
 
+	latency atomic.Int64 // moving average of store reads' time, ns (policyFor)
+
 	// Counters, updated atomically.
 	reads, storeReads, waits, prefetchErrors, dropped, storedOpens, forgotten, placeRefused atomic.Int64
 }
@@ -157,7 +159,7 @@ func New(cfg Config) *Loader {
 	}
 	fetchers := cfg.Fetchers
 	if fetchers <= 0 {
-		fetchers = 64
+		fetchers = 256
 	}
 	l.fetch = make(chan struct{}, fetchers)
 	l.files.Store(cfg.Files)
@@ -410,6 +412,7 @@ func (l *Loader) fetchStored(ctx context.Context, key string) ([]byte, error) {
 		l.storeReads.Add(1)
 		ctx, stop := l.lifetime(ctx)
 		defer stop()
+		defer l.timeStore(time.Now())
 		return l.store.ReadKey(ctx, key)
 	})
 }

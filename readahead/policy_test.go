@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 )
 
 // read is one read in a policy table: reader pid, chunk index, and whether
@@ -197,4 +198,39 @@ func ExamplePolicy() {
 	// read 3: prefetch 5..7 (window 4)
 	// read 5: prefetch 8..13 (window 8)
 	// read 9: prefetch 14..25 (window 16)
+}
+
+// TestPolicyFor: the largest window covers the store's latency at
+// aheadRate, within half the readahead budget and twice the store reads in
+// flight, and is never below the configured one.
+func TestPolicyFor(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		latency   time.Duration
+		chunk     int64 // bytes
+		budget    int64
+		fetchers  int
+		maxWindow int64 // configured; 0: the default
+		want      int64
+	}{
+		{"local", 100 * time.Microsecond, 64 << 10, 256 << 20, 0, 0, 64},
+		{"remote, small chunks", 20 * time.Millisecond, 64 << 10, 256 << 20, 0, 0, 512},
+		{"remote, fewer fetchers", 20 * time.Millisecond, 64 << 10, 256 << 20, 100, 0, 200},
+		{"remote, small budget", 20 * time.Millisecond, 64 << 10, 16 << 20, 0, 0, 128},
+		{"remote, 4 KiB chunks", 5 * time.Millisecond, 4 << 10, 1 << 30, 1000, 0, 2000},
+		{"remote, large chunks", 20 * time.Millisecond, 1 << 20, 256 << 20, 0, 0, 64},
+		{"configured wider", 20 * time.Millisecond, 1 << 20, 256 << 20, 0, 100, 100},
+		{"no reads yet", 0, 64 << 10, 256 << 20, 0, 0, 64},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			per := tt.chunk / 4
+			a := zlibArray(t, []int{int(per * 10)}, []int{int(per / 2)}) // float64: chunk bytes = 8 * per/2
+			l := New(Config{Store: fixture(t, a, "", nil), ReadaheadBudget: tt.budget, Fetchers: tt.fetchers, Policy: Policy{MaxWindow: tt.maxWindow}})
+			defer l.Close()
+			l.latency.Store(int64(tt.latency))
+			if got := l.policyFor(a).MaxWindow; got != tt.want {
+				t.Errorf("MaxWindow = %d, want %d", got, tt.want)
+			}
+		})
+	}
 }

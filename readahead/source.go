@@ -123,7 +123,20 @@ func (l *Loader) readStored(ctx context.Context, key string, off, n int64) ([]by
 	l.storeReads.Add(1)
 	ctx, stop := l.lifetime(ctx)
 	defer stop()
+	defer l.timeStore(time.Now())
 	return store.ReadInto(ctx, l.store, key, off, n, l.srcs.get)
+}
+
+// timeStore adds the time since start, one store read's, to the moving
+// average of store latency that readahead widens its window by.
+func (l *Loader) timeStore(start time.Time) {
+	d := int64(time.Since(start))
+	for {
+		old := l.latency.Load()
+		if l.latency.CompareAndSwap(old, old+(d-old)/8) {
+			return
+		}
+	}
 }
 
 // errShardChanged: a shard was replaced in the store while one of its

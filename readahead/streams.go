@@ -74,8 +74,8 @@ type pendingChunk struct {
 	id string
 }
 
-// maxPending bounds a stream's pending chunks: a reader that stops
-// following its pattern leaves them behind.
+// maxPending bounds a stream's pending chunks, with four windows' worth:
+// a reader that stops following its pattern leaves them behind.
 const maxPending = 256
 
 // run extends a count of reads in a row on a pattern with a read that left
@@ -155,9 +155,13 @@ func (l *Loader) readPlacedLocked(a *zarr.Array, path string, st *stream, i int6
 // planLocked is plan with l.readers.mu held.
 func (l *Loader) planLocked(a *zarr.Array, path string, st *stream, i int64, waited bool) {
 	st.last = time.Now()
-	s, pl := l.policy.Next(st.state, Access{Index: i, Len: a.NumChunks(), Waited: waited})
+	policy := l.policyFor(a)
+	s, pl := policy.Next(st.state, Access{Index: i, Len: a.NumChunks(), Waited: waited})
 	st.state = s
 	st.gridRun = run(st.gridRun, s)
+	if s.Step() == 0 && st.named.Step() == 0 {
+		st.pending = st.pending[:0] // the reader left its pattern: its placed chunks expire unread
+	}
 	if s.Step() == 0 {
 		st.misses++
 	}
@@ -167,16 +171,16 @@ func (l *Loader) planLocked(a *zarr.Array, path string, st *stream, i int64, wai
 		// Both orders make short runs of the other now and then (a reader
 		// in listing order reads "0.10", "0.11", "0.12"): the order whose
 		// pattern has held longer plans.
-		ns, npl := l.policy.Next(st.named, Access{Index: int64(order.pos[i]), Len: a.NumChunks(), Waited: waited})
+		ns, npl := policy.Next(st.named, Access{Index: int64(order.pos[i]), Len: a.NumChunks(), Waited: waited})
 		st.namedRun = run(st.namedRun, ns)
 		// The plan not taken is cut to nothing, so that its state does not
 		// count those chunks as planned.
 		if st.namedRun > st.gridRun {
-			st.state = l.policy.Cut(st.state, pl, 0)
+			st.state = policy.Cut(st.state, pl, 0)
 			pl, named = npl, true
 			index = func(p int64) int64 { return int64(order.lin[p]) }
 		} else {
-			ns = l.policy.Cut(ns, npl, 0)
+			ns = policy.Cut(ns, npl, 0)
 		}
 		st.named = ns
 	}
@@ -193,9 +197,9 @@ func (l *Loader) planLocked(a *zarr.Array, path string, st *stream, i int64, wai
 		e, res := l.staging.reserve(r.id, a.ChunkLen())
 		if res == full {
 			if named {
-				st.named = l.policy.Cut(st.named, pl, k)
+				st.named = policy.Cut(st.named, pl, k)
 			} else {
-				st.state = l.policy.Cut(st.state, pl, k)
+				st.state = policy.Cut(st.state, pl, k)
 			}
 			break
 		}
@@ -226,9 +230,30 @@ func (l *Loader) markPlaced(st *stream, batch []prefetched) {
 		batch[k].place = k < len(batch)-1 && int64(k+1)%every != 0
 		st.pending = append(st.pending, pendingChunk{batch[k].i, batch[k].ref.id})
 	}
-	if n := len(st.pending) - maxPending; n > 0 {
-		st.pending = slices.Delete(st.pending, 0, n)
+	if n := int64(len(st.pending)) - max(maxPending, 4*w); n > 0 {
+		st.pending = slices.Delete(st.pending, 0, int(n))
 	}
+}
+
+// aheadRate is the rate readahead plans to keep up with, in bytes per
+// second: about what the decoders of a few cores deliver. Over a store
+// with latency L a reader at that rate needs aheadRate·L bytes in flight.
+const aheadRate = 2e9
+
+// policyFor returns the Policy for a's readers: the Loader's, with its
+// largest window widened to cover the latency the store shows (a remote
+// store: 20 ms is 40 MB at aheadRate, 610 chunks of 64 KiB), as
+// mountpoint-s3 and gcsfuse ramp their prefetch; within half the readahead
+// budget, and twice the store reads the Loader has in flight (beyond that,
+// a read's time is mostly its wait for a turn, which a wider window would
+// only lengthen).
+func (l *Loader) policyFor(a *zarr.Array) Policy {
+	p := l.policy.withDefaults()
+	size := max(a.ChunkLen(), 1)
+	need := int64(aheadRate*time.Duration(l.latency.Load()).Seconds()) / size
+	room := min(l.staging.max/2/size, 2*int64(cap(l.fetch)))
+	p.MaxWindow = max(p.MaxWindow, min(need, room))
+	return p
 }
 
 // forgetIdleLocked makes room for a new stream: readers idle for a TTL go

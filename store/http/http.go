@@ -59,7 +59,7 @@ type Config struct {
 	// Hints are paths (relative to URL) of arrays or groups to look for
 	// metadata at, for servers without consolidated metadata.
 	Hints []string
-	// MaxInFlight bounds the requests in flight; 0 means 64. Idle
+	// MaxInFlight bounds the requests in flight; 0 means 128. Idle
 	// connections kept per host are at least as many.
 	MaxInFlight int
 	Backoff     remote.Backoff // retries; the zero value uses its defaults
@@ -121,7 +121,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	u.RawPath = ""
 	inflight := cfg.MaxInFlight
 	if inflight <= 0 {
-		inflight = 64
+		inflight = 128
 	}
 	rt := cfg.Transport
 	if rt == nil {

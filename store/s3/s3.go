@@ -61,7 +61,7 @@ type Config struct {
 	Endpoint  string
 	Region    string // "" means from the environment, else us-east-1
 	PathStyle bool   // bucket in the path, not the host name (most non-AWS servers)
-	// MaxInFlight bounds the requests in flight; 0 means 64. Idle
+	// MaxInFlight bounds the requests in flight; 0 means 128. Idle
 	// connections kept are at least as many.
 	MaxInFlight int
 	Backoff     remote.Backoff // retries; the zero value uses its defaults
@@ -118,7 +118,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	inflight := cfg.MaxInFlight
 	if inflight <= 0 {
-		inflight = 64
+		inflight = 128
 	}
 	log := cfg.Log
 	if log == nil {
