@@ -97,15 +97,11 @@ type mount struct {
 }
 
 // A chunkHandle is one open of a chunk file under Passthrough: the open
-// decoded chunk, which the kernel reads itself (PassthroughFd). Reads that
-// reach the daemon anyway (O_DIRECT opens, which are not passed through)
-// are served from it, so the kernel's many reads of one open neither decode
-// again nor count as new reads for readahead. Release closes it. It is
-// safe for concurrent use.
+// decoded chunk, which the kernel reads itself (PassthroughFd). Release
+// closes it. It is safe for concurrent use.
 type chunkHandle struct {
-	f           *readahead.File
-	passthrough bool           // offer the file to the kernel
-	n           *serveCounters // the mount's
+	f *readahead.File
+	n *serveCounters // the mount's
 }
 
 var (
@@ -116,7 +112,7 @@ var (
 // PassthroughFd gives go-fuse the file to register with the kernel.
 func (h *chunkHandle) PassthroughFd() (int, bool) {
 	fd := h.f.Fd()
-	return fd, h.passthrough && fd >= 0
+	return fd, fd >= 0
 }
 
 // Release closes the chunk when the kernel closes the file.
@@ -282,7 +278,10 @@ func (f *fileNode) Getattr(ctx context.Context, _ fusefs.FileHandle, out *fuse.A
 // follow) and hands the kernel the file holding it; otherwise the open
 // keeps the page cache (FOPEN_KEEP_CACHE), which is valid for the life of
 // the mount. An O_DIRECT open asks to bypass the page cache, and gets
-// direct I/O (FOPEN_DIRECT_IO) for that open only.
+// direct I/O (FOPEN_DIRECT_IO) for that open only, and no handle: a memfd
+// cannot do direct I/O, so it is not passed through, and go-fuse 2.12
+// counts every handle's RELEASE against the backing files of the inode's
+// passthrough opens (one racing it then failed with EIO).
 func (f *fileNode) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, uint32, syscall.Errno) {
 	f.m.n.opens.Add(1)
 	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
@@ -296,21 +295,16 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, u
 	switch {
 	case serving == NoOpen:
 		return nil, 0, syscall.ENOSYS
+	case direct:
+		return nil, fuse.FOPEN_DIRECT_IO, 0
 	case serving == Passthrough && f.n.kind == kindChunk:
 		cf, err := f.t.chunks.Open(ctx, f.n.arr.a, f.n.arr.path, f.n.coords, f.pid(ctx))
 		if err != nil {
 			return nil, 0, f.errno(ctx, "open", presentedErr(f.n, err))
 		}
-		// O_DIRECT is not passed through: a memfd cannot do direct I/O.
-		h := &chunkHandle{f: cf, passthrough: !direct, n: &f.m.n}
 		f.m.n.handles.Add(1)
-		if direct {
-			return h, fuse.FOPEN_DIRECT_IO, 0
-		}
 		f.m.n.passthroughOpens.Add(1)
-		return h, 0, 0
-	case direct:
-		return nil, fuse.FOPEN_DIRECT_IO, 0
+		return &chunkHandle{f: cf, n: &f.m.n}, 0, 0
 	}
 	return nil, fuse.FOPEN_KEEP_CACHE, 0
 }
@@ -324,7 +318,7 @@ func (f *fileNode) Read(ctx context.Context, fh fusefs.FileHandle, dest []byte, 
 	}
 	var b []byte
 	var err error
-	if h, ok := fh.(*chunkHandle); ok {
+	if h, ok := fh.(*chunkHandle); ok { // a passthrough open the kernel read through the daemon after all
 		var n int
 		n, err = h.f.ReadAt(dest[:max(min(int64(len(dest)), h.f.Size()-off), 0)], off)
 		b = dest[:n]

@@ -119,3 +119,31 @@ func TestPassthroughMapRecycled(t *testing.T) {
 		t.Errorf("memfds reused %d, busy %d: want files used again, and the mapped one not", st.MemfdsReused, st.MemfdsBusy)
 	}
 }
+
+// TestPassthroughDirectRelease: under passthrough, the RELEASE of an
+// O_DIRECT open (which the kernel does not pass through) never takes the
+// backing file of a passthrough open of the same file from under it.
+// go-fuse 2.12 counts the backing files of an inode's opens, and counted
+// the O_DIRECT open's RELEASE too: the next open, racing it, failed with
+// EIO now and then.
+func TestPassthroughDirectRelease(t *testing.T) {
+	testutil.Need(t, "root, for FUSE passthrough", os.Geteuid() == 0)
+	s := newTestStore(t)
+	tr, _ := newTestTree(t, s)
+	mnt, _ := mountServing(t, tr, false, Passthrough, false)
+	p := filepath.Join(mnt, "temp/0.1")
+	want := s.raw["temp/0.1"]
+	for i := range 300 {
+		d, err := os.OpenFile(p, os.O_RDONLY|unix.O_DIRECT, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- d.Close() }()
+		got, err := os.ReadFile(p)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("round %d: a buffered read beside an O_DIRECT close: %d bytes, %v", i, len(got), err)
+		}
+		<-done
+	}
+}

@@ -246,7 +246,7 @@ func (l *Loader) ReadAt(ctx context.Context, a *zarr.Array, path string, coords 
 	if err != nil && !errors.Is(err, io.EOF) {
 		return n, &iofs.PathError{Op: "chunk", Path: id, Err: err}
 	}
-	if c.served.Add(int64(n)) >= c.size && l.decoded.Remove(id, c) {
+	if c.f == nil && c.served.Add(int64(n)) >= c.size && l.decoded.Remove(id, c) { // a file is kept: no page cache holds it
 		l.dropped.Add(1)
 	}
 	return n, err
