@@ -161,6 +161,13 @@ func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*Server, 
 	}
 	close(m.ready)
 	attrs := []any{"serving", m.serving.String(), "mountpoint", dir}
+	switch {
+	case m.serving == Passthrough:
+	case m.place.mnt == "":
+		attrs = append(attrs, "first_reads", "prefetched chunks pushed into the page cache of files the kernel knows (a /dev/fd mountpoint has no path to look others up through)")
+	default:
+		attrs = append(attrs, "first_reads", "prefetched chunks pushed into the page cache")
+	}
 	if m.refused != "" {
 		attrs = append(attrs, "why", m.refused)
 	}

@@ -86,6 +86,7 @@ type Loader struct {
 	shards      shardIndexes       // parsed shard indexes
 	memfds      fileStats          // memfds alive, over every holder
 	mfiles      *memFiles          // files that hold decoded chunks (Config.Files), kept for use again
+	memDir      string             // where mfiles would keep them
 	bufs        *bufPool           // decode buffers to use again
 	srcs        *bufPool           // stored values to use again, when the compressed tier is off
 	keepsStored bool               // the compressed tier is on: stored values are shared with it
@@ -162,9 +163,10 @@ func New(cfg Config) *Loader {
 		fetchers = 256
 	}
 	l.fetch = make(chan struct{}, fetchers)
-	l.files.Store(cfg.Files)
 	l.bufs = newBufPool(poolBytes, nil)
-	l.mfiles = newMemFiles(cmp.Or(cfg.MemDir, "/dev/shm"), poolBytes, &l.memfds)
+	l.memDir = cmp.Or(cfg.MemDir, "/dev/shm")
+	l.mfiles = newMemFiles(l.memDir, poolBytes, &l.memfds)
+	l.SetFiles(cfg.Files)
 	l.srcs = newBufPool(storedPoolBytes, sizeClass)
 	l.keepsStored = cfg.CompressedBudget > 0
 	l.decoded = cache.NewLRU(cache.LRUConfig[*chunk]{
@@ -321,7 +323,16 @@ func (l *Loader) SetPlacer(p Placer) {
 // SetFiles says whether chunks are decoded into memfds (for Open) or onto
 // the heap (for Read) from now on; see Config.Files. Chunks decoded
 // before keep their form, and each of Read, Open and Chunk serves either.
-func (l *Loader) SetFiles(on bool) { l.files.Store(on) }
+func (l *Loader) SetFiles(on bool) {
+	if on && !l.files.Load() {
+		if l.mfiles.dir == "" {
+			l.log.Warn("chunk files are memfds made and freed for each chunk: no tmpfs at the memory directory to keep them in for use again", "dir", l.memDir)
+		} else {
+			l.log.Debug("chunk files are kept for use again", "dir", l.mfiles.dir)
+		}
+	}
+	l.files.Store(on)
+}
 
 // get returns the chunk at coords with a reference the caller must
 // release, and the name it has in the tiers. It records the read for

@@ -83,6 +83,9 @@ func TestLoaderPlaced(t *testing.T) {
 				if asked > 80+int(st.PlaceRefused) {
 					t.Errorf("the reader asked the Loader for %d of 400 chunks, want at most 80 and those refused (%d)", asked, st.PlaceRefused)
 				}
+				if st.PlacedPeak == 0 || st.PlacedPeak > st.ReadaheadBudget {
+					t.Errorf("pushed unread at most %d bytes, budget %d", st.PlacedPeak, st.ReadaheadBudget)
+				}
 				if st.Placed < 300 || st.PlacedRead < st.Placed-70 {
 					t.Errorf("placed %d, known read %d: want most placed and known read", st.Placed, st.PlacedRead)
 				}
@@ -97,7 +100,7 @@ func TestLoaderPlaced(t *testing.T) {
 				}
 				time.Sleep(11 * time.Second) // past the TTL: what was never confirmed expires
 				synctest.Wait()
-				if st = l.Stats(); st.ReadaheadUsed != 0 || st.PlacedRead+st.PlacedExpired != st.Placed {
+				if st = l.Stats(); st.ReadaheadUsed != 0 || st.PlacedHeld != 0 || st.PlacedRead+st.PlacedExpired != st.Placed {
 					t.Errorf("after the TTL: %v; want nothing held, every placed chunk read or expired", st)
 				}
 			})

@@ -27,12 +27,13 @@ type staging struct {
 	max int64         // immutable
 	ttl time.Duration // immutable: how long a decoded chunk waits unread
 
-	mu      sync.Mutex
-	used    int64              // sum of size over entries; used <= max
-	peak    int64              // highest used so far
-	entries map[string]*staged // pending or ready, not yet read
-	ready   []*staged          // filled entries in order of expiry; may hold gone ones
-	goneIn  int                // gone entries in ready: at most half of it (see take)
+	mu                     sync.Mutex
+	used                   int64              // sum of size over entries; used <= max
+	peak                   int64              // highest used so far
+	placedUsed, placedPeak int64              // of used, the placed entries: pages pushed and not yet known read
+	entries                map[string]*staged // pending or ready, not yet read
+	ready                  []*staged          // filled entries in order of expiry; may hold gone ones
+	goneIn                 int                // gone entries in ready: at most half of it (see take)
 
 	// Counters, under mu.
 	staged, stagedBytes int64 // entries reserved
@@ -176,6 +177,8 @@ func (s *staging) place(e *staged) {
 	e.v, e.placed = nil, true
 	s.placed++
 	s.placedBytes += e.size
+	s.placedUsed += e.size
+	s.placedPeak = max(s.placedPeak, s.placedUsed)
 	s.mu.Unlock()
 	v.release()
 }
@@ -258,6 +261,9 @@ func (s *staging) isReady(key string) bool {
 func (s *staging) removeLocked(e *staged) {
 	delete(s.entries, e.key)
 	s.used -= e.size
+	if e.placed {
+		s.placedUsed -= e.size
+	}
 	e.gone = true
 }
 
@@ -342,6 +348,7 @@ type stagingStats struct {
 	wasted, wastedBytes                    int64
 	placed, placedBytes, confirmed         int64
 	placedExpired, reread                  int64
+	placedUsed, placedPeak                 int64
 }
 
 func (s *staging) stats() stagingStats {
@@ -354,5 +361,6 @@ func (s *staging) stats() stagingStats {
 		wasted: s.wasted, wastedBytes: s.wastedBytes,
 		placed: s.placed, placedBytes: s.placedBytes, confirmed: s.confirmed,
 		placedExpired: s.placedExpired, reread: s.reread,
+		placedUsed: s.placedUsed, placedPeak: s.placedPeak,
 	}
 }

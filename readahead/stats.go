@@ -33,10 +33,13 @@ type Stats struct {
 	PlacedExpired       int64 // of those, whose TTL passed with no such read
 	PlacedReread        int64 // of those, read through the Loader after all (the kernel let the pages go first)
 	PlaceRefused        int64 // chunks the Placer could not place (the kernel did not know the file yet): they waited in staging
-	ServedDrops         int64 // chunks the decoded tier let go once Read had handed out all of them (the page cache has them)
-	StoredOpens         int64 // chunks opened as their stored files (stored uncompressed), not decoded
-	BufferReuses        int64 // decodes into a buffer a chunk had left (no fresh memory)
-	Forgotten           int64 // Forget calls: chunks whose stored value changed (zfuse --refresh)
+	// Bytes of placed chunks not yet known read, now and at most: pages
+	// the mount pushed into the page cache, counted in ReadaheadUsed.
+	PlacedHeld, PlacedPeak int64
+	ServedDrops            int64 // chunks the decoded tier let go once Read had handed out all of them (the page cache has them)
+	StoredOpens            int64 // chunks opened as their stored files (stored uncompressed), not decoded
+	BufferReuses           int64 // decodes into a buffer a chunk had left (no fresh memory)
+	Forgotten              int64 // Forget calls: chunks whose stored value changed (zfuse --refresh)
 
 	Decode map[string]DecodeStats // by codec pipeline (zarr.Array.Codecs)
 
@@ -87,6 +90,8 @@ func (l *Loader) Stats() Stats {
 		PlacedExpired:       st.placedExpired,
 		PlacedReread:        st.reread,
 		PlaceRefused:        l.placeRefused.Load(),
+		PlacedHeld:          st.placedUsed,
+		PlacedPeak:          st.placedPeak,
 		ServedDrops:         l.dropped.Load(),
 		StoredOpens:         l.storedOpens.Load(),
 		BufferReuses:        l.bufs.reuses(),

@@ -322,7 +322,7 @@ func (b *bencher) viaMount(ctx context.Context, set *storeSet, reader, codec, se
 	if reader == readRemote {
 		remote = fmt.Sprintf("; %d requests", b.http.requests.Load()-requests)
 	}
-	b.say("%s %s mount(%s) %s: %s; mount: %s, peak RSS %s + memfds %s, CPU %.2f s%s", set.name, reader, st.serving, codec,
+	b.say("%s %s mount(%s) %s: %s; mount: %s, peak RSS %s + memfds and pushed %s, CPU %.2f s%s", set.name, reader, st.serving, codec,
 		epochString(epochs), st.serving, cache.FormatSize(st.hwm), cache.FormatSize(st.memfdPeak), st.cpu.Seconds(), remote)
 	return nil
 }

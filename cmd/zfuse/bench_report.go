@@ -109,7 +109,7 @@ func (b *bencher) report() {
 	for e := range b.epochs {
 		head += fmt.Sprintf("epoch %d\t", e+1)
 	}
-	fmt.Fprintln(w, head+"mount: serving, peak RSS + memfds, CPU\t")
+	fmt.Fprintln(w, head+"mount: serving, peak RSS + memfds + pushed, CPU\t")
 	for _, c := range r.order {
 		src := c.via
 		if c.via == viaMount {
@@ -225,7 +225,7 @@ func (b *bencher) targets() []benchTarget {
 	}
 	if at != "" {
 		limit := b.lf.memory()
-		out = append(out, benchTarget{"peak RSS + memfds of a mount (" + at + ")", cache.FormatSize(peak),
+		out = append(out, benchTarget{"peak RSS + memfds + pushed of a mount (" + at + ")", cache.FormatSize(peak),
 			"<= " + cache.FormatSize(limit) + " (decoded + compressed + readahead + 64 MiB)", peak <= limit})
 	}
 	return out

@@ -203,6 +203,9 @@ var (
 	dOpenFiles       = desc("zfuse_open_chunk_files", "Chunk files open with a handle of the daemon's (passthrough: each holds its memfd).")
 	dMemfds          = desc("zfuse_memfds", "Memfds holding decoded chunks (passthrough), in the tiers or held open.")
 	dMemfdBytes      = desc("zfuse_memfd_bytes", "Bytes of those memfds: memory outside the heap.")
+	dMemfdsFree      = desc("zfuse_memfds_free_bytes", "Bytes of chunk files (passthrough) kept to hold other chunks once nobody holds theirs.")
+	dMemfdsReused    = desc("zfuse_memfds_reused_total", "Chunk files (passthrough) used again for another chunk: no new pages.")
+	dPushedHeld      = desc("zfuse_pushed_unread_bytes", "Bytes pushed into the page cache whose reads are not known yet; counted in the readahead budget.")
 	dChunkReadSecs   = desc("zfuse_fuse_chunk_read_seconds", "Service time of READ requests for chunk files: from the daemon's handler starting to its reply.")
 	dPushed          = desc("zfuse_pushed_chunks_total", "Prefetched chunks pushed into the kernel's page cache before their first read (no-open, open): READ round trips avoided.")
 	dPushedB         = desc("zfuse_pushed_bytes_total", "Bytes of the chunks pushed into the page cache.")
@@ -216,7 +219,7 @@ func (s *snapshots) Describe(ch chan<- *prometheus.Desc) {
 		dDecodedChunks, dDecodedBytes, dDecodeErrors, dDecodeSeconds, dHeld, dBudget, dPeak,
 		dDiskEntries, dDiskValidations, dDiskDropped, dDiskEvicted, dDiskWriteErrors,
 		dGPUBatches, dGPUChunks, dGPUBytes, dGPUKernel, dGPUDevice,
-		dServing, dRequests, dReadBytes, dOpenFiles, dMemfds, dMemfdBytes, dPushed, dPushedB, dPushRefused, dPlaced, dChunkReadSecs} {
+		dServing, dRequests, dReadBytes, dOpenFiles, dMemfds, dMemfdBytes, dPushed, dPushedB, dPushRefused, dPlaced, dChunkReadSecs, dMemfdsFree, dMemfdsReused, dPushedHeld} {
 		ch <- d
 	}
 }
@@ -260,6 +263,9 @@ func (s *snapshots) Collect(ch chan<- prometheus.Metric) {
 		gauge(dPeak, float64(st.ReadaheadPeak))
 		gauge(dMemfds, float64(st.Memfds))
 		gauge(dMemfdBytes, float64(st.MemfdBytes))
+		gauge(dMemfdsFree, float64(st.MemfdFreeBytes))
+		counter(dMemfdsReused, float64(st.MemfdsReused))
+		gauge(dPushedHeld, float64(st.PlacedHeld))
 		counter(dPlaced, float64(st.PlacedRead), "read")
 		counter(dPlaced, float64(st.PlacedReread), "reread")
 		counter(dPlaced, float64(st.PlacedExpired), "expired")
