@@ -322,8 +322,9 @@ func (b *bencher) viaMount(ctx context.Context, set *storeSet, reader, codec, se
 	if reader == readRemote {
 		remote = fmt.Sprintf("; %d requests", b.http.requests.Load()-requests)
 	}
-	b.say("%s %s mount(%s) %s: %s; mount: %s, peak RSS %s + memfds and pushed %s, CPU %.2f s%s", set.name, reader, st.serving, codec,
-		epochString(epochs), st.serving, cache.FormatSize(st.hwm), cache.FormatSize(st.memfdPeak), st.cpu.Seconds(), remote)
+	b.say("%s %s mount(%s) %s: %s; mount: %s, peak RSS %s + memfds and pushed %s, CPU %.2f s, %d chunks pushed, %d chunk READs (p50 %v, p99 %v)%s",
+		set.name, reader, st.serving, codec, epochString(epochs), st.serving, cache.FormatSize(st.hwm), cache.FormatSize(st.memfdPeak), st.cpu.Seconds(),
+		st.pushed, st.reads.Count, seconds(st.reads.Quantile(0.5)), seconds(st.reads.Quantile(0.99)), remote)
 	return nil
 }
 
@@ -431,6 +432,9 @@ func epochString(epochs []float64) string {
 	}
 	return strings.Join(s, ", ") + " GB/s"
 }
+
+// seconds shows a duration given in seconds.
+func seconds(s float64) time.Duration { return time.Duration(s * 1e9) }
 
 // loadAvg returns the 1, 5 and 15 minute load averages: other work on the
 // machine takes cores from the mount and the readers.

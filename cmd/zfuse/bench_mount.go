@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/zfuse/zfuse/fs"
 )
 
 // This file runs zfuse bench's mounts: each a `zfuse mount` process of this
@@ -38,6 +40,8 @@ type mountStats struct {
 	hwm       int64         // peak RSS (VmHWM)
 	memfdPeak int64         // the most bytes held outside the heap: memfds (passthrough), and pages pushed into the page cache not yet read (no-open)
 	cpu       time.Duration // user + system
+	reads     fs.Latency    // service times of its chunk READs
+	pushed    int64         // chunks it pushed into the page cache
 }
 
 // mount starts zfuse mount of store on a new mountpoint, with the bench's
@@ -131,6 +135,7 @@ func (m *benchMount) stop() (mountStats, error) {
 		return st, fmt.Errorf("bench: the mount's stats: %w", err)
 	}
 	st.serving, st.memfdPeak = doc.Serve.Serving, doc.Stats.MemfdPeak+doc.Stats.PlacedPeak
+	st.reads, st.pushed = doc.Serve.ChunkReadTimes, doc.Serve.Pushed
 	return st, nil
 }
 
