@@ -118,7 +118,9 @@ bench-c:
 # 1 GiB float32 array uncompressed with zarr-python, then in alternating
 # rounds times Blosc-lz4 encoding (zfuse's pool against numcodecs 0.11 with
 # as many Blosc threads), the Blosc-lz4 and Zstd ratios against c-blosc and
-# libzstd, and zfuse compress against zarr-python's zarr.copy.
+# libzstd, zfuse compress against zarr-python's zarr.copy, and zfuse compress
+# in 4 parts at once and into S3 (versitygw, as make deps installs it, on
+# 127.0.0.1) against one process into a directory.
 bench-compress: build
 	bin/zfuse bench compress
 
