@@ -17,7 +17,8 @@ ZARRITA ?= $(or $(ZFUSE_ZARRITA),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/zfuse/za
 # deps: the Debian packages the tests need (run as root on Debian 12):
 # fuse3 for fusermount3, zarr-python 2.13 / numcodecs 0.11 to write fixture
 # stores and read through mounts, xarray to open mounts as datasets, fsspec
-# and aiohttp for zarr-python over HTTP (zfuse bench's zarr-http reader).
+# and aiohttp for zarr-python over HTTP (zfuse bench's zarr-http reader), PyYAML
+# to parse the Kubernetes examples of docs/ (integration/compress_scale_test.go).
 # The remote-store tests serve stores from 127.0.0.1: nginx-light for HTTP
 # (byte ranges), versitygw (an S3 gateway over a directory) for S3; go install
 # puts it in $(go env GOPATH)/bin, where the tests look (or $ZFUSE_VERSITYGW).
@@ -29,7 +30,7 @@ ZARRITA ?= $(or $(ZFUSE_ZARRITA),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/zfuse/za
 deps:
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-		fuse3 python3-zarr python3-numcodecs python3-numpy python3-xarray python3-fsspec python3-aiohttp
+		fuse3 python3-zarr python3-numcodecs python3-numpy python3-xarray python3-fsspec python3-aiohttp python3-yaml
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 		netcdf-bin python3-netcdf4 gdal-bin python3-gdal python3-torch
 	$(GO) mod download
@@ -117,7 +118,9 @@ bench-c:
 # 1 GiB float32 array uncompressed with zarr-python, then in alternating
 # rounds times Blosc-lz4 encoding (zfuse's pool against numcodecs 0.11 with
 # as many Blosc threads), the Blosc-lz4 and Zstd ratios against c-blosc and
-# libzstd, and zfuse compress against zarr-python's zarr.copy.
+# libzstd, zfuse compress against zarr-python's zarr.copy, and zfuse compress
+# in 4 parts at once and into S3 (versitygw, as make deps installs it, on
+# 127.0.0.1) against one process into a directory.
 bench-compress: build
 	bin/zfuse bench compress
 

@@ -141,9 +141,18 @@ const (
 // s3Access and s3Secret.
 func startVersitygw(t *testing.T, root string) (*process, string) {
 	t.Helper()
+	return startVersitygwWith(t, root, "--nometa")
+}
+
+// startVersitygwWith is startVersitygw with other options of the posix
+// backend; without --nometa it keeps object metadata (ETags, multipart
+// uploads) in extended attributes.
+func startVersitygwWith(t *testing.T, root string, opts ...string) (*process, string) {
+	t.Helper()
 	bin := testutil.Versitygw(t)
 	addr := testutil.FreeAddr(t)
-	p := &process{t: t, name: bin, args: []string{"--port", addr, "posix", "--nometa", root}, addr: addr, log: &syncBuffer{},
+	args := append(append([]string{"--port", addr, "posix"}, opts...), root)
+	p := &process{t: t, name: bin, args: args, addr: addr, log: &syncBuffer{},
 		env: []string{"ROOT_ACCESS_KEY_ID=" + s3Access, "ROOT_SECRET_ACCESS_KEY=" + s3Secret}}
 	p.start()
 	t.Cleanup(p.stop)

@@ -32,7 +32,12 @@ import (
 //     against libzstd's (through numcodecs);
 //   - end to end: zfuse compress of the uncompressed store (read, encode,
 //     write) against zarr-python 2.13 copying it with the same compressor
-//     (zarr.copy), both writing to the same disk.
+//     (zarr.copy), both writing to the same disk;
+//   - at scale: the same zfuse compress as --parts processes at once
+//     (--part K/N, the workers divided among them, then --finish) against
+//     one process, and into an S3 DEST (versitygw's posix backend on
+//     127.0.0.1, on the same disk), one process and in parts, against the
+//     local directory.
 //
 // The input is zfuse bench's: a float32 array, smooth field plus noise, in
 // 1 MiB chunks, written uncompressed by zarr-python (bench_compress.py).
@@ -49,11 +54,13 @@ func benchCompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 	workers := fl.Int("workers", runtime.NumCPU(), "zfuse's CPU workers; numcodecs gets as many Blosc threads")
 	dir := fl.String("dir", "", "where the stores go (default: a temporary directory, removed at the end)")
 	python := fl.String("python", "/usr/bin/python3", "Python with zarr 2.13 and numcodecs 0.11")
+	parts := fl.Int("parts", 4, "the processes of the split runs (--part K/N)")
+	gwBin := fl.String("versitygw", "", "the versitygw binary for the S3 rows (default: $ZFUSE_VERSITYGW, $GOPATH/bin or $HOME/go/bin, then PATH); none found: no S3 rows")
 	if err := parseFlags(fl, args, 0, stdout); err != nil { // usage.go: help to stdout, bad usage exits 2
 		return err
 	}
-	if *rounds < 1 || *workers < 1 {
-		return badUsage("bench", "bench compress: --rounds and --workers must be at least 1, got %d and %d", *rounds, *workers)
+	if *rounds < 1 || *workers < 1 || *parts < 1 {
+		return badUsage("bench", "bench compress: --rounds, --workers and --parts must be at least 1, got %d, %d and %d", *rounds, *workers, *parts)
 	}
 	work := *dir
 	if work != "" {
@@ -154,7 +161,73 @@ func benchCompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	defer os.RemoveAll(outs)
+	gw, err := startBenchGateway(ctx, *gwBin, outs)
+	if err != nil {
+		return err
+	}
+	if gw != nil {
+		defer gw.stop()
+	} else {
+		say("no versitygw found: the S3 rows are left out (--versitygw)")
+	}
+	// compressTo runs zfuse compress of raw into dest with args, as one
+	// process or as *parts at once with the workers divided among them,
+	// then --finish, and returns the rate in GB/s and the CPU seconds of
+	// the zfuse processes and of the gateway (with one) per GiB.
+	compressTo := func(dest string, gw *benchGateway, n int) (rate, cpu, gwCPU float64, err error) {
+		var env, args []string
+		if gw != nil {
+			env, args = gw.env, gw.flags
+		}
+		runOne := func(extra ...string) *exec.Cmd {
+			cmd := exec.CommandContext(ctx, self, append(append(append([]string{"compress", "--progress", "none", "--codec", "blosc:lz4:5:shuffle"}, args...), extra...), raw, dest)...)
+			cmd.Env = append(os.Environ(), env...)
+			return cmd
+		}
+		gw0 := gw.cpu()
+		t0 := time.Now()
+		var cmds []*exec.Cmd
+		var errs []*bytes.Buffer
+		if n == 1 {
+			cmds = append(cmds, runOne("--workers", threads))
+		} else {
+			for k := range n {
+				cmds = append(cmds, runOne("--workers", strconv.Itoa(max(*workers/n, 1)), "--part", fmt.Sprintf("%d/%d", k, n)))
+			}
+		}
+		for _, cmd := range cmds {
+			var b bytes.Buffer
+			cmd.Stderr = &b
+			errs = append(errs, &b)
+			if err := cmd.Start(); err != nil {
+				return 0, 0, 0, err
+			}
+		}
+		for i, cmd := range cmds {
+			if e := cmd.Wait(); e != nil && err == nil {
+				err = fmt.Errorf("zfuse compress %s: %v\n%s", dest, e, errs[i])
+			}
+		}
+		if err == nil && n > 1 {
+			fin := runOne("--finish")
+			var b bytes.Buffer
+			fin.Stderr = &b
+			if e := fin.Run(); e != nil {
+				err = fmt.Errorf("zfuse compress --finish %s: %v\n%s", dest, e, &b)
+			}
+			cmds = append(cmds, fin)
+		}
+		sec := time.Since(t0).Seconds()
+		gib := float64(total) / (1 << 30)
+		for _, cmd := range cmds {
+			if ps := cmd.ProcessState; ps != nil {
+				cpu += (ps.UserTime() + ps.SystemTime()).Seconds() / gib
+			}
+		}
+		return float64(total) / sec / 1e9, cpu, (gw.cpu() - gw0).Seconds() / gib, err
+	}
 	var m benchCompressRuns
+	m.parts = *parts
 	load0 := loadAvg()
 	start := time.Now()
 	for r := range *rounds {
@@ -192,19 +265,42 @@ func benchCompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 					return err
 				}
 				dest := filepath.Join(outs, "zfuse.zarr")
-				t0 := time.Now()
-				cmd := exec.CommandContext(ctx, self, "compress", "--progress", "none", "--workers", threads, "--codec", "blosc:lz4:5:shuffle", raw, dest)
-				var errb bytes.Buffer
-				cmd.Stderr = &errb
-				err = cmd.Run()
-				sec = time.Since(t0).Seconds()
+				rate, cpu, _, err := compressTo(dest, nil, 1)
 				os.RemoveAll(dest)
-				if err != nil {
-					return fmt.Errorf("zfuse compress: %v\n%s", err, &errb)
-				}
-				m.zCopy = append(m.zCopy, float64(total)/sec/1e9)
-				return nil
+				m.zCopy = append(m.zCopy, rate)
+				m.cpu[0] = append(m.cpu[0], cpu)
+				return err
 			},
+			func() error { // zfuse, in parts
+				dest := filepath.Join(outs, "parts.zarr")
+				rate, cpu, _, err := compressTo(dest, nil, *parts)
+				os.RemoveAll(dest)
+				m.zParts = append(m.zParts, rate)
+				m.cpu[1] = append(m.cpu[1], cpu)
+				return err
+			},
+		}
+		if gw != nil {
+			sides = append(sides,
+				func() error { // zfuse into S3
+					rate, cpu, gwCPU, err := compressTo("s3://bench/one.zarr", gw, 1)
+					os.RemoveAll(filepath.Join(gw.root, "bench", "one.zarr"))
+					m.s3Copy = append(m.s3Copy, rate)
+					m.cpu[2], m.gwCPU[0] = append(m.cpu[2], cpu), append(m.gwCPU[0], gwCPU)
+					return err
+				},
+				func() error { // zfuse into S3, in parts
+					rate, cpu, gwCPU, err := compressTo("s3://bench/parts.zarr", gw, *parts)
+					os.RemoveAll(filepath.Join(gw.root, "bench", "parts.zarr"))
+					m.s3Parts = append(m.s3Parts, rate)
+					m.cpu[3], m.gwCPU[1] = append(m.cpu[3], cpu), append(m.gwCPU[1], gwCPU)
+					return err
+				})
+		}
+		// Each round in another order, so that no side always meets a
+		// warmer (or busier) machine, or follows the same one.
+		for range r % len(sides) {
+			sides = append(sides[1:], sides[0])
 		}
 		if r%2 == 1 {
 			slices.Reverse(sides)
@@ -246,6 +342,10 @@ func readChunks(dir string) ([][]byte, error) {
 // benchCompressRuns are the measurements, GB/s per round.
 type benchCompressRuns struct {
 	cEnc, goEnc, pyCopy, zCopy []float64
+	zParts, s3Copy, s3Parts    []float64    // in parts; into S3, one process and in parts (none without versitygw)
+	cpu                        [4][]float64 // CPU seconds of the zfuse processes per GiB: directory, in parts, S3, S3 in parts
+	gwCPU                      [2][]float64 // versitygw's CPU seconds per GiB: one process, in parts
+	parts                      int
 	cLZ4, goLZ4, cZstd, goZstd int64 // encoded bytes
 }
 
@@ -274,7 +374,25 @@ func (m benchCompressRuns) report(w io.Writer, total int64, nchunks, workers int
 	row("Blosc(lz4, 5, shuffle) encode, zfuse pool", m.goEnc)
 	row("copy into Blosc-lz4, zarr-python zarr.copy", m.pyCopy)
 	row("copy into Blosc-lz4, zfuse compress", m.zCopy)
+	row(fmt.Sprintf("the same, %d parts at once, then --finish", m.parts), m.zParts)
+	if len(m.s3Copy) > 0 {
+		row("the same into S3 (versitygw, 127.0.0.1)", m.s3Copy)
+		row(fmt.Sprintf("the same into S3, %d parts at once, then --finish", m.parts), m.s3Parts)
+	}
 	tw.Flush()
+	// Where the time goes, on a machine whose cores the gateway shares.
+	med := func(v []float64) string {
+		if len(v) == 0 {
+			return "-"
+		}
+		x, lo, hi := median(v)
+		return fmt.Sprintf("%.2f [%.2f-%.2f]", x, lo, hi)
+	}
+	fmt.Fprintf(w, "\nCPU seconds per GiB, median [min-max]: zfuse into a directory %s, in %d parts %s", med(m.cpu[0]), m.parts, med(m.cpu[1]))
+	if len(m.s3Copy) > 0 {
+		fmt.Fprintf(w, "; into S3 %s, in parts %s; versitygw receiving it %s, in parts %s", med(m.cpu[2]), med(m.cpu[3]), med(m.gwCPU[0]), med(m.gwCPU[1]))
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "target\tmeasured\twanted\t")
@@ -301,5 +419,13 @@ func (m benchCompressRuns) report(w io.Writer, total int64, nchunks, workers int
 	fmt.Fprintf(tw, "Blosc-lz4 ratio, zfuse %.4f / c-blosc %.4f\t%.4f\t>= 0.98\t%s\n", ratioGo, ratioC, ratioGo/ratioC, met(ratioGo/ratioC >= 0.98))
 	fmt.Fprintf(tw, "Zstd(3) ratio, zfuse %.4f / libzstd %.4f\t%.4f\t>= 0.95\t%s\n", zGo, zC, zGo/zC, met(zGo/zC >= 0.95))
 	fmt.Fprintf(tw, "zfuse compress / zarr-python copy (per round)\t%.2fx [%.2f-%.2f]\t>= 2x\t%s\n", cp, cpLo, cpHi, met(cp >= 2))
+	pt, ptLo, ptHi := paired(m.zParts, m.zCopy)
+	fmt.Fprintf(tw, "zfuse compress, %d parts / one process (per round)\t%.2fx [%.2f-%.2f]\t>= 0.9x\t%s\n", m.parts, pt, ptLo, ptHi, met(pt >= 0.9))
+	if len(m.s3Copy) > 0 {
+		s3, s3Lo, s3Hi := paired(m.s3Copy, m.zCopy)
+		fmt.Fprintf(tw, "zfuse compress into S3 / into a directory (per round)\t%.2fx [%.2f-%.2f]\t>= 0.7x\t%s\n", s3, s3Lo, s3Hi, met(s3 >= 0.7))
+		s3p, s3pLo, s3pHi := paired(m.s3Parts, m.zParts)
+		fmt.Fprintf(tw, "the same, %d parts, into S3 / into a directory (per round)\t%.2fx [%.2f-%.2f]\t>= 0.7x\t%s\n", m.parts, s3p, s3pLo, s3pHi, met(s3p >= 0.7))
+	}
 	tw.Flush()
 }

@@ -24,28 +24,38 @@ import (
 	"github.com/zfuse/zfuse/fs"
 	"github.com/zfuse/zfuse/gpu"
 	"github.com/zfuse/zfuse/store"
+	s3store "github.com/zfuse/zfuse/store/s3"
 	"github.com/zfuse/zfuse/zarr"
 )
 
 // zfuse compress [flags] SOURCE DEST: read every array of SOURCE decoded
 // (anything zfuse mounts), encode its chunks on every core, and write a
-// Zarr store to the local directory DEST. This file is the command: flags,
-// the checks on DEST, and the plan (what each array becomes); the copy
-// itself is in compress_copy.go, progress and summary in
-// compress_report.go.
+// Zarr store to DEST, a local directory or an S3 prefix. This file is the
+// command: flags, the checks on DEST, and the plan (what each array
+// becomes); the copy itself is in compress_copy.go, where it writes in
+// compress_dest.go, its records in compress_record.go, the split of a job
+// among processes (--part) in compress_split.go and --finish in
+// compress_finish.go, progress and summary in compress_report.go.
 
 const compressUsage = `Read every array of SOURCE (a directory, http(s):// or s3://; any codec, Zarr v2
 or v3, sharded or not), encode its chunks on every core, and write a Zarr store
-to the local directory DEST, which must not exist, or be empty (or be an
-interrupted run's DEST, with --resume). Groups, attributes, fill values,
-dimension names and consolidated metadata carry over; arrays that cannot be
-encoded (object dtypes, codecs zfuse cannot decode) are copied as stored.
+to DEST, a local directory or s3://bucket/prefix, which must not exist, or be
+empty (or be an interrupted run's DEST, with --resume). Groups, attributes,
+fill values, dimension names and consolidated metadata carry over; arrays that
+cannot be encoded (object dtypes, codecs zfuse cannot decode) are copied as
+stored.
 
 --codec is a comma-separated list, filters first:
   blosc[:CNAME[:CLEVEL[:SHUFFLE[:BLOCKSIZE]]]]   CNAME lz4 lz4hc blosclz zlib zstd; SHUFFLE
                                                  noshuffle shuffle bitshuffle auto (default blosc:lz4:5:shuffle)
   zstd[:LEVEL]  lz4[:ACCELERATION]  gzip[:LEVEL]  zlib[:LEVEL]  none
-  delta, shuffle                                 filters (delta: integer arrays only)`
+  delta, shuffle                                 filters (delta: integer arrays only)
+
+One job on many processes or machines: run "zfuse compress --part K/N SOURCE DEST"
+for K = 0 to N-1, at once or not, each writing its share of the chunks and no
+metadata (add --resume to continue a part that stopped); then
+"zfuse compress --finish SOURCE DEST" checks that every part wrote its whole share
+with the same settings, writes the metadata and prints the job's summary.`
 
 // compressFlags are zfuse compress's own flags.
 type compressFlags struct {
@@ -63,6 +73,8 @@ type compressFlags struct {
 	progress   string
 	logLevel   string
 	cpuProfile string
+	part       string // --part K/N
+	finish     bool
 }
 
 func addCompressFlags(fl *flag.FlagSet) *compressFlags {
@@ -81,6 +93,8 @@ func addCompressFlags(fl *flag.FlagSet) *compressFlags {
 	fl.StringVar(&f.progress, "progress", "auto", "progress on stderr: auto (a bar on a terminal, plain lines otherwise), bar, plain, none")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a CPU profile of the run to this file, for go tool pprof")
+	fl.StringVar(&f.part, "part", "", "write only share K of N (K from 0, e.g. 2/8) of the chunks and no metadata, so that N processes on any machines write one DEST at once; then --finish")
+	fl.BoolVar(&f.finish, "finish", false, "once every --part K/N of the job has run: check that each wrote its whole share with the same settings, write the metadata and print the job's summary")
 	return f
 }
 
@@ -100,14 +114,37 @@ func compress(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
+	var prt part
+	if f.part != "" {
+		var err error
+		if prt, err = parsePart(f.part); err != nil {
+			return badUsage("compress", "%w", err)
+		}
+	}
+	if f.finish && (prt.n > 0 || f.verify) {
+		return badUsage("compress", "--finish writes no chunk: --part and --verify belong on the parts")
+	}
 	source, dest := fl.Arg(0), fl.Arg(1)
-	if err := checkDest(source, dest, f.resume); err != nil {
+	if err := checkDest(source, dest); err != nil {
 		return err
 	}
-	if f.resume {
-		if err := resumeSettings(fl, dest, log); err != nil {
-			return err
-		}
+	dst, err := openDest(ctx, dest, sf, log)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	held, err := readDest(ctx, dst)
+	if err != nil {
+		return err
+	}
+	if err := checkHolds(dest, held, prt, f.finish, f.resume); errors.Is(err, errFinished) {
+		fmt.Fprintf(stderr, "zfuse compress: DEST %s holds the finished store already (no part records left): nothing to do\n", dest)
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if err := takeSettings(fl, dest, held, prt, f.resume || f.finish, log); err != nil {
+		return err
 	}
 	opts, err := f.options()
 	if err != nil {
@@ -160,11 +197,15 @@ func compress(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	loader, closeLoader := lf.loader(src, dec, log)
 	defer closeLoader()
 	c := &copier{
-		log: log, src: src, chunks: loader, encoders: enc, dest: dest,
+		log: log, src: src, chunks: loader, encoders: enc, dst: dst, dest: dest, held: held,
 		workers: lf.workers, memory: int64(f.memory), writeEmpty: f.writeEmpty, resume: f.resume, verify: f.verify,
-		settings: settingsOf(fl),
+		settings: settingsOf(fl), part: prt,
 	}
-	c.progress = newProgress(stderr, f.progress, p.total())
+	if f.finish {
+		return c.finish(ctx, p, stdout)
+	}
+	c.divide(p)
+	c.progress = newProgress(stderr, f.progress, c.total(p), prt)
 	err = c.run(ctx, p)
 	c.progress.stop()
 	if err != nil {
@@ -177,7 +218,8 @@ func compress(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // settingFlags are the flags that shape what is written: an interrupted
-// run's are recorded in runFile, and --resume takes them from there.
+// run's are recorded in runFile (a part's in its own record), and --resume
+// and --finish take them from there.
 var settingFlags = []string{"codec", "format", "chunks", "shard", "write-empty"}
 
 // settingsOf returns the values of settingFlags in fl.
@@ -189,46 +231,59 @@ func settingsOf(fl *flag.FlagSet) map[string]string {
 	return m
 }
 
-// resumeSettings sets the flags of settingFlags not given on the command
-// line to the values an interrupted run into dest recorded, and refuses a
-// flag given with another value: resuming with other settings would
-// rewrite (or mix) what the run wrote.
-func resumeSettings(fl *flag.FlagSet, dest string, log *slog.Logger) error {
-	b, err := os.ReadFile(filepath.Join(dest, runFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil // a finished store: its metadata is compared array by array (copier.run)
+// takeSettings checks the flags of settingFlags against the records of
+// the unfinished job in DEST: with take (--resume, --finish) those not
+// given on the command line are set to the recorded values; a flag given
+// (or, without take, left at its default) with another value than a
+// record's is refused: resuming with other settings would rewrite (or
+// mix) what the job wrote, and every part of a job needs the same.
+func takeSettings(fl *flag.FlagSet, dest string, held *destState, prt part, take bool, log *slog.Logger) error {
+	type rec struct {
+		what  string // who recorded it, for messages
+		flags map[string]string
 	}
-	if err != nil {
-		return fmt.Errorf("DEST: %w", err)
-	}
-	var r struct {
-		Flags map[string]string `json:"flags"`
-	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		return fmt.Errorf("DEST: %s: %w", runFile, err)
+	var recs []rec
+	switch {
+	case prt.n == 0 && !take:
+	case prt.n == 0 && held.run != nil:
+		recs = append(recs, rec{"--resume: DEST " + dest + " was", held.run.Flags})
+	default:
+		if r := held.parts[prt.k]; r != nil && prt.n > 0 {
+			recs = append(recs, rec{"DEST " + dest + ": part " + prt.String() + " was", r.Flags})
+		}
+		for p, r := range held.partRecords() {
+			if p.k != prt.k || prt.n == 0 {
+				recs = append(recs, rec{"DEST " + dest + ": part " + p.String() + " of this job was", r.Flags})
+			}
+		}
 	}
 	given := map[string]bool{}
 	fl.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	var taken []any
-	for _, name := range settingFlags {
-		was, ok := r.Flags[name]
-		if !ok {
-			continue
-		}
-		now := fl.Lookup(name).Value.String()
-		if given[name] {
-			if now != was {
-				return fmt.Errorf("--resume: DEST %s was started with --%s %s, this run says --%s %s: refused (give the same value, or leave the flag out to take the recorded one)", dest, name, was, name, now)
+	for _, r := range recs {
+		for _, name := range settingFlags {
+			was, ok := r.flags[name]
+			if !ok {
+				continue
 			}
-			continue
+			now := fl.Lookup(name).Value.String()
+			if given[name] || !take {
+				if now != was {
+					return fmt.Errorf("%s started with --%s %s, this run says --%s %s: refused (give the same value, or leave the flag out and add --resume to take the recorded one)", r.what, name, was, name, now)
+				}
+				continue
+			}
+			if err := fl.Set(name, was); err != nil {
+				return fmt.Errorf("DEST: a record's --%s %q: %w", name, was, err)
+			}
+			given[name] = true // the next record must agree with this one
+			if now != was {
+				taken = append(taken, name, was)
+			}
 		}
-		if err := fl.Set(name, was); err != nil {
-			return fmt.Errorf("DEST: %s: --%s %q: %w", runFile, name, was, err)
-		}
-		taken = append(taken, name, was)
 	}
 	if len(taken) > 0 {
-		log.Info("resuming with the settings the interrupted run recorded", taken...)
+		log.Info("taking the settings the job recorded in DEST", taken...)
 	}
 	return nil
 }
@@ -395,9 +450,12 @@ func (o compressOptions) codecs(dtype string, itemSize int) (codec.Config, []cod
 }
 
 // checkDest refuses a DEST that would lose or corrupt data, before
-// anything is written: inside SOURCE (or SOURCE itself), a file, not empty
-// (unless resume), or not writable.
-func checkDest(source, dest string, resume bool) error {
+// anything is written: inside SOURCE (or SOURCE itself), or, local, a
+// file, or not writable. What DEST holds is checkHolds's.
+func checkDest(source, dest string) error {
+	if strings.Contains(dest, "://") {
+		return checkRemoteDest(source, dest)
+	}
 	absDest, err := filepath.Abs(dest)
 	if err != nil {
 		return fmt.Errorf("DEST %s: %w", dest, err)
@@ -429,22 +487,25 @@ func checkDest(source, dest string, resume bool) error {
 	if err := unix.Access(absDest, unix.W_OK|unix.X_OK); err != nil {
 		return fmt.Errorf("DEST %s is not writable: %w", dest, err)
 	}
-	entries, err := os.ReadDir(absDest)
-	if err != nil {
-		return fmt.Errorf("DEST %s: %w", dest, err)
+	return nil
+}
+
+// checkRemoteDest refuses an s3:// DEST inside an s3:// SOURCE (the same
+// bucket, at or below its prefix) and URLs that are no DEST.
+func checkRemoteDest(source, dest string) error {
+	if scheme, _, _ := strings.Cut(dest, "://"); !strings.EqualFold(scheme, "s3") {
+		return fmt.Errorf("DEST %s: want a local directory or s3://bucket/prefix", redactSource(dest))
 	}
-	if len(entries) == 0 {
+	db, dp, err := s3store.ParseURL(dest)
+	if err != nil {
+		return fmt.Errorf("DEST: %w", err)
+	}
+	if scheme, _, _ := strings.Cut(source, "://"); !strings.EqualFold(scheme, "s3") {
 		return nil
 	}
-	if !resume {
-		return fmt.Errorf("DEST %s is not empty: refused (to continue an interrupted zfuse compress into it, add --resume)", dest)
-	}
-	_, manifest := os.Stat(filepath.Join(absDest, runFile))
-	_, v2 := os.Stat(filepath.Join(absDest, zarr.GroupFile))
-	_, v2a := os.Stat(filepath.Join(absDest, zarr.ArrayFile))
-	_, v3 := os.Stat(filepath.Join(absDest, zarr.MetadataFile))
-	if manifest != nil && v2 != nil && v2a != nil && v3 != nil {
-		return fmt.Errorf("DEST %s is not empty and holds neither an interrupted zfuse compress run (%s) nor a Zarr store: refused", dest, runFile)
+	sb, sp, err := s3store.ParseURL(source)
+	if err == nil && sb == db && (sp == "" || dp == sp || strings.HasPrefix(dp, sp+"/")) {
+		return fmt.Errorf("DEST %s is inside SOURCE %s: refused, it would write into the store it reads", dest, source)
 	}
 	return nil
 }
@@ -503,20 +564,6 @@ type planArray struct {
 type planGroup struct {
 	path  string
 	files map[string][]byte
-}
-
-// total is the work to do, in units of new chunks (source chunks for
-// arrays copied as stored are not counted).
-func (p *compressPlan) total() progressTotal {
-	var t progressTotal
-	for _, a := range p.arrays {
-		if a.enc != nil {
-			d := a.enc.Array()
-			t.chunks += d.NumChunks()
-			t.bytes += d.NumChunks() * d.ChunkLen()
-		}
-	}
-	return t
 }
 
 // plan walks the source tree and decides each array's metadata and

@@ -11,7 +11,6 @@ import (
 	"maps"
 	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -30,18 +29,17 @@ import (
 // chunks in C order, or one shard), with up to two units per worker in
 // flight and their chunk bytes bounded by --memory. A unit reads its
 // source chunks decoded (the chunk loader decodes on the CPU pool or the
-// GPU), encodes its chunks as one batch (the encode pool), and writes each
-// file under a temporary name that it then renames: a killed run leaves
-// whole files only. An array's metadata is written when all its chunks
-// are, the groups' and the consolidated metadata last, so DEST never
-// describes data it lacks. runFile, written first, records the plan, so
-// that --resume keeps exactly the chunks written with the same settings.
-
-// runFile records an unfinished run in DEST; it is removed at the end.
-const runFile = ".zfuse-compress.json"
-
-// tmpSuffix marks files being written.
-const tmpSuffix = ".zfuse-tmp"
+// GPU), encodes its chunks as one batch (the encode pool), and writes
+// them into the destination, which shows each value whole or not at all:
+// a killed run leaves whole values only. An array's metadata is written
+// when all its chunks are, the groups' and the consolidated metadata
+// last, so DEST never describes data it lacks. The run's record, written
+// first, holds the plan, so that --resume keeps exactly the chunks written
+// with the same settings: those DEST lists, at a size they can have.
+//
+// A part (--part K/N) writes only its share of each array's objects
+// (compress_split.go) and no metadata; its record, at the end, says what
+// it wrote, for --finish.
 
 // chunkSource returns decoded source chunks (readahead.Loader.Chunk): the
 // slice is shared and must not be modified; a missing chunk satisfies
@@ -68,32 +66,158 @@ type copier struct {
 	src        store.Store
 	chunks     chunkSource
 	encoders   func(codec.Encoder) codec.BatchEncoder
-	dest       string
+	dst        destination
+	dest       string     // DEST as given, for messages
+	held       *destState // what DEST held at the start
 	workers    int
 	memory     int64
 	writeEmpty bool
 	resume     bool
 	verify     bool
-	settings   map[string]string // settingFlags' values, recorded in runFile for --resume
+	settings   map[string]string // settingFlags' values, recorded for --resume
+	part       part              // --part; n 0: the whole job
 	progress   *progress
 
-	stats []*arrayStats // by plan.arrays index, filled by run
-	dirs  sync.Map      // directories created
+	record  string        // the key of this run's record: runFile or the part's
+	shares  []share       // by plan.arrays index: the objects this process writes (divide)
+	started time.Time     // when this run started (set by run)
+	began   time.Time     // when this part first started, in this run or one it resumes
+	stats   []*arrayStats // by plan.arrays index, filled by run
 }
 
 // arrayStats count what one array's copy did. Updated atomically.
 type arrayStats struct {
 	written, empty, kept atomic.Int64 // new chunks written, left out (fill or missing), kept from a previous run
 	in, out              atomic.Int64 // decoded bytes of the chunks written, their stored bytes
+	objects, bytes       atomic.Int64 // objects (chunks, shards, values copied) of the share DEST holds, their size
 	took                 time.Duration
 }
 
-// run writes the whole plan.
-func (c *copier) run(ctx context.Context, p *compressPlan) error {
-	if err := os.MkdirAll(c.dest, 0o755); err != nil {
-		return fmt.Errorf("DEST: %w", err)
+// divide decides what this process writes: with --part K/N its share of
+// the job, else everything. It sets the record's name.
+func (c *copier) divide(p *compressPlan) {
+	c.record = runFile
+	if c.part.n > 0 {
+		c.record = partFile(c.part)
 	}
-	previous, err := c.previousRun(p)
+	all := jobShares(p, max(c.part.n, 1))
+	c.shares = make([]share, len(p.arrays))
+	for i := range p.arrays {
+		c.shares[i] = all[i][c.part.k]
+	}
+}
+
+// jobShares returns the shares of each of n parts of the plan: [array
+// index][part]. An array copied as stored has one object, the whole array,
+// in its owner's share.
+func jobShares(p *compressPlan, n int) [][]share {
+	encs := make([]*zarr.Array, len(p.arrays))
+	for i, pa := range p.arrays {
+		if pa.enc != nil {
+			encs[i] = pa.enc.Array()
+		}
+	}
+	out := split(encs, n)
+	stored := 0
+	for i, pa := range p.arrays {
+		if pa.enc == nil {
+			out[i][owner(stored, n)] = share{0, 1}
+			stored++
+		}
+	}
+	return out
+}
+
+// total is the work of this process's shares, in new chunks and their
+// decoded bytes (chunks of arrays copied as stored are not counted).
+func (c *copier) total(p *compressPlan) progressTotal {
+	var t progressTotal
+	for i, pa := range p.arrays {
+		if pa.enc == nil || c.shares[i].hi == c.shares[i].lo {
+			continue
+		}
+		d := pa.enc.Array()
+		_, before := weight(d, c.shares[i].lo)
+		w, last := weight(d, c.shares[i].hi-1)
+		t.bytes += last + w - before
+		t.chunks += (last + w - before) / max(d.ChunkLen(), 1)
+	}
+	return t
+}
+
+// mine reports whether key is this process's to write: everything in a
+// run of one process; for a part, its record and the objects of its
+// shares.
+func (c *copier) mine(p *compressPlan) func(key string) bool {
+	return func(key string) bool {
+		switch {
+		case c.part.n == 0:
+			return true
+		case isRecord(key):
+			return key == c.record
+		}
+		i, rel := p.arrayOf(key)
+		return i >= 0 && c.shares[i].has(objectIndex(p.arrays[i], rel))
+	}
+}
+
+// arrayOf returns the index in p.arrays of the array whose directory holds
+// key, and key relative to it; -1 when none does.
+func (p *compressPlan) arrayOf(key string) (int, string) {
+	best, rel := -1, ""
+	for i, pa := range p.arrays {
+		r, ok := key, pa.path == "."
+		if !ok {
+			r, ok = strings.CutPrefix(key, pa.path+"/")
+		}
+		if ok && (best < 0 || len(pa.path) > len(p.arrays[best].path)) {
+			best, rel = i, r
+		}
+	}
+	return best, rel
+}
+
+// objectIndex returns the index, in C order over the stored grid, of the
+// object at rel (a key relative to the array pa) that the plan writes, or
+// -1 when no object of the plan's is stored there. An array copied as
+// stored is one object, 0, for any key but its metadata.
+func objectIndex(pa *planArray, rel string) int64 {
+	if pa.enc == nil {
+		if _, meta := pa.files[rel]; meta {
+			return -1
+		}
+		return 0
+	}
+	d := pa.enc.Array()
+	coords, ok := d.ParseStoredKey(rel)
+	if !ok {
+		return -1
+	}
+	var j int64
+	for ax, g := range d.StoredGrid() {
+		j = j*int64(g) + int64(coords[ax])
+	}
+	return j
+}
+
+// plausible reports whether a stored object of size n that DEST holds can
+// be one that the plan writes for pa: not empty, at least a shard index,
+// exactly the chunk size for codecs that keep it. Writes are whole, so a
+// listing's size is the check short of reading the object (--verify).
+func plausible(pa *planArray, n int64) bool {
+	d := pa.enc.Array()
+	if sh := d.Shard(); sh != nil {
+		return n > sh.IndexLen()
+	}
+	if max := int64(pa.enc.Chunk().MaxEncodedLen(int(d.ChunkLen()))); max == d.ChunkLen() {
+		return n == max
+	}
+	return n > 0
+}
+
+// run writes the plan, or this part's share of it.
+func (c *copier) run(ctx context.Context, p *compressPlan) error {
+	previous, err := c.previousRun(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -102,99 +226,131 @@ func (c *copier) run(ctx context.Context, p *compressPlan) error {
 			return fmt.Errorf("--resume: DEST %s holds %s written with other settings (%s): refused before writing anything; give the flags it was written with, or a new DEST",
 				c.dest, pa.path, filesDiff(prev, pa.files))
 		}
+		for q, r := range c.held.partRecords() {
+			if prev, ok := r.files(pa.path); ok && q != c.part && !sameFiles(prev, pa.files) {
+				return fmt.Errorf("DEST %s: part %s of this job writes %s with other settings (%s): refused before writing anything; every part of a job needs the same flags",
+					c.dest, q, pa.path, filesDiff(prev, pa.files))
+			}
+		}
 	}
-	if err := c.writeRun(p); err != nil {
+	c.started, c.began = time.Now(), time.Now()
+	if r := c.held.parts[c.part.k]; c.resume && c.part.n > 0 && r != nil && !r.Started.IsZero() {
+		c.began = r.Started // the job's time counts from the part's first start
+	}
+	if err := c.writeRecord(ctx, p, nil); err != nil {
 		return err
+	}
+	// What a killed run of this process left half-written, no reader saw.
+	if err := c.dst.Clean(ctx, c.mine(p)); err != nil {
+		return fmt.Errorf("DEST: %w", err)
 	}
 	c.stats = make([]*arrayStats, len(p.arrays))
 	for i, pa := range p.arrays {
 		c.stats[i] = &arrayStats{}
 		start := time.Now()
 		keep := c.resume && sameFiles(previous[pa.path], pa.files)
-		if !keep {
-			if err := c.clear(pa.path); err != nil {
-				return err
-			}
-		}
-		if pa.enc == nil {
-			err = c.copyStored(ctx, pa)
-		} else {
-			err = c.copyArray(ctx, pa, keep, c.stats[i])
+		switch {
+		case c.shares[i].lo == c.shares[i].hi: // another part's
+		case pa.enc == nil:
+			err = c.copyStored(ctx, pa, c.stats[i])
+		default:
+			err = c.copyArray(ctx, pa, c.shares[i], keep, c.stats[i])
 		}
 		if err != nil {
 			return err
 		}
-		if err := c.writeFiles(pa.path, pa.files); err != nil {
-			return err
+		if c.part.n == 0 {
+			if err := c.writeFiles(ctx, pa.path, pa.files); err != nil {
+				return err
+			}
 		}
 		c.stats[i].took = time.Since(start)
 	}
-	if err := c.writeGroups(p); err != nil {
+	if c.part.n > 0 {
+		return c.writeRecord(ctx, p, c.done(p))
+	}
+	if err := c.writeGroups(ctx, p); err != nil {
 		return err
 	}
-	return os.Remove(filepath.Join(c.dest, runFile))
+	return c.dst.RemoveKey(ctx, runFile)
 }
 
-// previousRun returns what an earlier run into DEST planned for each
-// array (from runFile), or, for arrays whose metadata was written, that
-// metadata; with --resume, an array whose plan is the same keeps its
-// chunks. Leftover temporary files are removed.
-func (c *copier) previousRun(p *compressPlan) (map[string]map[string][]byte, error) {
+// done is what this part did, for its record.
+func (c *copier) done(p *compressPlan) *partDone {
+	d := &partDone{Ended: time.Now(), Took: time.Since(c.started).Seconds(), Arrays: map[string]shareStats{}}
+	for i, pa := range p.arrays {
+		if c.shares[i].lo == c.shares[i].hi {
+			continue
+		}
+		s := c.stats[i]
+		d.Arrays[pa.path] = shareStats{
+			Objects: s.objects.Load(), Bytes: s.bytes.Load(),
+			Written: s.written.Load(), Empty: s.empty.Load(), Kept: s.kept.Load(), In: s.in.Load(), Out: s.out.Load(),
+			Took: s.took.Seconds(),
+		}
+	}
+	return d
+}
+
+// previousRun returns what an earlier run of this process into DEST
+// planned for each array (from its record), or, for arrays whose metadata
+// was written, that metadata; with --resume, an array whose plan is the
+// same keeps its chunks.
+func (c *copier) previousRun(ctx context.Context, p *compressPlan) (map[string]map[string][]byte, error) {
 	prev := map[string]map[string][]byte{}
 	if !c.resume {
 		return prev, nil
 	}
-	if b, err := os.ReadFile(filepath.Join(c.dest, runFile)); err == nil {
-		var r struct {
-			Arrays map[string]map[string]string `json:"arrays"`
-		}
-		if err := json.Unmarshal(b, &r); err != nil {
-			return nil, fmt.Errorf("DEST: %s: %w", runFile, err)
-		}
-		for p, files := range r.Arrays {
-			prev[p] = map[string][]byte{}
-			for name, s := range files {
-				prev[p][name] = []byte(s)
+	r := c.held.run
+	if c.part.n > 0 {
+		r = c.held.parts[c.part.k]
+	}
+	if r != nil {
+		for _, pa := range p.arrays {
+			if files, ok := r.files(pa.path); ok {
+				prev[pa.path] = files
 			}
 		}
+	}
+	if c.held.n > 0 || len(c.held.names) == 0 {
+		return prev, nil // a job in parts, or nothing: no metadata to read
 	}
 	for _, pa := range p.arrays {
 		if _, ok := prev[pa.path]; ok {
 			continue
 		}
+		// Whatever metadata DEST holds for it, in either format: a store of
+		// another format is other settings too.
 		files := map[string][]byte{}
-		for name := range pa.files {
-			if b, err := os.ReadFile(c.path(pa.path, name)); err == nil {
+		for _, name := range []string{zarr.ArrayFile, zarr.AttrsFile, zarr.MetadataFile} {
+			b, err := c.dst.ReadKey(ctx, path.Join(pa.path, name))
+			switch {
+			case err == nil:
 				files[name] = b
+			case !errors.Is(err, iofs.ErrNotExist):
+				return nil, fmt.Errorf("DEST: %w", err)
 			}
 		}
 		if len(files) > 0 {
 			prev[pa.path] = files
 		}
 	}
-	err := filepath.WalkDir(c.dest, func(p string, d iofs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(d.Name(), tmpSuffix) {
-			err = os.Remove(p)
-		}
-		return err
-	})
-	return prev, err
+	return prev, nil
 }
 
-// writeRun records the plan in runFile before any chunk is written.
-func (c *copier) writeRun(p *compressPlan) error {
-	r := map[string]map[string]string{}
-	for _, pa := range p.arrays {
-		r[pa.path] = map[string]string{}
-		for name, b := range pa.files {
-			r[pa.path][name] = string(b)
-		}
-	}
-	b, err := json.MarshalIndent(map[string]any{"zfuse_compress": 1, "flags": c.settings, "arrays": r}, "", " ")
+// writeRecord writes this run's record: the plan, and for a part that has
+// written its share, done.
+func (c *copier) writeRecord(ctx context.Context, p *compressPlan, done *partDone) error {
+	r := newRecord(p, c.settings, c.part, c.began)
+	r.Done = done
+	b, err := json.MarshalIndent(r, "", " ")
 	if err != nil {
 		return err
 	}
-	return c.write(filepath.Join(c.dest, runFile), b)
+	if err := c.dst.WriteKey(ctx, c.record, b); err != nil {
+		return fmt.Errorf("DEST: %w", err)
+	}
+	return nil
 }
 
 func sameFiles(a, b map[string][]byte) bool {
@@ -213,6 +369,11 @@ func sameFiles(a, b map[string][]byte) bool {
 // (DEST's and this run's): the file, and in JSON documents the fields.
 func filesDiff(a, b map[string][]byte) string {
 	var out []string
+	for _, name := range slices.Sorted(maps.Keys(a)) {
+		if _, ok := b[name]; !ok {
+			out = append(out, name+": in DEST, not written by this run")
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(b)) {
 		x, ok := a[name]
 		switch {
@@ -241,54 +402,10 @@ func jsonText(v any) string {
 	return string(b)
 }
 
-// clear removes what an earlier run wrote for the array at p (not the
-// same settings, or no --resume): its chunks would not match.
-func (c *copier) clear(p string) error {
-	dir := c.path(p, "")
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if p == "." && e.Name() == runFile {
-			continue
-		}
-		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// path is the file of key in the array or group directory p of DEST.
-func (c *copier) path(p, key string) string {
-	return filepath.Join(c.dest, filepath.FromSlash(p), filepath.FromSlash(key))
-}
-
-// write writes b to name under a temporary name, then renames it.
-func (c *copier) write(name string, b []byte) error {
-	dir := filepath.Dir(name)
-	if _, ok := c.dirs.Load(dir); !ok {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		c.dirs.Store(dir, true)
-	}
-	tmp := filepath.Join(dir, "."+filepath.Base(name)+tmpSuffix)
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, name)
-}
-
-func (c *copier) writeFiles(p string, files map[string][]byte) error {
-	for name, b := range files {
-		if err := c.write(c.path(p, name), b); err != nil {
-			return err
+func (c *copier) writeFiles(ctx context.Context, p string, files map[string][]byte) error {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if err := c.dst.WriteKey(ctx, path.Join(p, name), files[name]); err != nil {
+			return fmt.Errorf("DEST: %w", err)
 		}
 	}
 	return nil
@@ -296,7 +413,7 @@ func (c *copier) writeFiles(p string, files map[string][]byte) error {
 
 // writeGroups writes every group's metadata, and last the root's
 // consolidated metadata over everything written.
-func (c *copier) writeGroups(p *compressPlan) error {
+func (c *copier) writeGroups(ctx context.Context, p *compressPlan) error {
 	docs := map[string]map[string][]byte{}
 	for _, pa := range p.arrays {
 		docs[strings.TrimPrefix(pa.path, ".")] = pa.files
@@ -309,7 +426,7 @@ func (c *copier) writeGroups(p *compressPlan) error {
 			continue
 		}
 		docs[g.path] = g.files
-		if err := c.writeFiles(g.path, g.files); err != nil {
+		if err := c.writeFiles(ctx, g.path, g.files); err != nil {
 			return err
 		}
 	}
@@ -322,22 +439,24 @@ func (c *copier) writeGroups(p *compressPlan) error {
 			return err
 		}
 		if p.consolidated == 2 {
-			if err := c.writeFiles(".", root); err != nil {
+			if err := c.writeFiles(ctx, ".", root); err != nil {
 				return err
 			}
 		}
-		return c.writeFiles(".", cf)
+		return c.writeFiles(ctx, ".", cf)
 	}
-	return c.writeFiles(".", root)
+	return c.writeFiles(ctx, ".", root)
 }
 
 // copyStored copies every value under an array that cannot be encoded as
 // it is stored: the keys of its chunk grid (remote stores may not list
-// chunk keys), then whatever else the store lists under it.
-func (c *copier) copyStored(ctx context.Context, pa *planArray) error {
+// chunk keys), then whatever else the store lists under it; its metadata
+// is written with the others', after its values.
+func (c *copier) copyStored(ctx context.Context, pa *planArray, st *arrayStats) error {
 	done := map[string]bool{}
 	copyKey := func(key string) error {
-		if done[key] {
+		rel := strings.TrimPrefix(strings.TrimPrefix(key, pa.srcDir), "/")
+		if _, meta := pa.files[rel]; done[key] || meta {
 			return nil
 		}
 		done[key] = true
@@ -348,8 +467,12 @@ func (c *copier) copyStored(ctx context.Context, pa *planArray) error {
 		if err != nil {
 			return err
 		}
-		rel := strings.TrimPrefix(strings.TrimPrefix(key, pa.srcDir), "/")
-		return c.write(c.path(pa.path, rel), b)
+		if err := c.dst.WriteKey(ctx, path.Join(pa.path, rel), b); err != nil {
+			return fmt.Errorf("DEST: %w", err)
+		}
+		st.objects.Add(1)
+		st.bytes.Add(int64(len(b)))
+		return nil
 	}
 	if a := pa.src; a != nil {
 		for i := range a.NumChunks() {
@@ -395,20 +518,16 @@ type unit struct {
 	shard  []int   // the shard's coordinates; nil when not sharded
 }
 
-// units returns the array's units: runs of up to 16 chunks (and 16 MiB)
-// unsharded, one shard each sharded.
-func units(d *zarr.Array) (n int64, at func(i int64) unit) {
-	if sh := d.Shard(); sh != nil {
+// units returns the units of the objects sh of the array: runs of up to
+// 16 chunks (and 16 MiB) unsharded, one shard each sharded.
+func units(d *zarr.Array, sh share) (n int64, at func(i int64) unit) {
+	if s := d.Shard(); s != nil {
 		grid := d.StoredGrid()
-		count := int64(1)
-		for _, g := range grid {
-			count *= int64(g)
-		}
-		return count, func(i int64) unit {
-			s := unravelGrid(i, grid)
-			u := unit{shard: s, coords: make([][]int, sh.InnerChunks())}
+		return sh.hi - sh.lo, func(i int64) unit {
+			g := unravelGrid(sh.lo+i, grid)
+			u := unit{shard: g, coords: make([][]int, s.InnerChunks())}
 			for k := range u.coords {
-				if c, ok := d.InnerCoords(s, k); ok {
+				if c, ok := d.InnerCoords(g, k); ok {
 					u.coords[k] = c
 				}
 			}
@@ -416,10 +535,9 @@ func units(d *zarr.Array) (n int64, at func(i int64) unit) {
 		}
 	}
 	per := int64(max(min(16, (16<<20)/max(d.ChunkLen(), 1)), 1))
-	total := d.NumChunks()
-	return (total + per - 1) / per, func(i int64) unit {
+	return (sh.hi - sh.lo + per - 1) / per, func(i int64) unit {
 		var u unit
-		for j := i * per; j < min((i+1)*per, total); j++ {
+		for j := sh.lo + i*per; j < min(sh.lo+(i+1)*per, sh.hi); j++ {
 			u.coords = append(u.coords, d.Coords(j))
 		}
 		return u
@@ -435,12 +553,33 @@ func unravelGrid(i int64, grid []int) []int {
 	return c
 }
 
-// copyArray writes every chunk of an array that is encoded.
-func (c *copier) copyArray(ctx context.Context, pa *planArray, keep bool, st *arrayStats) error {
+// copyArray writes the chunks of the objects sh of an array that is
+// encoded. With keep, the objects of sh that DEST holds at a plausible
+// size are kept; without, they are removed first (an earlier run's, with
+// other settings).
+func (c *copier) copyArray(ctx context.Context, pa *planArray, sh share, keep bool, st *arrayStats) error {
 	d := pa.enc.Array()
-	n, at := units(d)
+	n, at := units(d, sh)
 	if n == 0 || d.NumChunks() == 0 {
 		return nil // an empty array: metadata only
+	}
+	held := map[string]int64{} // key -> size of the objects of sh that DEST holds
+	err := c.dst.Walk(ctx, pa.path, func(key string, size int64) error {
+		if i, rel := pathRel(key, pa.path); i && sh.has(objectIndex(pa, rel)) {
+			held[key] = size
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("DEST: %w", err)
+	}
+	for key, size := range held {
+		if !keep || !plausible(pa, size) {
+			if err := c.dst.RemoveKey(ctx, key); err != nil {
+				return fmt.Errorf("DEST: %w", err)
+			}
+			delete(held, key)
+		}
 	}
 	first := at(0)
 	weight := int64(len(first.coords)) * (d.ChunkLen() + int64(pa.enc.Chunk().MaxEncodedLen(int(d.ChunkLen()))))
@@ -454,13 +593,23 @@ func (c *copier) copyArray(ctx context.Context, pa *planArray, keep bool, st *ar
 		}
 		g.Go(func() error {
 			defer sem.Release(weight)
-			return c.unit(gctx, pa, enc, at(i), keep, st)
+			return c.unit(gctx, pa, enc, at(i), held, st)
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return err
 	}
 	return ctx.Err()
+}
+
+// pathRel returns key relative to the directory dir of a store ("." for
+// the root), and whether key is under dir.
+func pathRel(key, dir string) (bool, string) {
+	if dir == "." {
+		return true, key
+	}
+	rel, ok := strings.CutPrefix(key, dir+"/")
+	return ok, rel
 }
 
 // bufs are encode buffers, reused: a run allocates as many as it has in
@@ -487,30 +636,22 @@ func putBuf(b []byte) {
 var pid = uint32(os.Getpid())
 
 // unit copies one unit.
-func (c *copier) unit(ctx context.Context, pa *planArray, enc codec.BatchEncoder, u unit, keep bool, st *arrayStats) error {
+func (c *copier) unit(ctx context.Context, pa *planArray, enc codec.BatchEncoder, u unit, held map[string]int64, st *arrayStats) error {
 	d := pa.enc.Array()
-	key := func(i int) string { return d.ChunkKey(u.coords[i]) }
+	key := func(i int) string { return path.Join(pa.path, d.ChunkKey(u.coords[i])) }
 	if u.shard != nil {
-		shardKey, _, _ := d.StoredKey(firstCoords(u))
+		rel, _, _ := d.StoredKey(firstCoords(u))
+		shardKey := path.Join(pa.path, rel)
 		key = func(int) string { return shardKey }
 	}
 	// Chunks already written by a run with the same settings are kept
-	// (and with --verify checked against the source).
+	// (and with --verify checked against the source). held is only read.
 	kept := make([]bool, len(u.coords))
-	if keep {
-		written := map[string]bool{} // by key: one stat for all chunks of a shard
-		for i, co := range u.coords {
-			if co == nil {
-				continue
-			}
-			k := key(i)
-			w, ok := written[k]
-			if !ok {
-				_, err := os.Stat(c.path(pa.path, k))
-				w = err == nil
-				written[k] = w
-			}
-			kept[i] = w
+	inside := 0
+	for i, co := range u.coords {
+		if co != nil {
+			_, kept[i] = held[key(i)]
+			inside++
 		}
 	}
 	raws := make([][]byte, len(u.coords))
@@ -525,8 +666,17 @@ func (c *copier) unit(ctx context.Context, pa *planArray, enc codec.BatchEncoder
 		raws[i] = raw
 	}
 	if allKept(kept, u.coords) {
-		st.kept.Add(int64(len(u.coords)))
-		c.progress.add(int64(len(u.coords)), 0, 0)
+		st.kept.Add(int64(inside))
+		if u.shard != nil {
+			st.objects.Add(1)
+			st.bytes.Add(held[key(0)])
+		} else {
+			for i := range u.coords {
+				st.objects.Add(1)
+				st.bytes.Add(held[key(i)])
+			}
+		}
+		c.progress.add(int64(inside), 0, 0)
 		if c.verify {
 			return c.verifyUnit(ctx, pa, u, raws, key)
 		}
@@ -543,6 +693,8 @@ func (c *copier) unit(ctx context.Context, pa *planArray, enc codec.BatchEncoder
 	for i, raw := range raws {
 		if kept[i] && u.shard == nil {
 			nkept++ // its file stays
+			st.objects.Add(1)
+			st.bytes.Add(held[key(i)])
 			continue
 		}
 		if raw != nil {
@@ -567,42 +719,48 @@ func (c *copier) unit(ctx context.Context, pa *planArray, enc codec.BatchEncoder
 		if len(jobs) > 0 {
 			b, err := pa.enc.Shard(encoded)
 			if err != nil {
-				return fmt.Errorf("shard %s: %w", path.Join(pa.path, key(0)), err)
+				return fmt.Errorf("shard %s: %w", key(0), err)
 			}
-			if err := c.write(c.path(pa.path, key(0)), b); err != nil {
+			if err := c.write(ctx, key(0), b, st); err != nil {
 				return err
 			}
-			c.log.Debug("wrote", "key", path.Join(pa.path, key(0)), "n", len(b))
 			out = int64(len(b))
 		}
 	} else {
+		// Each chunk is its own object: written at once (the destination
+		// bounds its requests in flight), for object stores' latency.
+		wg, wctx := errgroup.WithContext(ctx)
 		for i, b := range encoded {
-			if b == nil {
-				continue
+			if b != nil {
+				out += int64(len(b))
+				wg.Go(func() error { return c.write(wctx, key(i), b, st) })
 			}
-			if err := c.write(c.path(pa.path, key(i)), b); err != nil {
-				return err
-			}
-			c.log.Debug("wrote", "key", path.Join(pa.path, key(i)), "n", len(b))
-			out += int64(len(b))
+		}
+		if err := wg.Wait(); err != nil {
+			return err
 		}
 	}
 	in = int64(len(jobs)) * d.ChunkLen()
-	inside := 0
-	for _, co := range u.coords {
-		if co != nil {
-			inside++
-		}
-	}
 	st.written.Add(int64(len(jobs)))
 	st.kept.Add(int64(nkept))
 	st.empty.Add(int64(inside - len(jobs) - nkept))
 	st.in.Add(in)
 	st.out.Add(out)
-	c.progress.add(int64(len(u.coords)), in, out)
+	c.progress.add(int64(inside), in, out)
 	if c.verify {
 		return c.verifyUnit(ctx, pa, u, raws, key)
 	}
+	return nil
+}
+
+// write writes one object of the share.
+func (c *copier) write(ctx context.Context, key string, b []byte, st *arrayStats) error {
+	if err := c.dst.WriteKey(ctx, key, b); err != nil {
+		return fmt.Errorf("DEST: %w", err)
+	}
+	c.log.Debug("wrote", "key", key, "n", len(b))
+	st.objects.Add(1)
+	st.bytes.Add(int64(len(b)))
 	return nil
 }
 
@@ -686,12 +844,12 @@ func (c *copier) verifyUnit(ctx context.Context, pa *planArray, u unit, raws [][
 		if co == nil {
 			continue
 		}
-		name := c.path(pa.path, key(i))
+		name := key(i)
 		var got []byte
 		var err error
 		if u.shard != nil {
 			if shard == nil {
-				if shard, err = os.ReadFile(name); errors.Is(err, os.ErrNotExist) {
+				if shard, err = c.dst.ReadKey(ctx, name); errors.Is(err, iofs.ErrNotExist) {
 					shard, err = []byte{}, nil
 				}
 			}
@@ -702,7 +860,7 @@ func (c *copier) verifyUnit(ctx context.Context, pa *planArray, u unit, raws [][
 			}
 		} else {
 			var b []byte
-			if b, err = os.ReadFile(name); err == nil {
+			if b, err = c.dst.ReadKey(ctx, name); err == nil {
 				got, err = d.DecodeChunk(make([]byte, 0, d.ChunkLen()), b)
 			}
 		}

@@ -21,6 +21,7 @@ type progressTotal struct{ chunks, bytes int64 }
 type progress struct {
 	w     io.Writer
 	mode  string // "bar", "plain" or "none"
+	name  string // "compress", or "compress part K/N"
 	total progressTotal
 	start time.Time
 
@@ -31,16 +32,19 @@ type progress struct {
 	wg       sync.WaitGroup
 }
 
-// newProgress starts reporting on w: mode "auto" is a bar when w is a
-// terminal, plain lines otherwise.
-func newProgress(w io.Writer, mode string, total progressTotal) *progress {
+// newProgress starts reporting on w the work total of a run, or of part
+// prt: mode "auto" is a bar when w is a terminal, plain lines otherwise.
+func newProgress(w io.Writer, mode string, total progressTotal, prt part) *progress {
 	if mode == "auto" {
 		mode = "plain"
 		if isTerminal(w) {
 			mode = "bar"
 		}
 	}
-	p := &progress{w: w, mode: mode, total: total, start: time.Now(), done: make(chan struct{})}
+	p := &progress{w: w, mode: mode, name: "compress", total: total, start: time.Now(), done: make(chan struct{})}
+	if prt.n > 0 {
+		p.name = "compress part " + prt.String()
+	}
 	if mode == "bar" || mode == "plain" {
 		p.wg.Go(p.loop)
 	}
@@ -68,7 +72,7 @@ func (p *progress) loop() {
 			if p.mode == "bar" {
 				fmt.Fprintf(p.w, "\r%s\x1b[K\n", p.line())
 			} else {
-				fmt.Fprintln(p.w, "compress:", p.line())
+				fmt.Fprintf(p.w, "%s: %s\n", p.name, p.line())
 			}
 			return
 		case now := <-t.C:
@@ -81,7 +85,7 @@ func (p *progress) loop() {
 				tenth = 10 * p.chunks.Load() / p.total.chunks
 			}
 			if now.Sub(lastLine) >= 10*time.Second || tenth > lastTenth {
-				fmt.Fprintln(p.w, "compress:", p.line())
+				fmt.Fprintf(p.w, "%s: %s\n", p.name, p.line())
 				lastLine, lastTenth = now, tenth
 			}
 		}
@@ -105,6 +109,9 @@ func (p *progress) line() string {
 	if p.mode == "bar" {
 		w := int(frac * 30)
 		bar = "[" + strings.Repeat("#", w) + strings.Repeat(" ", 30-w) + "] "
+		if p.name != "compress" {
+			bar = strings.TrimPrefix(p.name, "compress ") + " " + bar
+		}
 	}
 	return fmt.Sprintf("%s%3.0f%%  %d/%d chunks  %s in, %s out  %.2f GB/s  ETA %s",
 		bar, 100*frac, n, p.total.chunks, cache.FormatSize(in), cache.FormatSize(p.out.Load()), rate, eta)
@@ -126,6 +133,9 @@ func (c *copier) summary(w io.Writer, p *compressPlan) error {
 	var took time.Duration
 	for i, pa := range p.arrays {
 		s := c.stats[i]
+		if c.part.n > 0 && c.shares[i].lo == c.shares[i].hi {
+			continue // another part's
+		}
 		took += s.took
 		if pa.enc == nil {
 			fmt.Fprintf(tw, "%s\tcopied as stored: %v\n", pa.path, pa.why)
@@ -149,7 +159,11 @@ func (c *copier) summary(w io.Writer, p *compressPlan) error {
 	fmt.Fprintf(tw, "total\t\t\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\n", tot.written.Load(), tot.empty.Load(), tot.kept.Load(),
 		cache.FormatSize(tot.in.Load()), cache.FormatSize(tot.out.Load()), ratio(tot.in.Load(), tot.out.Load()), took.Round(time.Millisecond),
 		float64(tot.in.Load())/max(took.Seconds(), 1e-9)/1e9)
-	return tw.Flush()
+	if err := tw.Flush(); err != nil || c.part.n == 0 {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "part %s of the job: its share is in DEST; once every part's is, zfuse compress --finish SOURCE DEST writes the metadata\n", c.part)
+	return err
 }
 
 func ratio(in, out int64) string {

@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -121,7 +124,7 @@ func TestUnits(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := enc.Array()
-		n, at := units(d)
+		n, at := units(d, share{0, objects(d)})
 		seen := map[int64]int{}
 		for i := range n {
 			for _, c := range at(i).coords {
@@ -152,28 +155,82 @@ func TestCheckDest(t *testing.T) {
 	link := filepath.Join(tmp, "link")
 	os.Symlink(src, link)
 	tests := []struct {
-		dest   string
-		resume bool
-		err    string
+		src, dest string
+		err       string
 	}{
-		{filepath.Join(tmp, "new"), false, ""},
-		{filepath.Join(tmp, "a", "b", "c"), false, ""},
-		{filepath.Join(src, "sub"), false, "inside SOURCE"},
-		{filepath.Join(link, "sub"), false, "inside SOURCE"}, // through a symlink
-		{src, true, "inside SOURCE"},
-		{run, false, "not empty"},
-		{run, true, ""},
-		{filepath.Join(src, ".zgroup"), false, "inside SOURCE"},
-		{filepath.Join(tmp, "run", runFile, "x"), false, "is a file"},
+		{src, filepath.Join(tmp, "new"), ""},
+		{src, filepath.Join(tmp, "a", "b", "c"), ""},
+		{src, filepath.Join(src, "sub"), "inside SOURCE"},
+		{src, filepath.Join(link, "sub"), "inside SOURCE"}, // through a symlink
+		{src, src, "inside SOURCE"},
+		{src, run, ""},
+		{src, filepath.Join(src, ".zgroup"), "inside SOURCE"},
+		{src, filepath.Join(tmp, "run", runFile, "x"), "is a file"},
+		{src, "s3://bucket/out.zarr", ""},
+		{"s3://bucket/raw", "s3://bucket/raw/out.zarr", "inside SOURCE"},
+		{"s3://bucket/raw", "s3://bucket/raw", "inside SOURCE"},
+		{"s3://bucket", "s3://bucket/out.zarr", "inside SOURCE"},
+		{"s3://bucket/raw", "s3://bucket/raw2", ""},
+		{"s3://bucket/raw", "s3://other/raw/out.zarr", ""},
+		{src, "http://host/out.zarr", "want a local directory or s3://"},
+		{src, "s3://", "not an s3://"},
 	}
 	for _, tt := range tests {
-		err := checkDest(src, tt.dest, tt.resume)
+		err := checkDest(tt.src, tt.dest)
 		if (tt.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.err)) {
-			t.Errorf("checkDest(%s, resume %v) = %v, want %q", tt.dest, tt.resume, err, tt.err)
+			t.Errorf("checkDest(%s, %s) = %v, want %q", tt.src, tt.dest, err, tt.err)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(tmp, "new")); !errors.Is(err, os.ErrNotExist) {
 		t.Error("checkDest created DEST")
+	}
+}
+
+// TestCheckHolds: what DEST holds decides whether a run, a part or
+// --finish may write into it.
+func TestCheckHolds(t *testing.T) {
+	empty := &destState{parts: map[int]*runRecord{}}
+	garbage := &destState{names: []string{"notes.txt"}, parts: map[int]*runRecord{}}
+	store := &destState{names: []string{".zgroup", "a"}, store: true, parts: map[int]*runRecord{}}
+	run := &destState{names: []string{runFile, "a"}, run: &runRecord{}, parts: map[int]*runRecord{}}
+	parts := &destState{names: []string{partFile(part{1, 4}), "a"}, n: 4, parts: map[int]*runRecord{1: {}}}
+	one, p1, p2 := part{}, part{1, 4}, part{2, 4}
+	tests := []struct {
+		name           string
+		st             *destState
+		prt            part
+		finish, resume bool
+		err            string // "" for none; "finished" for errFinished
+	}{
+		{"empty", empty, one, false, false, ""},
+		{"not empty", garbage, one, false, false, "not empty"},
+		{"resume into no store", garbage, one, false, true, "neither"},
+		{"resume a run", run, one, false, true, ""},
+		{"a run, no resume", run, one, false, false, "not empty"},
+		{"resume a store", store, one, false, true, ""},
+		{"a run into parts", parts, one, false, true, "--part K/4"},
+		{"a part into an empty DEST", empty, p2, false, false, ""},
+		{"a part beside the others", parts, p2, false, false, ""},
+		{"a part again", parts, p1, false, false, "add --resume"},
+		{"a part resumed", parts, p1, false, true, ""},
+		{"a part of another N", parts, part{1, 3}, false, true, "same N"},
+		{"a part into a run", run, p2, false, true, "without --part"},
+		{"a part into garbage", garbage, p2, false, false, "not empty"},
+		{"finish", parts, one, true, false, ""},
+		{"finish nothing", empty, one, true, false, "no part"},
+		{"finish a run", run, one, true, false, "without --finish"},
+		{"finish a finished store", store, one, true, false, "finished"},
+	}
+	for _, tt := range tests {
+		err := checkHolds("DEST", tt.st, tt.prt, tt.finish, tt.resume)
+		switch {
+		case tt.err == "finished":
+			if !errors.Is(err, errFinished) {
+				t.Errorf("%s: %v, want errFinished", tt.name, err)
+			}
+		case (tt.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("%s: %v, want %q", tt.name, err, tt.err)
+		}
 	}
 }
 
@@ -232,3 +289,149 @@ func TestCompressSmall(t *testing.T) {
 }
 
 func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// smallStore writes a v2 store under dir and returns it: a uint16 array
+// in many chunks (some all fill), a small int32 one in a group, and two
+// object arrays (copied as stored).
+func smallStore(t *testing.T, dir string) string {
+	t.Helper()
+	src := filepath.Join(dir, "src.zarr")
+	os.MkdirAll(filepath.Join(src, "a"), 0o755)
+	os.MkdirAll(filepath.Join(src, "g", "b"), 0o755)
+	os.WriteFile(filepath.Join(src, ".zgroup"), []byte(`{"zarr_format":2}`), 0o644)
+	os.WriteFile(filepath.Join(src, "g", ".zgroup"), []byte(`{"zarr_format":2}`), 0o644)
+	os.WriteFile(filepath.Join(src, "a", ".zarray"), []byte(`{"zarr_format":2,"shape":[40,30],"chunks":[3,5],"dtype":"<u2","compressor":null,"filters":null,"fill_value":7,"order":"C"}`), 0o644)
+	os.WriteFile(filepath.Join(src, "g", "b", ".zarray"), []byte(`{"zarr_format":2,"shape":[9],"chunks":[4],"dtype":"<i4","compressor":null,"filters":null,"fill_value":0,"order":"C"}`), 0o644)
+	for i := range 14 {
+		for j := range 6 {
+			b := make([]byte, 30)
+			for k := range 15 {
+				b[2*k] = byte(i*7 + j*3 + k)
+			}
+			if (i+j)%5 == 0 {
+				b = bytes.Repeat([]byte{7, 0}, 15) // all fill: left out
+			}
+			os.WriteFile(filepath.Join(src, "a", fmt.Sprintf("%d.%d", i, j)), b, 0o644)
+		}
+	}
+	os.WriteFile(filepath.Join(src, "g", "b", "1"), bytes.Repeat([]byte{1, 2, 3, 4}, 4), 0o644)
+	// Object arrays, copied as stored.
+	for _, name := range []string{"s", "t"} {
+		os.MkdirAll(filepath.Join(src, "g", name), 0o755)
+		os.WriteFile(filepath.Join(src, "g", name, ".zarray"), []byte(`{"zarr_format":2,"shape":[3],"chunks":[2],"dtype":"|O","compressor":null,"filters":[{"id":"vlen-utf8"}],"fill_value":0,"order":"C"}`), 0o644)
+		os.WriteFile(filepath.Join(src, "g", name, "0"), []byte("\x02\x00\x00\x00\x01\x00\x00\x00a\x01\x00\x00\x00b"), 0o644)
+		os.WriteFile(filepath.Join(src, "g", name, "1"), []byte("\x01\x00\x00\x00\x01\x00\x00\x00c"), 0o644)
+	}
+	return src
+}
+
+// files reads every file under dir, by path relative to it.
+func files(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			out[rel] = string(testutil.Must(os.ReadFile(p)))
+		}
+		return err
+	})
+	return out
+}
+
+// TestCompressParts: a job split in three parts, then --finish, writes
+// the same files as one process, sharded or not; --finish refuses, naming
+// the part, while one has not run, and writes nothing; a part with other
+// settings is refused before it writes; --finish of a finished job has
+// nothing to do.
+func TestCompressParts(t *testing.T) {
+	for _, flags := range [][]string{
+		{"--codec", "zstd:1"},
+		{"--codec", "lz4", "--format", "v3", "--chunks", "2x5", "--shard", "2x2"},
+	} {
+		t.Run(strings.Join(flags, " "), func(t *testing.T) {
+			tmp := t.TempDir()
+			src := smallStore(t, tmp)
+			compress := func(args ...string) (string, error) {
+				var out, errOut bytes.Buffer
+				err := run(context.Background(), append(append([]string{"compress", "--progress", "none"}, args...), src, filepath.Join(tmp, "parts.zarr")), &out, &errOut)
+				if err != nil {
+					err = fmt.Errorf("%w\n%s", err, errOut.String())
+				}
+				return out.String(), err
+			}
+			one := filepath.Join(tmp, "one.zarr")
+			if err := run(context.Background(), append(append([]string{"compress", "--progress", "none"}, flags...), src, one), io.Discard, io.Discard); err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range []string{"0/3", "2/3"} {
+				if _, err := compress(append([]string{"--part", k}, flags...)...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := files(t, filepath.Join(tmp, "parts.zarr"))
+			if _, err := compress("--finish"); err == nil || !strings.Contains(err.Error(), "part 1/3 has not run") {
+				t.Errorf("--finish with part 1/3 missing: %v", err)
+			}
+			if _, err := compress(append([]string{"--part", "1/3", "--codec", "gzip"}, flags[2:]...)...); err == nil || !strings.Contains(err.Error(), "--codec") {
+				t.Errorf("a part with another codec: %v", err)
+			}
+			if after := files(t, filepath.Join(tmp, "parts.zarr")); !maps.Equal(before, after) {
+				t.Errorf("a refused run changed DEST: %d files, then %d", len(before), len(after))
+			}
+			if _, err := compress(append([]string{"--part", "1/3"}, flags...)...); err != nil {
+				t.Fatal(err)
+			}
+			sum, err := compress("--finish")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(sum, "job: 3 parts") {
+				t.Errorf("the job's summary:\n%s", sum)
+			}
+			got, want := files(t, filepath.Join(tmp, "parts.zarr")), files(t, one)
+			for name, w := range want {
+				if got[name] != w {
+					t.Errorf("%s differs from one process's (%d bytes, want %d)", name, len(got[name]), len(w))
+				}
+			}
+			for name := range got {
+				if _, ok := want[name]; !ok {
+					t.Errorf("%s: not written by one process", name)
+				}
+			}
+			if _, err := compress("--finish"); err != nil {
+				t.Errorf("--finish of a finished job: %v", err)
+			}
+		})
+	}
+}
+
+// TestDirDestClean: Clean removes the temporaries of the keys it is told
+// are its own, and no value, and no one else's temporary.
+func TestDirDestClean(t *testing.T) {
+	root := t.TempDir()
+	d := &dirDest{root: root}
+	ctx := context.Background()
+	for _, k := range []string{"a/0.0", "a/0.1", "b/c/0"} {
+		if err := d.WriteKey(ctx, k, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tmp := range []string{"a/.0.0.zfuse-tmp", "a/.1.1.zfuse-tmp", "b/c/.0.zfuse-tmp"} {
+		os.WriteFile(filepath.Join(root, tmp), []byte("half"), 0o644)
+	}
+	var walked []string
+	d.Walk(ctx, "a", func(k string, n int64) error { walked = append(walked, k); return nil })
+	if !slices.Equal(walked, []string{"a/0.0", "a/0.1"}) {
+		t.Errorf("Walk(a) = %v: temporaries are no keys", walked)
+	}
+	if err := d.Clean(ctx, func(k string) bool { return strings.HasPrefix(k, "a/") }); err != nil {
+		t.Fatal(err)
+	}
+	got := slices.Sorted(maps.Keys(files(t, root)))
+	want := []string{"a/0.0", "a/0.1", "b/c/.0.zfuse-tmp", "b/c/0"}
+	if !slices.Equal(got, want) {
+		t.Errorf("after Clean: %v, want %v", got, want)
+	}
+}

@@ -59,10 +59,10 @@ func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
 func addSourceFlags(fl *flag.FlagSet) *sourceFlags {
 	f := &sourceFlags{}
-	fl.StringVar(&f.s3Endpoint, "s3-endpoint", "", "s3:// SOURCE: the service URL of an S3-compatible store other than AWS (e.g. http://127.0.0.1:7070); default: AWS, or $AWS_ENDPOINT_URL")
-	fl.StringVar(&f.s3Region, "s3-region", "", "s3:// SOURCE: the region; default: $AWS_REGION or the shared config, else us-east-1")
-	fl.BoolVar(&f.s3PathStyle, "s3-path-style", false, "s3:// SOURCE: put the bucket in the URL path, not the host name (most non-AWS servers need this)")
-	fl.IntVar(&f.maxInflight, "http-max-inflight", 128, "http(s):// and s3:// SOURCE: requests in flight at once")
+	fl.StringVar(&f.s3Endpoint, "s3-endpoint", "", "s3:// SOURCE (and compress's DEST): the service URL of an S3-compatible store other than AWS (e.g. http://127.0.0.1:7070); default: AWS, or $AWS_ENDPOINT_URL")
+	fl.StringVar(&f.s3Region, "s3-region", "", "s3:// SOURCE (and compress's DEST): the region; default: $AWS_REGION or the shared config, else us-east-1")
+	fl.BoolVar(&f.s3PathStyle, "s3-path-style", false, "s3:// SOURCE (and compress's DEST): put the bucket in the URL path, not the host name (most non-AWS servers need this)")
+	fl.IntVar(&f.maxInflight, "http-max-inflight", 128, "http(s):// and s3:// SOURCE (and compress's s3:// DEST): requests in flight at once")
 	fl.DurationVar(&f.timeout, "http-timeout", httpstore.DefaultTimeout, "http(s):// and s3:// SOURCE: how long a server may stay silent, before it answers or within a body, before the request is tried again")
 	fl.Var(&f.arrays, "array", "http(s):// SOURCE without consolidated metadata: the path of an array or group to serve (repeatable); HTTP cannot list directories")
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "http(s):// and s3:// SOURCE: keep stored (compressed) chunks in this directory across mounts, validated by ETag/Last-Modified; one mount per directory")

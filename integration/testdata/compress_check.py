@@ -17,6 +17,10 @@ usage: /usr/bin/python3 compress_check.py COMMAND ARGS...
   values ORIG OUT PATH...     write the values of the arrays PATH of ORIG as JSON
                              to OUT: {path: {"shape": [...], "data": [C order]}}
                              (bools as 0/1), for comparing with zarrita
+  digest ORIG OUT PATH...    write the shape and the SHA-256 of the values (C
+                             order, little-endian float64) of the arrays PATH of
+                             ORIG as JSON to OUT, for comparing with zarrita's
+                             digest.mjs on arrays too large to print
   whole DEST                 every chunk file under DEST decodes (numcodecs,
                              with the .zarray that DEST's .zfuse-compress.json
                              plans for its array) to a whole chunk: an
@@ -128,6 +132,19 @@ def cmd_values(orig, out, *paths):
     report("values written", "" if res else "no array")
 
 
+def cmd_digest(orig, out, *paths):
+    import hashlib
+    g = zarr.open_group(orig, mode="r")
+    res = {}
+    for p in paths:
+        a = g[p][...]
+        b = np.ascontiguousarray(a, dtype="<f8").tobytes()
+        res[p] = {"shape": list(a.shape), "sha256": hashlib.sha256(b).hexdigest()}
+    with open(out, "w") as f:
+        json.dump(res, f)
+    report("digests written", "" if res else "no array")
+
+
 def cmd_whole(dest):
     with open(os.path.join(dest, ".zfuse-compress.json")) as f:
         run = json.load(f)["arrays"]
@@ -159,7 +176,7 @@ def cmd_whole(dest):
 
 
 def main():
-    cmds = {"same": cmd_same, "xarray": cmd_xarray, "values": cmd_values, "whole": cmd_whole}
+    cmds = {"same": cmd_same, "xarray": cmd_xarray, "values": cmd_values, "digest": cmd_digest, "whole": cmd_whole}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         sys.exit(__doc__)
     cmds[sys.argv[1]](*sys.argv[2:])

@@ -132,6 +132,14 @@ func (f *Facts) Observe(ctx context.Context, key string, x Fact) error {
 	return nil
 }
 
+// Forget drops what is known about key: the caller has just written or
+// removed it, so the next response about it is its version, not a change.
+func (f *Facts) Forget(key string) {
+	f.mu.Lock()
+	delete(f.facts, key)
+	f.mu.Unlock()
+}
+
 // makeRoom forgets an eighth of the keys if the table is full. f.mu is held.
 func (f *Facts) makeRoom() {
 	if len(f.facts) < f.max {

@@ -111,6 +111,11 @@ func TestFacts(t *testing.T) {
 			t.Errorf("%s: Get(a) = %+v, %v; want the first version", tc.name, x, ok)
 		}
 	}
+	// Forgotten (the caller rewrote it): the next version is the one.
+	f.Forget("a")
+	if err := f.Observe(ctx, "a", remote.Fact{Size: 12, Tag: `"3"`}); err != nil {
+		t.Errorf("after Forget: %v", err)
+	}
 	if err := f.Observe(ctx, "b", remote.Fact{Missing: true}); err != nil {
 		t.Error(err)
 	}

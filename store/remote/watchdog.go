@@ -9,11 +9,12 @@ import (
 )
 
 // A Watchdog sends requests with Next and cancels those whose server stays
-// silent for Silence: no response headers that long, or no byte of the
-// body that long between two reads. A server that accepts a connection and
-// never answers, or stops in the middle of a body, so costs an attempt
-// Silence, not the reader's patience; a slow body that keeps coming is not
-// cut. The error of a cancelled request (from Next, or from reading the
+// silent for Silence: no response headers that long after the request's
+// body was last read from (an upload is being sent, not waited on), or no
+// byte of the response body that long between two reads. A server that
+// accepts a connection and never answers, or stops in the middle of a
+// body, so costs an attempt Silence, not the reader's patience; a slow
+// body that keeps coming, in either direction, is not cut. The error of a cancelled request (from Next, or from reading the
 // body) has Timeout() true, which the AWS SDK retries; httpstore marks it
 // Retryable. It is an http.RoundTripper and an AWS SDK HTTPClient, and safe
 // for concurrent use when Next is.
@@ -34,7 +35,11 @@ func (w Watchdog) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancelCause(req.Context())
 	silent := &silentError{w.Silence}
 	timer := time.AfterFunc(w.Silence, func() { cancel(silent) })
-	resp, err := w.Next(req.WithContext(ctx))
+	req = req.WithContext(ctx)
+	if req.Body != nil && req.Body != http.NoBody {
+		req.Body = &sentBody{ReadCloser: req.Body, timer: timer, d: w.Silence}
+	}
+	resp, err := w.Next(req)
 	if err != nil {
 		timer.Stop()
 		cancel(nil)
@@ -50,6 +55,22 @@ func (w Watchdog) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // Do is RoundTrip, for the AWS SDK's HTTPClient interface.
 func (w Watchdog) Do(req *http.Request) (*http.Response, error) { return w.RoundTrip(req) }
+
+// A sentBody is a request body that restarts its request's watchdog timer
+// on every read: while the transport sends it, the server is not silent.
+type sentBody struct {
+	io.ReadCloser
+	timer *time.Timer
+	d     time.Duration
+}
+
+func (b *sentBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.timer.Reset(b.d)
+	}
+	return n, err
+}
 
 // A watchedBody restarts its request's watchdog timer on every read that
 // returns data, and stops it on Close.

@@ -85,3 +85,67 @@ func TestWatchdog(t *testing.T) {
 		})
 	}
 }
+
+// slowReader gives one byte per gap, n bytes in all: an upload sent
+// slowly (a slow link), which keeps the server busy receiving.
+type slowReader struct {
+	gap time.Duration
+	n   int
+}
+
+func (r *slowReader) Read(p []byte) (int, error) {
+	if r.n == 0 {
+		return 0, io.EOF
+	}
+	time.Sleep(r.gap)
+	r.n--
+	p[0] = 'x'
+	return 1, nil
+}
+
+// TestWatchdogUpload: an upload that takes longer than the watchdog's
+// time, but keeps going, is not cut (a large part to S3 on a slow link);
+// the server's silence counts from the last byte sent.
+func TestWatchdogUpload(t *testing.T) {
+	const silence = 10 * time.Second
+	for _, tc := range []struct {
+		name    string
+		think   time.Duration // after the body, before the response
+		timeout bool
+	}{
+		{"slow upload, quick answer", time.Second, false},
+		{"slow upload, silent server", time.Hour, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := remote.Watchdog{Silence: silence, Next: func(req *http.Request) (*http.Response, error) {
+					b, err := io.ReadAll(req.Body) // the transport sending it
+					if err != nil || string(b) != "xxxxx" {
+						return nil, errors.New("body not sent")
+					}
+					select {
+					case <-time.After(tc.think):
+						return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+					case <-req.Context().Done():
+						return nil, req.Context().Err()
+					}
+				}}
+				req, _ := http.NewRequestWithContext(t.Context(), "PUT", "http://example.invalid/k", &slowReader{gap: 9 * time.Second, n: 5})
+				start := time.Now()
+				resp, err := w.RoundTrip(req)
+				if err == nil {
+					resp.Body.Close()
+				}
+				var te interface{ Timeout() bool }
+				switch {
+				case !tc.timeout && err != nil:
+					t.Errorf("an upload of 45s that kept going: %v", err)
+				case tc.timeout && (!errors.As(err, &te) || !te.Timeout()):
+					t.Errorf("%v; want a timeout", err)
+				case tc.timeout && time.Since(start) != 45*time.Second+silence:
+					t.Errorf("gave up after %v, want 55s", time.Since(start))
+				}
+			})
+		})
+	}
+}

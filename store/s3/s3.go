@@ -1,6 +1,8 @@
 // Package s3store reads a Zarr store from an S3-compatible object store
 // (AWS S3, MinIO, versitygw, Ceph, R2, ...) with aws-sdk-go-v2: the store
-// is the objects under a prefix of a bucket (s3://bucket/prefix).
+// is the objects under a prefix of a bucket (s3://bucket/prefix). It also
+// writes one (WriteKey, RemoveKey, Walk, AbortUploads: zfuse compress's
+// s3:// DEST; see write.go).
 //
 // The one fact to know: region and credentials come the usual AWS way (the
 // AWS_* environment variables, then the shared config and credentials
@@ -72,6 +74,10 @@ type Config struct {
 	// Transport, if set, replaces the default one (tests).
 	Transport http.RoundTripper
 	Log       *slog.Logger // nil means discard
+	// PartSize is the size of the parts of a multipart upload (WriteKey),
+	// which values larger than it get; 0 means DefaultPartSize. S3 wants
+	// at least 5 MiB.
+	PartSize int64
 	// Refresh, when positive, is how long what a response said about an
 	// object is believed: after it, the object is asked about again, and
 	// a new version is served as such (remote.Facts.Refresh). 0: the
@@ -93,14 +99,15 @@ func ParseURL(raw string) (bucket, prefix string, err error) {
 // concurrent use.
 type Store struct {
 	// Immutable after Open.
-	client  *s3.Client
-	bucket  string
-	prefix  string // "" or ending in "/"
-	limit   remote.Limit
-	backoff remote.Backoff // for bodies that break after the SDK's retries; OnRetry counts every retry
-	log     *slog.Logger
-	facts   *remote.Facts
-	name    string // s3://bucket/prefix, for logs
+	client   *s3.Client
+	bucket   string
+	prefix   string // "" or ending in "/"
+	limit    remote.Limit
+	backoff  remote.Backoff // for bodies that break after the SDK's retries; OnRetry counts every retry
+	log      *slog.Logger
+	facts    *remote.Facts
+	name     string // s3://bucket/prefix, for logs
+	partSize int64  // WriteKey: larger values are uploaded in parts of this size
 }
 
 var (
@@ -193,14 +200,18 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		prefix += "/"
 	}
 	s := &Store{
-		client:  client,
-		bucket:  cfg.Bucket,
-		prefix:  prefix,
-		limit:   remote.NewLimit(inflight),
-		backoff: b,
-		log:     log,
-		facts:   remote.NewFacts(0, log),
-		name:    "s3://" + cfg.Bucket + "/" + strings.TrimSuffix(prefix, "/"),
+		client:   client,
+		bucket:   cfg.Bucket,
+		prefix:   prefix,
+		limit:    remote.NewLimit(inflight),
+		backoff:  b,
+		log:      log,
+		facts:    remote.NewFacts(0, log),
+		name:     "s3://" + cfg.Bucket + "/" + strings.TrimSuffix(prefix, "/"),
+		partSize: cfg.PartSize,
+	}
+	if s.partSize <= 0 {
+		s.partSize = DefaultPartSize
 	}
 	s.facts.Refresh(cfg.Refresh)
 	if _, err := s.list(ctx, ".", 1); err != nil {

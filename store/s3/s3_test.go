@@ -43,6 +43,13 @@ type gateway struct {
 // (fixtures/v2/data.zarr: v2.zarr), and serves them.
 func startGateway(t *testing.T, rel ...string) *gateway {
 	t.Helper()
+	return startGatewayArgs(t, []string{"--nometa"}, rel...)
+}
+
+// startGatewayArgs is startGateway with other arguments to versitygw's
+// posix backend.
+func startGatewayArgs(t *testing.T, args []string, rel ...string) *gateway {
+	t.Helper()
 	bin := testutil.Versitygw(t)
 	g := &gateway{root: t.TempDir(), log: &bytes.Buffer{}}
 	for _, r := range rel {
@@ -53,7 +60,7 @@ func startGateway(t *testing.T, rel ...string) *gateway {
 	}
 	os.MkdirAll(filepath.Join(g.root, bucket), 0o755)
 	addr := testutil.FreeAddr(t)
-	cmd := exec.Command(bin, "--port", addr, "posix", "--nometa", g.root)
+	cmd := exec.Command(bin, append(append([]string{"--port", addr, "posix"}, args...), g.root)...)
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+accessKey, "ROOT_SECRET_ACCESS_KEY="+secretKey)
 	cmd.Stdout, cmd.Stderr = g.log, g.log
 	if err := cmd.Start(); err != nil {
