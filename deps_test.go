@@ -28,6 +28,7 @@ var allowed = map[string][]string{
 	"fs":          {"readahead", "zarr", "store", "codec"},
 	"cmd/zfuse":   {"*"},
 	"integration": {},
+	"internal":    {}, // internal/…: small helpers (internal/memlimit)
 	testutil:      {},
 }
 
