@@ -38,8 +38,8 @@ type Config struct {
 // budget accounting drifts (ristretto updates a cost in place, without
 // evicting). It is safe for concurrent use. Close it to stop its goroutines.
 type Cache struct {
-	max    int64                            // immutable after New
-	rc     *ristretto.Cache[string, []byte] // nil when max <= 0; owns the budget
+	rc     *ristretto.Cache[string, []byte] // nil when New's budget was <= 0; owns the budget
+	max    atomic.Int64                     // the budget: New's, or as SetMaxBytes changed it
 	flight Flight[[]byte]                   // one load per key at a time
 
 	// Counters, updated atomically.
@@ -48,18 +48,19 @@ type Cache struct {
 
 // New returns an empty cache with the budget cfg.MaxBytes.
 func New(cfg Config) (*Cache, error) {
-	c := &Cache{max: max(cfg.MaxBytes, 0)}
-	if c.max == 0 {
+	c := &Cache{}
+	c.max.Store(max(cfg.MaxBytes, 0))
+	if cfg.MaxBytes <= 0 {
 		return c, nil
 	}
 	item := cfg.ItemBytes
 	if item <= 0 {
 		item = 64 << 10
 	}
-	counters := min(max(10*(c.max/item), 1000), 10_000_000)
+	counters := min(max(10*(cfg.MaxBytes/item), 1000), 10_000_000)
 	rc, err := ristretto.NewCache(&ristretto.Config[string, []byte]{
 		NumCounters: counters,
-		MaxCost:     c.max,
+		MaxCost:     cfg.MaxBytes,
 		BufferItems: 64, // ristretto's recommended Get buffer size
 		// Cost is exactly what we pass (cap of the value), not plus
 		// ristretto's per-item overhead, so MaxCost is a byte budget.
@@ -168,6 +169,22 @@ func (c *Cache) Load(ctx context.Context, key string, load func(context.Context)
 	})
 }
 
+// SetMaxBytes changes the budget to n (a cache made without one keeps
+// nothing, still). Lowering it drops every value kept, at once: the
+// process needs the memory back (memory pressure), and ristretto would
+// only evict as values are added.
+func (c *Cache) SetMaxBytes(n int64) {
+	if c.rc == nil {
+		return
+	}
+	n = max(n, 0)
+	old := c.max.Swap(n)
+	c.rc.UpdateMaxCost(max(n, 1)) // ristretto: 1 byte keeps nothing, 0 would be no limit
+	if n < old && c.used() > 0 {
+		c.rc.Clear()
+	}
+}
+
 // used returns the bytes kept: the sum of cap(value) over kept values, as
 // the eviction policy accounts them. It never exceeds Max. (ristretto stores
 // an admitted value just before it drops the victims that made room for it,
@@ -212,7 +229,7 @@ func (c *Cache) Stats() Stats {
 		Loads:      c.loads.Load(),
 		LoadErrors: c.loadErrors.Load(),
 		Used:       c.used(),
-		Max:        c.max,
+		Max:        c.max.Load(),
 	}
 	if c.rc != nil {
 		m := c.rc.Metrics

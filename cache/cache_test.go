@@ -266,3 +266,54 @@ func BenchmarkLoadHit(b *testing.B) {
 		}
 	})
 }
+
+// TestSetMaxBytes: lowering the budget drops what is kept at once, and
+// nothing beyond the new budget is kept after; raising it keeps values
+// again. A cache made without a budget keeps nothing whatever it is set to.
+func TestSetMaxBytes(t *testing.T) {
+	c := newCache(t, 256<<10)
+	load := func(key string, n int) {
+		t.Helper()
+		if _, err := c.Load(context.Background(), key, func(context.Context) ([]byte, error) { return make([]byte, n), nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 16 {
+		load(fmt.Sprint(i), 8<<10)
+	}
+	c.wait()
+	if n, _ := kept(c); n == 0 {
+		t.Fatal("nothing kept before SetMaxBytes")
+	}
+	c.SetMaxBytes(16 << 10)
+	if n, count := kept(c); n != 0 || c.used() != 0 {
+		t.Errorf("after SetMaxBytes(16KiB): %d values of %d bytes kept, Used %d; want none", count, n, c.used())
+	}
+	if st := c.Stats(); st.Max != 16<<10 {
+		t.Errorf("Max = %d", st.Max)
+	}
+	for i := range 16 {
+		load("b"+fmt.Sprint(i), 8<<10)
+	}
+	c.wait()
+	if n, _ := kept(c); n > 16<<10 || n != c.used() {
+		t.Errorf("kept %d bytes (Used %d) under a budget of 16 KiB", n, c.used())
+	}
+	c.SetMaxBytes(256 << 10)
+	for i := range 16 {
+		load("c"+fmt.Sprint(i), 8<<10)
+	}
+	c.wait()
+	if n, _ := kept(c); n <= 16<<10 {
+		t.Errorf("kept %d bytes after raising the budget back to 256 KiB", n)
+	}
+
+	off := newCache(t, 0)
+	off.SetMaxBytes(1 << 20)
+	if _, err := off.Load(context.Background(), "k", func(context.Context) ([]byte, error) { return make([]byte, 10), nil }); err != nil {
+		t.Fatal(err)
+	}
+	if st := off.Stats(); st.Used != 0 || st.Max != 0 {
+		t.Errorf("a cache made without a budget: %+v", st)
+	}
+}

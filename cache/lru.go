@@ -34,10 +34,11 @@ type LRU[V comparable] struct {
 	cfg    LRUConfig[V] // immutable
 	flight Flight[V]    // one load per key at a time
 
-	mu   sync.Mutex               // guards the fields below
-	used int64                    // sum of Size over entries
-	ll   list.List                // of *lruEntry[V], most recently used first
-	m    map[string]*list.Element // key -> element of ll
+	mu       sync.Mutex               // guards the fields below
+	maxBytes int64                    // the budget: cfg.MaxBytes, or as SetMaxBytes changed it
+	used     int64                    // sum of Size over entries
+	ll       list.List                // of *lruEntry[V], most recently used first
+	m        map[string]*list.Element // key -> element of ll
 
 	// Counters, updated atomically.
 	hits, misses, loads, loadErrors, evicted atomic.Int64
@@ -51,7 +52,7 @@ type lruEntry[V any] struct {
 
 // NewLRU returns an empty LRU.
 func NewLRU[V comparable](cfg LRUConfig[V]) *LRU[V] {
-	return &LRU[V]{cfg: cfg, m: map[string]*list.Element{}}
+	return &LRU[V]{cfg: cfg, maxBytes: cfg.MaxBytes, m: map[string]*list.Element{}}
 }
 
 // lookup returns the value kept under key and marks it recently used.
@@ -94,13 +95,31 @@ func (c *LRU[V]) add(key string, v V) {
 	}
 	c.m[key] = c.ll.PushFront(&lruEntry[V]{key: key, v: v, size: size})
 	c.used += size
-	for c.ll.Len() > 1 && (c.used > c.cfg.MaxBytes || (c.cfg.MaxItems > 0 && c.ll.Len() > c.cfg.MaxItems)) {
+	gone = c.evictLocked(1, gone)
+	c.mu.Unlock()
+	c.dropAll(gone)
+}
+
+// evictLocked evicts the least recently used values, keeping at least
+// keep, until the budget holds, and returns them appended to gone.
+func (c *LRU[V]) evictLocked(keep int, gone []V) []V {
+	for c.ll.Len() > keep && (c.used > c.maxBytes || (c.cfg.MaxItems > 0 && c.ll.Len() > c.cfg.MaxItems)) {
 		old := c.ll.Remove(c.ll.Back()).(*lruEntry[V])
 		delete(c.m, old.key)
 		c.used -= old.size
 		gone = append(gone, old.v)
 		c.evicted.Add(1)
 	}
+	return gone
+}
+
+// SetMaxBytes changes the byte budget to n, evicting the least recently
+// used values (every one, if need be) until they fit it: the process
+// needs the memory back (memory pressure).
+func (c *LRU[V]) SetMaxBytes(n int64) {
+	c.mu.Lock()
+	c.maxBytes = n
+	gone := c.evictLocked(0, nil)
 	c.mu.Unlock()
 	c.dropAll(gone)
 }
@@ -199,10 +218,10 @@ func (c *LRU[V]) dropAll(vs []V) {
 // an LRU keeps what it is given.
 func (c *LRU[V]) Stats() Stats {
 	c.mu.Lock()
-	used, n := c.used, c.ll.Len()
+	used, n, maxBytes := c.used, c.ll.Len(), c.maxBytes
 	c.mu.Unlock()
 	return Stats{
 		Hits: c.hits.Load(), Misses: c.misses.Load(), Loads: c.loads.Load(), LoadErrors: c.loadErrors.Load(),
-		Evicted: c.evicted.Load(), Used: used, Max: max(c.cfg.MaxBytes, 0), Items: int64(n),
+		Evicted: c.evicted.Load(), Used: used, Max: max(maxBytes, 0), Items: int64(n),
 	}
 }

@@ -301,3 +301,41 @@ func deleteDuringLoad[V any](t *testing.T, load func(context.Context, string, fu
 		t.Errorf("the running load returned %v, want its own value", v)
 	}
 }
+
+// TestLRUSetMaxBytes: lowering the budget evicts the least recently used
+// values at once, all of them for 0, each dropped once; raising it again
+// lets values be kept up to the new budget.
+func TestLRUSetMaxBytes(t *testing.T) {
+	c := newLRU(10, 0)
+	var vs []*item
+	for i := range 5 {
+		v := &item{key: strconv.Itoa(i), size: 2}
+		vs = append(vs, v)
+		c.add(v.key, v)
+	}
+	c.lookup("0") // now the most recently used
+	c.SetMaxBytes(5)
+	if got, want := keys(c), []string{"0", "4"}; !slices.Equal(got, want) {
+		t.Errorf("after SetMaxBytes(5): %v, want %v", got, want)
+	}
+	if st := c.Stats(); st.Used != 4 || st.Max != 5 || st.Evicted != 3 {
+		t.Errorf("stats %+v", st)
+	}
+	c.SetMaxBytes(0)
+	if got := keys(c); len(got) != 0 {
+		t.Errorf("after SetMaxBytes(0): %v, want none", got)
+	}
+	for _, v := range vs {
+		if v.drops.Load() != 1 {
+			t.Errorf("%s dropped %d times", v.key, v.drops.Load())
+		}
+	}
+	c.SetMaxBytes(6)
+	for i := range 4 {
+		v := &item{key: "n" + strconv.Itoa(i), size: 2}
+		c.add(v.key, v)
+	}
+	if got, want := keys(c), []string{"n3", "n2", "n1"}; !slices.Equal(got, want) {
+		t.Errorf("after SetMaxBytes(6) and four adds: %v, want %v", got, want)
+	}
+}

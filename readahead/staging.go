@@ -24,11 +24,11 @@ import (
 //
 // staging is safe for concurrent use.
 type staging struct {
-	max int64         // immutable
 	ttl time.Duration // immutable: how long a decoded chunk waits unread
 
 	mu                     sync.Mutex
-	used                   int64              // sum of size over entries; used <= max
+	max                    int64              // the budget (setMax lowers it under memory pressure)
+	used                   int64              // sum of size over entries; used <= max, but for what setMax left
 	peak                   int64              // highest used so far
 	placedUsed, placedPeak int64              // of used, the placed entries: pages pushed and not yet known read
 	entries                map[string]*staged // pending or ready, not yet read
@@ -325,6 +325,35 @@ func releaseAll(cs []*chunk) {
 	for _, c := range cs {
 		c.release()
 	}
+}
+
+// setMax changes the budget to max. Lowering it stops new reservations
+// until what is staged fits, and releases decoded chunks waiting unread,
+// the oldest first, until it does: they count as waste. Chunks still
+// loading keep their reservations (their readers wait for them).
+func (s *staging) setMax(max int64) {
+	s.mu.Lock()
+	s.max = max
+	var gone []*chunk
+	n := 0
+	for _, e := range s.ready {
+		if s.used <= s.max {
+			break
+		}
+		n++
+		if e.gone {
+			s.goneIn--
+			continue
+		}
+		s.removeLocked(e)
+		s.wasted++
+		s.wastedBytes += e.size
+		gone = append(gone, e.v)
+	}
+	clear(s.ready[:n])
+	s.ready = s.ready[n:]
+	s.mu.Unlock()
+	releaseAll(gone)
 }
 
 // run expires chunks every half TTL until ctx ends.
