@@ -82,6 +82,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	level := fl.String("log-level", "info", "log level: debug, info, warn or error")
 	asV2 := fl.Bool("as-v2", false, "present Zarr v3 groups and arrays as Zarr v2 (.zgroup, .zarray, v2 chunk keys) for v2-only readers; v3 arrays with no v2 equivalent are not shown")
 	lf := addLoaderFlags(fl)
+	mf := addMemoryFlags(fl) // memory.go: --memory-limit
 	sf := addSourceFlags(fl) // source.go: http(s):// and s3:// SOURCE
 	statsFile := fl.String("stats-file", "", "mount: write the readahead and cache counters as JSON to this file on SIGUSR1 and at unmount")
 	bg := addBackgroundFlags(fl) // background.go: --background, -d, --log-file
@@ -92,6 +93,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	lf.forSource(fl, fl.Arg(0))
+	var plan *memoryPlan
+	if cmd != "cat" {
+		p, err := planMemory(cmd, fl, lf, mf, os.DirFS("/")) // memory.go: fit the budgets to the memory limit
+		if err != nil {
+			return err
+		}
+		plan = p
+	}
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
 		return badUsage(cmd, "--log-level: %w", err)
@@ -104,6 +113,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeLog()
+	if cmd == "mount" {
+		plan.logPlan(log) // the first line: the limit found and the budgets chosen
+	}
 	m := newMetrics(*metricsAddr) // metrics.go; nil without --metrics
 	if cmd != "mount" {
 		m = nil
@@ -133,16 +145,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	tree := fs.New(fs.Config{Store: src, Chunks: m.chunks(loader), Log: log, AsV2: *asV2, Refresh: sf.refresh})
 	switch cmd {
 	case "mount":
+		pw := newPressureWatcher(plan, os.DirFS("/"), loader, log) // pressure.go: shed the caches under memory pressure
+		defer pw.stop()
 		m.watch(loader.Stats, dec.router.GPU(), disk)
+		m.watchMemory(pw.stats)
 		stopMetrics, err := m.serve(ctx, *metricsAddr, log)
 		if err != nil {
 			return err
 		}
 		defer stopMetrics()
+		mounted := func(srv *fs.Server) { m.served(srv); pw.start(srv.Serving() == fs.Passthrough) }
 		err = mount(ctx, log, tree, fl.Arg(0), fl.Arg(1), mountOpts{
 			debug: lv <= slog.LevelDebug, statsFile: *statsFile, stats: loader.Stats,
-			memLimit: lf.memory(), kernelReadahead: int64(lf.kernelReadahead), cpuProfile: lf.cpuProfile, serving: lf.serving,
-			gpu: dec.router.GPU(), ready: daemon.ready, mounted: m.served, allowOther: *allowOther})
+			memLimit: plan.softLimit(plan.budgets, lf.serving == fs.Passthrough), kernelReadahead: int64(lf.kernelReadahead), cpuProfile: lf.cpuProfile, serving: lf.serving,
+			gpu: dec.router.GPU(), ready: daemon.ready, mounted: mounted, allowOther: *allowOther})
 		if err != nil && daemon != nil {
 			log.Error("mount failed", "err", err) // the parent may be gone
 		}
@@ -150,5 +166,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "cat":
 		return cat(ctx, stdout, tree, fl.Arg(1))
 	}
-	return info(ctx, stdout, tree, dec.router, lf.serving)
+	if err := info(ctx, stdout, tree, dec.router, lf.serving); err != nil {
+		return err
+	}
+	return plan.print(stdout)
 }

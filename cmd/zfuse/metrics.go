@@ -148,6 +148,7 @@ type snapshots struct {
 	loader func() readahead.Stats
 	gpu    func() gpu.Stats
 	disk   func() diskcache.Stats
+	memory func() memoryStats
 	// The mount's requests, set once it is mounted (after the metrics
 	// are served, hence atomic).
 	serve atomic.Pointer[func() fs.ServeStats]
@@ -211,6 +212,11 @@ var (
 	dPushedB         = desc("zfuse_pushed_bytes_total", "Bytes of the chunks pushed into the page cache.")
 	dPushRefused     = desc("zfuse_push_refused_total", "Prefetched chunks not pushed, by why: unknown (the kernel did not know the file yet), kernel (it refused the pages).", "why")
 	dPlaced          = desc("zfuse_pushed_chunks_read_total", "Pushed chunks by what became of them: read (the reader read past them), reread (read through the daemon after all: the kernel dropped the pages), expired (no sign of a read within the TTL).", "outcome")
+	dMemLimit        = desc("zfuse_memory_limit_bytes", "The memory limit the budgets fit, by where it comes from: cgroup v1, cgroup v2, machine (its memory), flag (--memory-limit).", "from")
+	dMemInUse        = desc("zfuse_memory_in_use_bytes", "Memory in use under the limit found (the cgroup's, with every process in it; file pages that can be reclaimed are not counted), as last read.")
+	dSoftLimit       = desc("zfuse_memory_soft_limit_bytes", "The Go runtime's soft memory limit (GOMEMLIMIT).")
+	dBudgetScale     = desc("zfuse_memory_budget_scale", "The share of the planned budgets in force: 1, or less while memory pressure sheds the caches.")
+	dSheds           = desc("zfuse_memory_sheds_total", "Times memory pressure lowered the budgets.")
 )
 
 func (s *snapshots) Describe(ch chan<- *prometheus.Desc) {
@@ -219,7 +225,8 @@ func (s *snapshots) Describe(ch chan<- *prometheus.Desc) {
 		dDecodedChunks, dDecodedBytes, dDecodeErrors, dDecodeSeconds, dHeld, dBudget, dPeak,
 		dDiskEntries, dDiskValidations, dDiskDropped, dDiskEvicted, dDiskWriteErrors,
 		dGPUBatches, dGPUChunks, dGPUBytes, dGPUKernel, dGPUDevice,
-		dServing, dRequests, dReadBytes, dOpenFiles, dMemfds, dMemfdBytes, dPushed, dPushedB, dPushRefused, dPlaced, dChunkReadSecs, dMemfdsFree, dMemfdsReused, dPushedHeld} {
+		dServing, dRequests, dReadBytes, dOpenFiles, dMemfds, dMemfdBytes, dPushed, dPushedB, dPushRefused, dPlaced, dChunkReadSecs, dMemfdsFree, dMemfdsReused, dPushedHeld,
+		dMemLimit, dMemInUse, dSoftLimit, dBudgetScale, dSheds} {
 		ch <- d
 	}
 }
@@ -302,6 +309,16 @@ func (s *snapshots) Collect(ch chan<- prometheus.Metric) {
 		counter(dDiskDropped, float64(d.Dropped))
 		counter(dDiskEvicted, float64(d.Evicted))
 		counter(dDiskWriteErrors, float64(d.WriteErrors))
+	}
+	if s.memory != nil {
+		st := s.memory()
+		if st.Limit > 0 {
+			gauge(dMemLimit, float64(st.Limit), st.From)
+		}
+		gauge(dMemInUse, float64(st.InUse))
+		gauge(dSoftLimit, float64(st.SoftLimit))
+		gauge(dBudgetScale, st.Scale)
+		counter(dSheds, float64(st.Sheds))
 	}
 	if s.gpu != nil {
 		g := s.gpu()
@@ -488,5 +505,13 @@ func (c countedChunks) count(n int64, err error) {
 		c.m.servedBytes.Add(float64(n))
 	case !errors.Is(err, iofs.ErrNotExist) && !errors.Is(err, context.Canceled):
 		c.m.chunkErrors.Inc()
+	}
+}
+
+// watchMemory has the collector report the memory limit, the memory in
+// use under it and the pressure watcher's shedding (pressure.go).
+func (m *metrics) watchMemory(f func() memoryStats) {
+	if m != nil {
+		m.snap.memory = f
 	}
 }
