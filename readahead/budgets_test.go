@@ -46,6 +46,9 @@ func TestSetBudgets(t *testing.T) {
 		if st.Memfds != 1 || st.MemfdBytes != a.ChunkLen() {
 			t.Errorf("after SetBudgets(0, 0, 0): %d memfds of %d bytes; want the one held open", st.Memfds, st.MemfdBytes)
 		}
+		if l.bufs.bytes != 0 || l.srcs.bytes != 0 {
+			t.Errorf("after SetBudgets(0, 0, 0): the buffer pools hold %d and %d bytes", l.bufs.bytes, l.srcs.bytes)
+		}
 		readFile(t, held, a, 20)
 		held.Close()
 		prefetched := st.Prefetched

@@ -12,10 +12,10 @@ import (
 // collector work. It holds at most max bytes; buffers beyond that go to
 // the collector. It is safe for concurrent use.
 type bufPool struct {
-	max   int64           // immutable
 	class func(n int) int // immutable: the capacity a buffer of n bytes gets
 
 	mu    sync.Mutex
+	max   int64            // the most bytes held in free (setMax lowers it under memory pressure)
 	free  map[int][][]byte // by capacity
 	bytes int64            // held in free
 	hits  int64            // buffers used again
@@ -63,6 +63,22 @@ func (p *bufPool) put(b []byte) {
 	}
 	p.free[c] = append(p.free[c], b[:c])
 	p.bytes += int64(c)
+}
+
+// setMax changes the bytes the pool may hold to max, dropping buffers
+// beyond it (to the garbage collector).
+func (p *bufPool) setMax(max int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.max = max
+	for c, bs := range p.free {
+		for len(bs) > 0 && p.bytes > p.max {
+			bs[len(bs)-1] = nil
+			bs = bs[:len(bs)-1]
+			p.bytes -= int64(c)
+		}
+		p.free[c] = bs
+	}
 }
 
 // reuses returns how many buffers get has handed out again.
