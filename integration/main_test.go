@@ -207,8 +207,19 @@ func startMount(t testing.TB, bin, src string, flags ...string) *mounted {
 // startMountAt is startMount on the mountpoint dir.
 func startMountAt(t testing.TB, bin, src, dir string, flags ...string) *mounted {
 	t.Helper()
-	m := &mounted{Dir: dir, Stderr: &syncBuffer{}, exited: make(chan struct{})}
-	m.cmd = exec.Command(bin, append(append([]string{"mount"}, flags...), src, m.Dir)...)
+	return startMountCmd(t, dir, exec.Command(bin, mountArgs(src, dir, flags...)...))
+}
+
+// mountArgs are the arguments of zfuse mount [flags] src dir.
+func mountArgs(src, dir string, flags ...string) []string {
+	return append(append([]string{"mount"}, flags...), src, dir)
+}
+
+// startMountCmd starts cmd, a zfuse mount at dir (or a wrapper that execs
+// one), and handles it as startMount does.
+func startMountCmd(t testing.TB, dir string, cmd *exec.Cmd) *mounted {
+	t.Helper()
+	m := &mounted{Dir: dir, Stderr: &syncBuffer{}, exited: make(chan struct{}), cmd: cmd}
 	m.cmd.Stderr = m.Stderr
 	if err := m.cmd.Start(); err != nil {
 		t.Fatal(err)
