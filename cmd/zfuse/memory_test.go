@@ -203,6 +203,8 @@ func TestInfoMemory(t *testing.T) {
 			"memory (zfuse mount): limit 256 MiB (--memory-limit); budgets decoded 101 MiB, readahead 50 MiB, compressed 0 B (cache-decoded, readahead sized to fit 75% of the limit)", ""},
 		{[]string{"info", "--memory-limit", "256MiB", "--readahead", "1GiB", src}, "", "--readahead 1 GiB with the mount's own 40 MiB need 1.0 GiB, more than 75% of the memory limit of 256 MiB (--memory-limit)"},
 		{[]string{"info", "--memory-limit", "256MiB", "--readahead", "1GiB", "--allow-over-limit", src}, "budgets decoded 1 GiB, readahead 1 GiB, compressed 0 B (over the limit, by --allow-over-limit)", ""},
+		// As mount options (fstab).
+		{[]string{"info", "-o", "ro,memory_limit=256MiB,readahead=1GiB,allow_over_limit", src}, "budgets decoded 1 GiB, readahead 1 GiB, compressed 0 B (over the limit, by --allow-over-limit)", ""},
 	})
 	var stdout, stderr bytes.Buffer
 	err := run(context.Background(), []string{"info", "--memory-limit", "256MiB", "--cache-decoded", "1GiB", src}, &stdout, &stderr)
