@@ -4,12 +4,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
+	iofs "io/fs"
 	"log/slog"
 	"slices"
 	"strings"
 
 	"github.com/zfuse/zfuse/cache"
+	"github.com/zfuse/zfuse/fs"
 	"github.com/zfuse/zfuse/internal/memlimit"
 )
 
@@ -25,21 +26,36 @@ import (
 // sheds the caches when the cgroup nears its limit all the same.
 
 // memoryShare is the share of the memory limit the mount plans to hold,
-// its budgets and its own memory together. The rest is for what the
-// mount cannot bound: memfds that readers hold open after the decoded
-// tier let them go, decode buffers while a batch is copied into memfds
-// (passthrough), the kernel's charges for sockets and FUSE requests. The
-// peak usage of a mount scanning an array of 4 times a 256 MiB limit
-// with four readers stayed under the limit on every serving path, local
-// and remote, at this share (README, Operations).
+// its budgets and its own memory together: with the collector's default
+// GOGC the heap grows to the soft memory limit, so that is what the mount
+// holds, with its memfds. The rest is for what the mount cannot bound:
+// memfds that readers hold open after the decoded tier let them go, the
+// kernel's charges for sockets and FUSE requests. The peak usage of a
+// mount scanning an array of 4 times a 256 MiB limit with four readers
+// stayed under the limit on every serving path, local and remote, at this
+// share (README, Operations).
 const memoryShare = 0.75
 
 // ownMemory is what the mount holds besides its budgets, counted against
 // the limit before them: the Go runtime and the binary, go-fuse's request
-// buffers, the decode buffers kept for the next decodes (up to 32 MiB),
-// stored values being fetched. Measured as the peak usage of the cgroup
-// less the budgets, on small budgets (README, Operations).
+// buffers, the pooled buffers kept for the next decodes and reads (up to
+// 32 and 16 MiB), stored values being fetched. Measured as the peak usage
+// of the cgroup less the budgets, on small budgets (README, Operations).
 const ownMemory = 40 << 20
+
+// freeFiles is what passthrough holds besides: chunk files kept for the
+// next chunks once nobody holds theirs (readahead's memFiles, up to 32
+// MiB), which are memory outside the heap and every budget.
+const freeFiles = 32 << 20
+
+// own is the mount's own memory on a serving path where decoded chunks
+// are files (passthrough) or not.
+func own(memfds bool) int64 {
+	if memfds {
+		return ownMemory + freeFiles
+	}
+	return ownMemory
+}
 
 // Budget weights: how the room under a limit is shared between the
 // budgets not given, none above its default.
@@ -80,6 +96,7 @@ type memoryPlan struct {
 	limit   int64          // the limit the budgets fit: --memory-limit, else found.Bytes; 0: none known
 	from    string         // where limit comes from: "--memory-limit", "cgroup v1 /sys/...", "machine memory"
 	budgets budgets        // as planned
+	memfds  bool           // planned for passthrough (--serving): decoded chunks in memfds
 	sized   []string       // the flags of the budgets sized to fit (not given, and lowered)
 	over    bool           // the budgets given do not fit the limit, and --allow-over-limit accepts that
 }
@@ -89,8 +106,8 @@ type memoryPlan struct {
 // and sets them in lf. Budgets given that do not fit are a usage error of
 // cmd, unless --allow-over-limit. remote says the source is a URL (its
 // compressed tier is on by default).
-func planMemory(cmd string, fl *flag.FlagSet, lf *loaderFlags, mf *memoryFlags, fsys fs.FS) (*memoryPlan, error) {
-	p := &memoryPlan{}
+func planMemory(cmd string, fl *flag.FlagSet, lf *loaderFlags, mf *memoryFlags, fsys iofs.FS) (*memoryPlan, error) {
+	p := &memoryPlan{memfds: lf.serving == fs.Passthrough}
 	found, err := memlimit.Find(fsys)
 	if err == nil {
 		p.found = found
@@ -112,7 +129,7 @@ func planMemory(cmd string, fl *flag.FlagSet, lf *loaderFlags, mf *memoryFlags, 
 		p.budgets = b
 		return p, nil // nothing to fit: the budgets as they are
 	}
-	b, p.sized, err = fitBudgets(p.limit, b, given)
+	b, p.sized, err = fitBudgets(p.limit, b, given, p.memfds)
 	if err != nil && !mf.overLimit {
 		return nil, badUsage(cmd, "%v (%s): give smaller budgets, or --memory-limit, or --allow-over-limit to start all the same", err, p.from)
 	}
@@ -126,18 +143,19 @@ func planMemory(cmd string, fl *flag.FlagSet, lf *loaderFlags, mf *memoryFlags, 
 type tier struct {
 	flag   string
 	v      *int64
-	weight int64
+	weight int64 // its share of the room
 }
 
 // fitBudgets fits b, whose budgets named in given were set on the command
-// line and the others are defaults, to memoryShare of limit, less
-// ownMemory: when they do not fit, the budgets not given share what the
-// given ones leave by weight, each at most its default (a default of 0,
-// the compressed tier of a local store, stays 0), rounded down to whole
-// MiB. It returns the budgets and the flags of those it lowered; when the
-// given ones alone do not fit, b as it is and an error saying so.
-func fitBudgets(limit int64, b budgets, given map[string]bool) (budgets, []string, error) {
-	room := int64(memoryShare*float64(limit)) - ownMemory
+// line and the others are defaults, to memoryShare of limit, less the
+// mount's own memory (own; more where memfds, under passthrough): when
+// they do not fit, the budgets not given share what the given ones leave
+// by weight, each at most its default (a default of 0, the compressed tier
+// of a local store, stays 0), rounded down to whole MiB. It returns the
+// budgets and the flags of those it lowered; when the given ones alone do
+// not fit, b as it is and an error saying so.
+func fitBudgets(limit int64, b budgets, given map[string]bool, memfds bool) (budgets, []string, error) {
+	room := int64(memoryShare*float64(limit)) - own(memfds)
 	if b.sum() <= room {
 		return b, nil, nil
 	}
@@ -157,11 +175,11 @@ func fitBudgets(limit int64, b budgets, given map[string]bool) (budgets, []strin
 	}
 	if room <= 0 && fixed == 0 {
 		return b, nil, fmt.Errorf("%.0f%% of the memory limit of %s leaves no room for caches beside the mount's own %s",
-			memoryShare*100, cache.FormatSize(limit), cache.FormatSize(ownMemory))
+			memoryShare*100, cache.FormatSize(limit), cache.FormatSize(own(memfds)))
 	}
 	if fixed > room {
 		return b, nil, fmt.Errorf("%s with the mount's own %s need %s, more than %.0f%% of the memory limit of %s",
-			strings.Join(named, " and "), cache.FormatSize(ownMemory), cache.FormatSize(fixed+ownMemory), memoryShare*100, cache.FormatSize(limit))
+			strings.Join(named, " and "), cache.FormatSize(own(memfds)), cache.FormatSize(fixed+own(memfds)), memoryShare*100, cache.FormatSize(limit))
 	}
 	// Water-filling: share the room left by weight; a tier whose share
 	// is above its default keeps its default, and the others share the
@@ -192,19 +210,22 @@ func fitBudgets(limit int64, b budgets, given map[string]bool) (budgets, []strin
 }
 
 // softLimit is the soft memory limit (debug.SetMemoryLimit) for budgets b
-// on a serving path where decoded chunks are memfds (passthrough) or not:
-// the budgets and 64 MiB for the rest of the heap, at most memoryShare of
-// the limit (unless budgets over it were accepted), less the decoded tier
-// where its chunks are memfds, outside the heap. Without it the garbage
-// collector lets the heap grow to twice what the caches hold before
-// collecting.
+// on a serving path where decoded chunks are files (passthrough) or not:
+// the budgets on the heap (all but the decoded tier where that is files)
+// and 64 MiB for the rest of it, but no more than leaves the files (the
+// decoded and readahead budgets, and the free ones) room within
+// memoryShare of the limit, unless budgets over it were accepted; at
+// least 32 MiB. With GOGC at its default the heap grows to this before
+// the collector runs.
 func (p *memoryPlan) softLimit(b budgets, memfds bool) int64 {
 	heap := b.sum() + 64<<20
-	if p.limit > 0 && !p.over {
-		heap = min(heap, int64(memoryShare*float64(p.limit)))
-	}
+	var files int64
 	if memfds {
 		heap -= b.decoded
+		files = b.decoded + b.readahead + freeFiles
+	}
+	if p.limit > 0 && !p.over {
+		heap = min(heap, int64(memoryShare*float64(p.limit))-files)
 	}
 	return max(heap, 32<<20)
 }

@@ -34,36 +34,47 @@ func TestFitBudgets(t *testing.T) {
 		want    budgets
 		sized   []string
 		wantErr string
+		memfds  bool
 	}{
-		{"defaults fit a big machine", 24 << 30, remote, nil, remote, nil, ""},
+		{"defaults fit a big machine", 24 << 30, remote, nil, remote, nil, "", false},
 		// 75% of 300 MiB less 40 MiB: 185 MiB, 2:1.
-		{"local under 300 MiB", 300 * mib, local, nil, budgets{decoded: 123 * mib, readahead: 61 * mib}, []string{"cache-decoded", "readahead"}, ""},
+		{"local under 300 MiB", 300 * mib, local, nil, budgets{decoded: 123 * mib, readahead: 61 * mib}, []string{"cache-decoded", "readahead"}, "", false},
 		// 152 MiB, 2:1:1.
 		{"remote under 256 MiB", 256 * mib, remote, nil, budgets{decoded: 76 * mib, readahead: 38 * mib, compressed: 38 * mib},
-			[]string{"cache-decoded", "readahead", "cache-compressed"}, ""},
+			[]string{"cache-decoded", "readahead", "cache-compressed"}, "", false},
 		// 1496 MiB: readahead's share (374) is above its default, so it
 		// keeps 256 and the others share the rest, 2:1.
 		{"remote under 2 GiB", 2 << 30, remote, nil, budgets{decoded: 826 * mib, readahead: 256 * mib, compressed: 413 * mib},
-			[]string{"cache-decoded", "cache-compressed"}, ""},
-		{"local under 2 GiB: the defaults fit", 2 << 30, local, nil, local, nil, ""},
+			[]string{"cache-decoded", "cache-compressed"}, "", false},
+		{"local under 2 GiB: the defaults fit", 2 << 30, local, nil, local, nil, "", false},
 		{"given decoded: readahead gets the rest", 256 * mib, budgets{decoded: 64 * mib, readahead: 256 * mib}, []string{"cache-decoded"},
-			budgets{decoded: 64 * mib, readahead: 88 * mib}, []string{"readahead"}, ""},
+			budgets{decoded: 64 * mib, readahead: 88 * mib}, []string{"readahead"}, "", false},
 		{"given compressed 0 stays 0", 256 * mib, budgets{decoded: 1 << 30, readahead: 256 * mib}, []string{"cache-compressed"},
-			budgets{decoded: 101 * mib, readahead: 50 * mib}, []string{"cache-decoded", "readahead"}, ""},
+			budgets{decoded: 101 * mib, readahead: 50 * mib}, []string{"cache-decoded", "readahead"}, "", false},
 		{"given ones fit exactly", 256 * mib, budgets{decoded: 100 * mib, readahead: 52 * mib}, []string{"cache-decoded", "readahead"},
-			budgets{decoded: 100 * mib, readahead: 52 * mib}, nil, ""},
+			budgets{decoded: 100 * mib, readahead: 52 * mib}, nil, "", false},
 		{"given ones too large", 300 * mib, local, []string{"cache-decoded"}, local, nil,
-			"--cache-decoded 1 GiB with the mount's own 40 MiB need 1.0 GiB, more than 75% of the memory limit of 300 MiB"},
+			"--cache-decoded 1 GiB with the mount's own 40 MiB need 1.0 GiB, more than 75% of the memory limit of 300 MiB", false},
 		{"all given, too large", 300 * mib, remote, []string{"cache-decoded", "readahead", "cache-compressed"}, remote, nil,
-			"--cache-decoded 1 GiB and --readahead 256 MiB and --cache-compressed 512 MiB with the mount's own 40 MiB need 1.8 GiB"},
-		{"a limit too small for anything", 32 * mib, local, nil, local, nil, "75% of the memory limit of 32 MiB leaves no room for caches"},
+			"--cache-decoded 1 GiB and --readahead 256 MiB and --cache-compressed 512 MiB with the mount's own 40 MiB need 1.8 GiB", false},
+		{"a limit too small for anything", 32 * mib, local, nil, local, nil, "75% of the memory limit of 32 MiB leaves no room for caches", false},
+		// Under passthrough the mount's own memory has 32 MiB of free
+		// chunk files besides: 120 MiB, 2:1(:1).
+		{"passthrough, local under 256 MiB", 256 * mib, local, nil, budgets{decoded: 80 * mib, readahead: 40 * mib},
+			[]string{"cache-decoded", "readahead"}, "", true},
+		{"passthrough, remote under 256 MiB", 256 * mib, remote, nil, budgets{decoded: 60 * mib, readahead: 30 * mib, compressed: 30 * mib},
+			[]string{"cache-decoded", "readahead", "cache-compressed"}, "", true},
+		{"passthrough, local under 2 GiB: the defaults fit", 2 << 30, local, nil, local, nil, "", true},
+		{"passthrough, given readahead too large", 256 * mib, budgets{decoded: 1 << 30, readahead: 200 * mib}, []string{"readahead"},
+			budgets{decoded: 1 << 30, readahead: 200 * mib}, nil,
+			"--readahead 200 MiB with the mount's own 72 MiB need 272 MiB, more than 75% of the memory limit of 256 MiB", true},
 	} {
 		t.Run(r.name, func(t *testing.T) {
 			given := map[string]bool{}
 			for _, g := range r.given {
 				given[g] = true
 			}
-			got, sized, err := fitBudgets(r.limit, r.b, given)
+			got, sized, err := fitBudgets(r.limit, r.b, given, r.memfds)
 			switch {
 			case r.wantErr != "":
 				if err == nil || !strings.Contains(err.Error(), r.wantErr) {
@@ -75,7 +86,7 @@ func TestFitBudgets(t *testing.T) {
 			if got != r.want || !slices.Equal(sized, r.sized) {
 				t.Errorf("fitBudgets = %+v, sized %v; want %+v, %v", got, sized, r.want, r.sized)
 			}
-			if err == nil && len(sized) > 0 && got.sum()+ownMemory > int64(memoryShare*float64(r.limit)) {
+			if err == nil && len(sized) > 0 && got.sum()+own(r.memfds) > int64(memoryShare*float64(r.limit)) {
 				t.Errorf("%+v and the mount's own memory are over %.2f of %d", got, memoryShare, r.limit)
 			}
 		})
@@ -101,7 +112,7 @@ func planFor(t *testing.T, fsys fstest.MapFS, source string, args ...string) (*m
 	fl := flag.NewFlagSet("zfuse mount", flag.ContinueOnError)
 	fl.SetOutput(io.Discard)
 	lf, mf := addLoaderFlags(fl), addMemoryFlags(fl)
-	if err := fl.Parse(args); err != nil {
+	if err := fl.Parse(append([]string{"--serving", "auto"}, args...)); err != nil { // not $ZFUSE_SERVING's
 		t.Fatal(err)
 	}
 	lf.forSource(fl, source)
@@ -124,6 +135,12 @@ func TestPlanMemory(t *testing.T) {
 	if err := p.print(&out); err != nil ||
 		out.String() != "memory (zfuse mount): limit 300 MiB (cgroup v1 /sys/fs/cgroup/memory/job); budgets decoded 123 MiB, readahead 61 MiB, compressed 0 B (cache-decoded, readahead sized to fit 75% of the limit)\n" {
 		t.Errorf("info line %q, %v", out.String(), err)
+	}
+
+	// Planned for passthrough, with its free chunk files.
+	p, lf, err = planFor(t, cgroupV1("268435456"), "/data/x.zarr", "--serving", "passthrough")
+	if err != nil || !p.memfds || lf.decoded != 80*mib || lf.readahead != 40*mib {
+		t.Errorf("passthrough under 256 MiB: %+v, %v", p, err)
 	}
 
 	// The alias --cache counts as --cache-decoded.
@@ -172,6 +189,7 @@ func TestSoftLimit(t *testing.T) {
 	under := &memoryPlan{limit: 300 * mib, budgets: b}
 	over := &memoryPlan{limit: 300 * mib, budgets: b, over: true}
 	none := &memoryPlan{budgets: b}
+	pt := &memoryPlan{limit: 256 * mib, budgets: budgets{decoded: 80 * mib, readahead: 40 * mib}, memfds: true}
 	for _, r := range []struct {
 		name   string
 		p      *memoryPlan
@@ -180,10 +198,16 @@ func TestSoftLimit(t *testing.T) {
 		want   int64
 	}{
 		{"heap: 75% of the limit", under, b, false, 225 * mib},
-		{"memfds: less the decoded tier", under, b, true, 102 * mib},
 		{"small budgets: budgets and 64 MiB", under, budgets{decoded: 20 * mib}, false, 84 * mib},
 		{"over the limit, accepted", over, b, false, 248 * mib},
 		{"no limit", none, b, false, 248 * mib},
+		// 75% of 256 MiB less the files (80 + 40 + 32 free): 40 MiB,
+		// below the 40 MiB of readahead and 64 on the heap.
+		{"memfds: room left by them", pt, pt.budgets, true, 40 * mib},
+		{"memfds, no limit: all but the decoded tier, and 64 MiB", none, b, true, 125 * mib},
+		// Planned for the heap, fallen back to passthrough: what the
+		// memfds leave of 225 MiB.
+		{"memfds on budgets planned without", under, b, true, 32 * mib},
 		{"never below 32 MiB", under, budgets{decoded: 200 * mib}, true, 32 * mib},
 	} {
 		if got := r.p.softLimit(r.b, r.memfds); got != r.want {
@@ -199,15 +223,15 @@ func TestInfoMemory(t *testing.T) {
 	write := storeWriter(t, src)
 	write(".zgroup", `{"zarr_format": 2}`)
 	checkRuns(t, []runCase{
-		{[]string{"info", "--memory-limit", "256MiB", src},
+		{[]string{"info", "--serving", "auto", "--memory-limit", "256MiB", src},
 			"memory (zfuse mount): limit 256 MiB (--memory-limit); budgets decoded 101 MiB, readahead 50 MiB, compressed 0 B (cache-decoded, readahead sized to fit 75% of the limit)", ""},
-		{[]string{"info", "--memory-limit", "256MiB", "--readahead", "1GiB", src}, "", "--readahead 1 GiB with the mount's own 40 MiB need 1.0 GiB, more than 75% of the memory limit of 256 MiB (--memory-limit)"},
-		{[]string{"info", "--memory-limit", "256MiB", "--readahead", "1GiB", "--allow-over-limit", src}, "budgets decoded 1 GiB, readahead 1 GiB, compressed 0 B (over the limit, by --allow-over-limit)", ""},
+		{[]string{"info", "--serving", "auto", "--memory-limit", "256MiB", "--readahead", "1GiB", src}, "", "--readahead 1 GiB with the mount's own 40 MiB need 1.0 GiB, more than 75% of the memory limit of 256 MiB (--memory-limit)"},
+		{[]string{"info", "--serving", "auto", "--memory-limit", "256MiB", "--readahead", "1GiB", "--allow-over-limit", src}, "budgets decoded 1 GiB, readahead 1 GiB, compressed 0 B (over the limit, by --allow-over-limit)", ""},
 		// As mount options (fstab).
-		{[]string{"info", "-o", "ro,memory_limit=256MiB,readahead=1GiB,allow_over_limit", src}, "budgets decoded 1 GiB, readahead 1 GiB, compressed 0 B (over the limit, by --allow-over-limit)", ""},
+		{[]string{"info", "--serving", "auto", "-o", "ro,memory_limit=256MiB,readahead=1GiB,allow_over_limit", src}, "budgets decoded 1 GiB, readahead 1 GiB, compressed 0 B (over the limit, by --allow-over-limit)", ""},
 	})
 	var stdout, stderr bytes.Buffer
-	err := run(context.Background(), []string{"info", "--memory-limit", "256MiB", "--cache-decoded", "1GiB", src}, &stdout, &stderr)
+	err := run(context.Background(), []string{"info", "--serving", "auto", "--memory-limit", "256MiB", "--cache-decoded", "1GiB", src}, &stdout, &stderr)
 	if exitStatus(io.Discard, err) != 2 {
 		t.Errorf("budgets over the limit: exit %d (%v), want 2", exitStatus(io.Discard, err), err)
 	}
@@ -229,6 +253,7 @@ func TestShedStep(t *testing.T) {
 		{"over it: halve", shedState{scale: 1}, at(0), 851, shedState{scale: 0.5, changed: at(0)}},
 		{"again too soon", shedState{scale: 0.5, changed: at(0)}, at(shedEvery - 1), 900, shedState{scale: 0.5, changed: at(0)}},
 		{"again after shedEvery", shedState{scale: 0.5, changed: at(0)}, at(shedEvery), 900, shedState{scale: 0.25, changed: at(shedEvery)}},
+		{"far over: quarter", shedState{scale: 1}, at(0), 951, shedState{scale: 0.25, changed: at(0)}},
 		{"never below minScale", shedState{scale: minScale}, at(time.Hour), 999, shedState{scale: minScale}},
 		{"pressure ends the room to grow", shedState{scale: 0.5, roomAt: at(0)}, at(time.Second), 900, shedState{scale: 0.25, changed: at(time.Second)}},
 		// 400 + 600*0.5 = 700 < 750: room, but not for growAfter yet.

@@ -27,7 +27,8 @@ import (
 // costs decoding again, never a wrong byte.
 
 const (
-	shedAt      = 0.85                   // of the limit in use: shed
+	shedAt      = 0.85                   // of the limit in use: shed (halve the budgets)
+	shedHardAt  = 0.95                   // of the limit in use: shed harder (quarter them)
 	growBelow   = 0.75                   // in use, with what growing would add, below this share of the limit: grow back
 	minScale    = 1.0 / 16               // the budgets are never shed below this share of their plan
 	shedEvery   = 500 * time.Millisecond // at most one shed per half second: the last one must take effect first
@@ -44,15 +45,20 @@ type shedState struct {
 
 // step returns the state after reading used bytes in use at now, under
 // limit, with planned budgets: scale halves when used is above shedAt of
-// the limit (at most once per shedEvery), and doubles when used plus what
-// doubling would add has stayed below growBelow of it for growAfter.
+// the limit, and quarters above shedHardAt (at most once per shedEvery),
+// and doubles when used plus what doubling would add has stayed below
+// growBelow of it for growAfter.
 func (s shedState) step(now time.Time, used, limit, planned int64) shedState {
 	l := float64(limit)
 	switch {
 	case float64(used) > shedAt*l:
 		s.roomAt = time.Time{}
+		by := 2.0
+		if float64(used) > shedHardAt*l {
+			by = 4
+		}
 		if s.scale > minScale && now.Sub(s.changed) >= shedEvery {
-			s.scale, s.changed = max(s.scale/2, minScale), now
+			s.scale, s.changed = max(s.scale/by, minScale), now
 		}
 	case s.scale < 1 && float64(used)+float64(planned)*s.scale < growBelow*l:
 		if s.roomAt.IsZero() {
