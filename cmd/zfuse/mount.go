@@ -87,10 +87,10 @@ func (f *loaderFlags) args() []string {
 		"--kernel-readahead", f.kernelReadahead.String(), "--serving", f.serving.String()}
 }
 
-// memory is the soft memory limit for a mount: the three budgets and 64 MiB
-// for everything else (the Go runtime, go-fuse's request buffers). Without
-// it the garbage collector lets the heap grow to twice what the caches
-// hold before collecting.
+// memory is what a mount of these budgets may hold, zfuse bench's target
+// for its peak RSS and memfds: the three budgets and 64 MiB for everything
+// else (the Go runtime, go-fuse's request buffers). The mount's own soft
+// memory limit also fits its memory limit (memoryPlan.softLimit).
 func (f *loaderFlags) memory() int64 {
 	return int64(f.decoded) + int64(f.compressed) + int64(f.readahead) + 64<<20
 }
