@@ -224,3 +224,40 @@ func TestUsage(t *testing.T) {
 		t.Error("Usage of a cgroup without files: no error")
 	}
 }
+
+// FuzzFind: whatever /proc/self/cgroup, /proc/self/mountinfo and the
+// cgroup's files hold, Find neither panics nor fails (the machine's memory
+// is there), and the limit it returns is positive and at most the
+// machine's memory; Usage of it is never negative.
+func FuzzFind(f *testing.F) {
+	f.Add("4:memory:/process_api/abc\n0::/\n", mountsV1, "268435456\n", "total_active_file 1\n")
+	f.Add("0::/kubepods.slice/pod1.slice\n", mountsV2, "max\n", "active_file 5\ninactive_file 9\n")
+	f.Add("0::/docker/abc\n", mountsDocker, "-1\n", "")
+	f.Add("0::/a\n", mountsSpace, "18446744073709551615\n", "active_file x\n")
+	f.Fuzz(func(t *testing.T, cgroup, mountinfo, limit, stat string) {
+		m := tree(map[string]string{"proc/self/cgroup": cgroup, "proc/self/mountinfo": mountinfo})
+		// The limit and counters in every cgroup directory the fixtures
+		// name, and in the one Self finds.
+		dirs := []string{"sys/fs/cgroup", "sys/fs/cgroup/memory", "sys/fs/cgroup/memory/process_api/abc",
+			"sys/fs/cgroup/kubepods.slice/pod1.slice", "sys/fs/cgroup/my cgroup/a"}
+		if c, err := Self(m); err == nil {
+			dirs = append(dirs, c.Dir)
+		}
+		for _, d := range dirs {
+			for _, name := range []string{"memory.max", "memory.high", "memory.limit_in_bytes", "memory.current", "memory.usage_in_bytes"} {
+				m[d+"/"+name] = &fstest.MapFile{Data: []byte(limit)}
+			}
+			m[d+"/memory.stat"] = &fstest.MapFile{Data: []byte(stat)}
+		}
+		l, err := Find(m)
+		if err != nil {
+			t.Fatalf("Find: %v", err)
+		}
+		if l.Bytes <= 0 || l.Bytes > l.Machine {
+			t.Fatalf("Find = %+v: want 0 < limit <= the machine's memory", l)
+		}
+		if u, err := Usage(m, l); err == nil && u < 0 {
+			t.Fatalf("Usage = %d", u)
+		}
+	})
+}
