@@ -22,6 +22,9 @@ func TestMetricsCollector(t *testing.T) {
 	st := readahead.Stats{Reads: 3, DecodedHits: 1, PrefetchUsed: 2, DecodedUsed: 5 << 20, DecodedBudget: 1 << 30,
 		Decode: map[string]readahead.DecodeStats{"zstd(level=1)": {Chunks: 2, Bytes: 2 << 20, Time: time.Second}}}
 	m.watch(func() readahead.Stats { return st }, nil, nil)
+	m.watchMemory(func() memoryStats {
+		return memoryStats{Limit: 256 << 20, From: "cgroup v1", InUse: 100 << 20, SoftLimit: 192 << 20, Scale: 0.5, Sheds: 1}
+	})
 
 	a, err := zarr.ParseV2([]byte(`{"zarr_format": 2, "shape": [4], "chunks": [4], "dtype": "<f4", "fill_value": 0,
 		"order": "C", "filters": null, "compressor": {"id": "zstd", "level": 1}}`))
@@ -69,6 +72,11 @@ zfuse_chunk_reads_total 3
 		"zfuse_decode_seconds_total{codec=zstd(level=1)}":             1,
 		"zfuse_decode_batch_seconds{codec=zstd(level=1),decoder=cpu}": 2,
 		"zfuse_decode_batch_seconds{codec=zstd(level=1),decoder=gpu}": 1,
+		"zfuse_memory_limit_bytes{from=cgroup v1}":                    256 << 20,
+		"zfuse_memory_in_use_bytes{}":                                 100 << 20,
+		"zfuse_memory_soft_limit_bytes{}":                             192 << 20,
+		"zfuse_memory_budget_scale{}":                                 0.5,
+		"zfuse_memory_sheds_total{}":                                  1,
 	} {
 		if got[k] != v {
 			t.Errorf("%s = %v, want %v", k, got[k], v)
