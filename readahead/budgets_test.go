@@ -2,6 +2,7 @@ package readahead
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -37,6 +38,7 @@ func TestSetBudgets(t *testing.T) {
 		if st.DecodedUsed == 0 || st.CompressedUsed == 0 || st.ReadaheadUsed == 0 {
 			t.Fatalf("the scan filled no tier: %v", st)
 		}
+		t.Logf("before: %d free chunk files of %d bytes", st.MemfdsFree, st.MemfdFreeBytes)
 		l.SetBudgets(0, 0, 0)
 		st = l.Stats()
 		if st.DecodedUsed != 0 || st.CompressedUsed != 0 || st.ReadaheadUsed != 0 ||
@@ -46,8 +48,8 @@ func TestSetBudgets(t *testing.T) {
 		if st.Memfds != 1 || st.MemfdBytes != a.ChunkLen() {
 			t.Errorf("after SetBudgets(0, 0, 0): %d memfds of %d bytes; want the one held open", st.Memfds, st.MemfdBytes)
 		}
-		if l.bufs.bytes != 0 || l.srcs.bytes != 0 {
-			t.Errorf("after SetBudgets(0, 0, 0): the buffer pools hold %d and %d bytes", l.bufs.bytes, l.srcs.bytes)
+		if l.bufs.bytes != 0 || l.srcs.bytes != 0 || st.MemfdFreeBytes != 0 {
+			t.Errorf("after SetBudgets(0, 0, 0): the buffer pools hold %d and %d bytes, free chunk files %d", l.bufs.bytes, l.srcs.bytes, st.MemfdFreeBytes)
 		}
 		readFile(t, held, a, 20)
 		held.Close()
@@ -70,4 +72,52 @@ func TestSetBudgets(t *testing.T) {
 			t.Errorf("after raising the budgets again: %v; want the tiers filling and prefetch", st)
 		}
 	})
+}
+
+// TestStagingSetMax: lowering staging's budget releases decoded chunks
+// waiting unread, the oldest first, until what is staged fits; chunks
+// still loading and placed ones (their bytes gone to the page cache) keep
+// their reservations.
+func TestStagingSetMax(t *testing.T) {
+	s := newStaging(100, time.Hour)
+	var chunks []*chunk
+	fill := func(key string) *staged {
+		e, res := s.reserve(key, 10)
+		if res != reserved {
+			t.Fatalf("reserve %s: %v", key, res)
+		}
+		c := heapChunk(make([]byte, 10), nil)
+		chunks = append(chunks, c)
+		s.fill(e, c, nil, false)
+		return e
+	}
+	s.place(fill("placed")) // the oldest
+	for i := range 4 {
+		fill(fmt.Sprint(i))
+	}
+	pending, _ := s.reserve("loading", 10)
+	s.setMax(30)
+	st := s.stats()
+	// placed and loading hold 20; of the four decoded, the oldest three go.
+	if st.used != 20+10 || st.max != 30 || st.wasted != 3 {
+		t.Errorf("after setMax(30): %+v", st)
+	}
+	for i, c := range chunks {
+		want := int64(0) // released: placed (0) and the three oldest decoded (1-3)
+		if i == 4 {
+			want = 1 // the newest decoded one stays
+		}
+		if c.refs.Load() != want {
+			t.Errorf("chunk %d has %d references, want %d", i, c.refs.Load(), want)
+		}
+	}
+	if _, res := s.reserve("more", 1); res != full {
+		t.Errorf("a reservation over the lowered budget: %v", res)
+	}
+	if e := s.take("3"); e == nil {
+		t.Error("the newest decoded chunk is gone")
+	}
+	s.fill(pending, heapChunk(make([]byte, 10), nil), nil, false)
+	s.setMax(0)
+	s.clear()
 }

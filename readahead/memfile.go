@@ -52,10 +52,10 @@ func unmap(m []byte) {
 // are memfds, made for one chunk each. It is safe for concurrent use.
 type memFiles struct {
 	dir   string     // immutable: a tmpfs directory for O_TMPFILE files; "" for memfds
-	max   int64      // immutable: bytes of free files kept
 	stats *fileStats // every file alive, the free ones too
 
 	mu    sync.Mutex
+	max   int64                // bytes of free files kept (setMax lowers it under memory pressure)
 	free  map[int64][]*memFile // by size
 	bytes int64                // held in free
 
@@ -160,6 +160,28 @@ func (p *memFiles) others(mf *memFile) bool {
 func (p *memFiles) close(mf *memFile) {
 	mf.f.Close()
 	p.stats.remove(mf.size)
+}
+
+// setMax changes the bytes of free files kept to max, closing those
+// beyond it.
+func (p *memFiles) setMax(max int64) {
+	p.mu.Lock()
+	p.max = max
+	var gone []*memFile
+	for size, fs := range p.free {
+		for len(fs) > 0 && p.bytes > p.max {
+			gone = append(gone, fs[len(fs)-1])
+			fs[len(fs)-1] = nil
+			fs = fs[:len(fs)-1]
+			p.bytes -= size
+		}
+		p.free[size] = fs
+	}
+	p.mu.Unlock()
+	for _, mf := range gone {
+		p.stats.use(mf.size)
+		p.close(mf)
+	}
 }
 
 // drain closes every free file, at Close.

@@ -330,28 +330,29 @@ func releaseAll(cs []*chunk) {
 // setMax changes the budget to max. Lowering it stops new reservations
 // until what is staged fits, and releases decoded chunks waiting unread,
 // the oldest first, until it does: they count as waste. Chunks still
-// loading keep their reservations (their readers wait for them).
+// loading keep their reservations (their readers wait for them), and so
+// do placed ones (their bytes are the kernel's already, and go with its
+// page cache).
 func (s *staging) setMax(max int64) {
 	s.mu.Lock()
 	s.max = max
 	var gone []*chunk
-	n := 0
+	live := s.ready[:0]
 	for _, e := range s.ready {
-		if s.used <= s.max {
-			break
-		}
-		n++
-		if e.gone {
-			s.goneIn--
+		switch {
+		case e.gone:
+			continue // taken or dropped: off the list now
+		case s.used > s.max && !e.placed && e.v != nil:
+			s.removeLocked(e)
+			s.wasted++
+			s.wastedBytes += e.size
+			gone = append(gone, e.v)
 			continue
 		}
-		s.removeLocked(e)
-		s.wasted++
-		s.wastedBytes += e.size
-		gone = append(gone, e.v)
+		live = append(live, e)
 	}
-	clear(s.ready[:n])
-	s.ready = s.ready[n:]
+	clear(s.ready[len(live):])
+	s.ready, s.goneIn = live, 0
 	s.mu.Unlock()
 	releaseAll(gone)
 }
