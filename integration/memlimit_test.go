@@ -167,6 +167,53 @@ func (c *memCgroup) counters(t *testing.T) (peak, oomKills int64) {
 	return peak, oomKills
 }
 
+// watch samples the cgroup's working set (its usage less its file pages,
+// which the kernel reclaims rather than kill: the page cache a mount
+// pushes chunks into is charged to it, and fills a cgroup to its limit
+// as any reading does) every 5 ms until the returned function is called,
+// which returns the largest sample.
+func (c *memCgroup) watch(t *testing.T) (peak func() int64) {
+	t.Helper()
+	usage, active, inactive := "memory.usage_in_bytes", "total_active_file", "total_inactive_file"
+	if c.version == 2 {
+		usage, active, inactive = "memory.current", "active_file", "inactive_file"
+	}
+	sample := func() (int64, bool) {
+		u, err1 := os.ReadFile(filepath.Join(c.dir, usage))
+		st, err2 := os.ReadFile(filepath.Join(c.dir, "memory.stat"))
+		if err1 != nil || err2 != nil {
+			return 0, false
+		}
+		n, _ := strconv.ParseInt(strings.TrimSpace(string(u)), 10, 64)
+		for line := range strings.Lines(string(st)) {
+			if k, v, ok := strings.Cut(strings.TrimSpace(line), " "); ok && (k == active || k == inactive) {
+				f, _ := strconv.ParseInt(v, 10, 64)
+				n -= f
+			}
+		}
+		return n, true
+	}
+	stop := make(chan struct{})
+	done := make(chan int64)
+	go func() {
+		var max int64
+		tick := time.NewTicker(5 * time.Millisecond) // a measurement, not a wait
+		defer tick.Stop()
+		for {
+			if n, ok := sample(); ok && n > max {
+				max = n
+			}
+			select {
+			case <-stop:
+				done <- max
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() int64 { close(stop); return <-done }
+}
+
 // memStore writes a zarr-python store of n chunks of 1 MiB (512x512
 // float32, Blosc-LZ4 with shuffle, about half as large stored) into dir
 // and a manifest of each chunk's decoded CRC-32 (zlib's), and reads the
@@ -304,9 +351,13 @@ func scanAll(t *testing.T, dir, manifest string, n, readers int, drop bool) (rea
 // limit, through it, from a local directory, nginx (HTTP) and versitygw
 // (S3), on the serving path of $ZFUSE_SERVING as CI runs each: every
 // chunk reads right, no process in the cgroup is killed for memory, the
-// cgroup's peak usage stays under its limit (it never had to reclaim),
-// and the mount exits cleanly after. It runs the plain build, as users do
-// (the race detector's shadow memory is several times the heap).
+// cgroup's working set (its usage less the page cache, which the kernel
+// reclaims rather than kill) stays under 90% of its limit, and the mount
+// exits cleanly after. (The usage itself may reach the limit: the chunks
+// the mount pushes into the kernel's page cache are charged to it, and
+// page cache fills a cgroup as any reading does.) It runs the plain
+// build, as users do (the race detector's shadow memory is several times
+// the heap).
 //
 // Then a cgroup gets a neighbour (a process taking 60% of the limit, as
 // a training job that grows would) after a scan, and the readers scan
@@ -323,25 +374,30 @@ func TestMemoryLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check := func(t *testing.T, cg *memCgroup, m *mounted, what string, drop bool) {
+	// check scans the array through m and checks the reads and the
+	// cgroup's memory: no OOM kill, and, when the mount is alone in it
+	// (within), a working set under 90% of the limit.
+	check := func(t *testing.T, cg *memCgroup, m *mounted, what string, drop bool, within float64) {
 		t.Helper()
 		began := time.Now()
+		ws := cg.watch(t)
 		reads, bad, examples := scanAll(t, m.Dir, manifest, chunks, readers, drop)
+		wsPeak := ws()
 		took := time.Since(began)
 		peak, kills := cg.counters(t)
-		t.Logf("%s: %d reads, %d bad in %v (%.0f MB/s); the cgroup's peak %d MiB of %d MiB, %d OOM kills",
-			what, reads, bad, took.Round(time.Millisecond), float64(reads)*(1<<20)/took.Seconds()/1e6, peak>>20, int64(limit)>>20, kills)
+		t.Logf("%s: %d reads, %d bad in %v (%.0f MB/s); the cgroup's peak working set %d MiB of %d MiB (usage with page cache %d MiB), %d OOM kills",
+			what, reads, bad, took.Round(time.Millisecond), float64(reads)*(1<<20)/took.Seconds()/1e6, wsPeak>>20, int64(limit)>>20, peak>>20, kills)
 		if reads != chunks || bad != 0 {
 			t.Errorf("%s: %d of %d chunks read, %d bad: %q", what, reads, chunks, bad, examples)
 		}
 		if kills != 0 {
 			t.Errorf("%s: %d processes in the cgroup killed for memory\n%s", what, kills, tail(m.Stderr.String(), 20))
 		}
-		if peak >= limit {
-			t.Errorf("%s: the cgroup's peak usage reached its limit (%d MiB): it had to reclaim or kill", what, peak>>20)
+		if float64(wsPeak) >= within*limit {
+			t.Errorf("%s: the cgroup's working set peaked at %d MiB, over %.0f%% of its limit", what, wsPeak>>20, within*100)
 		}
-		if peak < 32<<20 {
-			t.Errorf("%s: the cgroup's peak usage is %d MiB: the mount was not charged to it", what, peak>>20)
+		if wsPeak < 32<<20 {
+			t.Errorf("%s: the cgroup's working set peaked at %d MiB: the mount was not charged to it", what, wsPeak>>20)
 		}
 		select {
 		case <-m.exited:
@@ -371,14 +427,14 @@ func TestMemoryLimit(t *testing.T) {
 		cg := newMemCgroup(t, limit)
 		warmPageCache(t, dir)
 		m := start(t, cg, filepath.Join(dir, "a.zarr"))
-		check(t, cg, m, "local", false)
+		check(t, cg, m, "local", false, 0.9)
 	})
 	t.Run("http", func(t *testing.T) {
 		cg := newMemCgroup(t, limit)
 		_, base := startNginx(t, dir)
 		warmPageCache(t, dir)
 		m := start(t, cg, base+"/a.zarr")
-		check(t, cg, m, "nginx", false)
+		check(t, cg, m, "nginx", false, 0.9)
 	})
 	t.Run("s3", func(t *testing.T) {
 		cg := newMemCgroup(t, limit)
@@ -386,13 +442,13 @@ func TestMemoryLimit(t *testing.T) {
 		s3Setenv(t)
 		warmPageCache(t, dir)
 		m := start(t, cg, "s3://mem/a.zarr", "--s3-endpoint", endpoint, "--s3-path-style")
-		check(t, cg, m, "versitygw", false)
+		check(t, cg, m, "versitygw", false, 0.9)
 	})
 	t.Run("neighbour", func(t *testing.T) {
 		cg := newMemCgroup(t, limit)
 		warmPageCache(t, dir)
 		m := start(t, cg, filepath.Join(dir, "a.zarr"))
-		check(t, cg, m, "before the neighbour", false)
+		check(t, cg, m, "before the neighbour", false, 0.9)
 		hog := cg.command(testutil.Python, "-c", memHog, fmt.Sprint(limit*6/10))
 		var hogErr bytes.Buffer
 		hog.Stderr = &hogErr
@@ -420,7 +476,7 @@ func TestMemoryLimit(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Fatal("the neighbour took no memory for 30 s")
 		}
-		check(t, cg, m, "with the neighbour", true) // every read reaches the mount again
+		check(t, cg, m, "with the neighbour", true, 1) // every read reaches the mount again
 		if err := hog.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Error(err)
 		}
