@@ -70,9 +70,10 @@ type Tree struct {
 	asV2    bool          // immutable
 	refresh time.Duration // immutable; 0: metadata is kept for ever
 
-	loads singleflight.Group // one metadata load per directory at a time
-	dirs  sync.Map           // directory key -> loaded[*dirMeta]
-	metas sync.Map           // .zmetadata key -> loaded[[]byte], presented
+	loads  singleflight.Group // one metadata load per directory at a time
+	failed failures           // failed requests logged lately (errno)
+	dirs   sync.Map           // directory key -> loaded[*dirMeta]
+	metas  sync.Map           // .zmetadata key -> loaded[[]byte], presented
 }
 
 // A loaded value is metadata as read at a time.
@@ -197,7 +198,7 @@ func (t *Tree) child(ctx context.Context, dir *node, name string) (*node, error)
 		if n := t.unconfirmed(ctx, dir, name, err); n != nil {
 			return n, nil
 		}
-		return nil, err
+		return nil, notStored(dir, name, err)
 	}
 	e.Name = name
 	n, err := t.node(ctx, dir, e)
@@ -229,6 +230,34 @@ func (t *Tree) unconfirmed(ctx context.Context, dir *node, name string, err erro
 	}
 	t.log.WarnContext(ctx, "cannot tell whether a chunk exists: presented, and its reads will tell", "key", join(dir.key, name), "err", err)
 	return &node{key: join(dir.key, name), kind: kindChunk, size: x.a.ChunkLen(), arr: x, rel: rel, coords: c, unconfirmed: true}
+}
+
+// ErrNotStored means a chunk key of an array presented raw has no stored
+// value: a missing chunk, which the tree does not present and readers
+// read as the array's fill value. It matches fs.ErrNotExist too (the
+// mount answers ENOENT).
+var ErrNotStored error = notStoredError{}
+
+type notStoredError struct{}
+
+func (notStoredError) Error() string {
+	return "a chunk not stored: readers read it as the fill value"
+}
+
+func (notStoredError) Is(target error) bool { return target == iofs.ErrNotExist }
+
+// notStored is the error of looking up name in dir when the store says
+// err: ErrNotStored for a chunk key of a raw array the store does not
+// hold, else err.
+func notStored(dir *node, name string, err error) error {
+	x := dir.arr
+	if x == nil || !x.raw() || !errors.Is(err, iofs.ErrNotExist) {
+		return err
+	}
+	if _, ok := x.a.ParseChunkKey(join(dir.rel, name)); !ok {
+		return err
+	}
+	return &iofs.PathError{Op: "lookup", Path: join(dir.key, name), Err: ErrNotStored}
 }
 
 // doubtful reports whether err, from the store, leaves open whether the

@@ -116,7 +116,7 @@ func TestReadFile(t *testing.T) {
 		errno syscall.Errno
 		is    error
 	}{
-		{"temp/1.1", syscall.ENOENT, iofs.ErrNotExist},      // missing chunk stays missing
+		{"temp/1.1", syscall.ENOENT, ErrNotStored},          // missing chunk stays missing, and says so
 		{"temp/9.9", syscall.ENOENT, iofs.ErrNotExist},      // outside the grid
 		{"README.txt/x", syscall.ENOENT, iofs.ErrNotExist},  // below a file
 		{"../etc/passwd", syscall.EACCES, store.ErrOutside}, // outside the store
@@ -134,8 +134,11 @@ func TestReadFile(t *testing.T) {
 		if r.is != nil && !errors.Is(err, r.is) {
 			t.Errorf("ReadFile(%q) err = %v, want %v", r.path, err, r.is)
 		}
+		if r.is != ErrNotStored && errors.Is(err, ErrNotStored) {
+			t.Errorf("ReadFile(%q) err = %v: not a chunk of the grid", r.path, err)
+		}
 		if r.errno != syscall.EISDIR {
-			if e := errno(ctx, tr.log, "read", r.path, err); e != r.errno {
+			if e := tr.errno(ctx, "read", r.path, err); e != r.errno {
 				t.Errorf("ReadFile(%q): errno %v, want %v (err %v)", r.path, e, r.errno, err)
 			}
 		}

@@ -142,10 +142,10 @@ func (t *Tree) v3Child(ctx context.Context, dir *node, name string) (*node, erro
 			if n := t.unconfirmed(ctx, dir, name, err); n != nil {
 				return n, nil
 			}
-			return nil, err
+			return nil, notStored(dir, name, err)
 		}
 		if e.Dir {
-			return nil, notExist(join(dir.key, name))
+			return nil, notStored(dir, name, notExist(join(dir.key, name)))
 		}
 		return t.v3Chunk(ctx, dir, name, c, skey, e, inner, sharded)
 	}
@@ -314,7 +314,7 @@ func (t *Tree) v3Chunk(ctx context.Context, dir *node, name string, coords []int
 	}
 	_, l, err := ix.Entry(inner)
 	if errors.Is(err, iofs.ErrNotExist) {
-		return nil, notExist(n.key)
+		return nil, &iofs.PathError{Op: "lookup", Path: n.key, Err: ErrNotStored}
 	}
 	if err == nil {
 		n.stored = l

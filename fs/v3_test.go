@@ -494,6 +494,17 @@ func TestV3Mount(t *testing.T) {
 					t.Errorf("ReadFile(%s): %v, want fs.ErrNotExist", rel, err)
 				}
 			}
+			// Chunks of the grid that are not stored (an absent value, an
+			// empty index entry) say so to zfuse cat.
+			notStored := []string{"plain/c/1/1", "sharded/end/c/0/0", "dots/1"}
+			if asV2 {
+				notStored = []string{"plain/1/1", "sharded/end/0/0", "dots/1"}
+			}
+			for _, rel := range notStored {
+				if _, err := tr.ReadFile(ctx, rel); !errors.Is(err, ErrNotStored) {
+					t.Errorf("ReadFile(%s): %v, want ErrNotStored", rel, err)
+				}
+			}
 		})
 	}
 }

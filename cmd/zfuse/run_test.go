@@ -18,6 +18,9 @@ func TestRun(t *testing.T) {
 		"compressor": null, "fill_value": 0, "order": "C", "filters": null}`)
 	write("a/0", "\x01\x02")
 	write("a/1", "\x03\x00")
+	write("b/.zarray", `{"zarr_format": 2, "shape": [4], "chunks": [2], "dtype": "|u1",
+		"compressor": null, "fill_value": 9, "order": "C", "filters": null}`)
+	write("b/0", "\x01\x02")
 	checkRuns(t, []runCase{
 		{[]string{"version"}, "zfuse ", ""},
 		{[]string{"cat", src, "a/1"}, "\x03\x00", ""},
@@ -25,6 +28,7 @@ func TestRun(t *testing.T) {
 		{[]string{"cat", src, "../etc/passwd"}, "", "refused"},
 		{[]string{"cat", src, "/etc/passwd"}, "", "refused"},
 		{[]string{"cat", src, "a/7"}, "", "no such file"},
+		{[]string{"cat", src, "b/1"}, "", "the chunk is not stored, and readers read it as the array's fill value"},
 		{[]string{"cat", src, "a"}, "", "directory"},
 		{[]string{"cat", filepath.Join(src, "nope"), "a/0"}, "", "no such file"},
 		{[]string{"info", src}, "a v2 3 2 - |u1 none none: stored uncompressed 2 chunks, 4 B 1.00 raw", ""},

@@ -21,8 +21,11 @@ import (
 // cat writes exactly the bytes the mount serves at p.
 func cat(ctx context.Context, stdout io.Writer, tree *fs.Tree, p string) error {
 	b, err := tree.ReadFile(ctx, p)
-	if errors.Is(err, store.ErrOutside) {
+	switch {
+	case errors.Is(err, store.ErrOutside):
 		return fmt.Errorf("cat %s: refused: a path inside the store, relative to its root and without \"..\", is required (%w)", p, err)
+	case errors.Is(err, fs.ErrNotStored):
+		return fmt.Errorf("cat %s: no such file: the chunk is not stored, and readers read it as the array's fill value", p)
 	}
 	if err != nil {
 		return fmt.Errorf("cat %s: %w", p, err)
