@@ -6,8 +6,9 @@
 // store. In a v2 array (a directory holding .zarray), .zarray is served
 // rewritten to say "no compression" and chunk files have the decoded size
 // from metadata (stat never decodes) and read decoded bytes; consolidated
-// .zmetadata is rewritten entry by entry; everything else, and every file of
-// an array that cannot be presented raw, is served as stored.
+// .zmetadata is rewritten entry by entry, each as the tree presents its
+// array (Tree.presenter); everything else, and every file of an array that
+// cannot be presented raw, is served as stored.
 //
 // A directory holding zarr.json is a v3 group or array (v3.go): zarr.json is
 // served rewritten, and a v3 array's chunk tree is computed from its
@@ -30,6 +31,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/zfuse/zfuse/store"
@@ -466,7 +468,8 @@ func (t *Tree) loadArray(ctx context.Context, dir string) (*v2array, error) {
 }
 
 // consolidated returns the presented .zmetadata at key: rewritten entry by
-// entry, or as stored (with a Warn line) when it does not parse.
+// entry as the tree presents each array (presenter), or as stored (with a
+// Warn line) when it does not parse.
 func (t *Tree) consolidated(ctx context.Context, key string) ([]byte, error) {
 	if v, ok := t.metas.Load(key); ok && t.fresh(v.(loaded[[]byte]).at) {
 		return v.(loaded[[]byte]).v, nil
@@ -476,7 +479,11 @@ func (t *Tree) consolidated(ctx context.Context, key string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r, err := zarr.RewriteV2Consolidated(b); err != nil {
+	present, err := t.presenter(ctx, path.Dir(key), b)
+	if err != nil {
+		return nil, err
+	}
+	if r, err := zarr.RewriteV2Consolidated(b, present); err != nil {
 		t.log.WarnContext(ctx, "consolidated metadata passed through unchanged", "key", key, "err", err)
 	} else {
 		b = r
@@ -487,6 +494,43 @@ func (t *Tree) consolidated(ctx context.Context, key string) ([]byte, error) {
 	}
 	v, _ := t.metas.LoadOrStore(key, loaded[[]byte]{b, at})
 	return v.(loaded[[]byte]).v, nil
+}
+
+// presenter returns how the tree presents the arrays that the
+// consolidated metadata doc, stored in the directory dir, holds copies of
+// the metadata of (zarr.Presenter): it loads each array's directory, a
+// few at a time, so that each entry describes what its directory serves
+// (an array whose own .zarray is invalid is passed through, whatever its
+// entry says). On a remote store that is a request per array, the first
+// time the document is read.
+func (t *Tree) presenter(ctx context.Context, dir string, doc []byte) (zarr.Presenter, error) {
+	dirs := zarr.ConsolidatedArrays(doc)
+	arrays := make([]*zarr.Array, len(dirs))
+	var g errgroup.Group
+	g.SetLimit(16)
+	for i, d := range dirs {
+		g.Go(func() error {
+			key := dir
+			if d != "." {
+				key = join(dir, d)
+			}
+			m, err := t.dirMeta(ctx, key)
+			if err == nil && m.skip == nil && m.arr != nil && m.arr.raw() {
+				arrays[i] = m.arr.a
+			}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return func(d string) *zarr.Array {
+		i, ok := slices.BinarySearch(dirs, d)
+		if !ok {
+			return nil
+		}
+		return arrays[i]
+	}, nil
 }
 
 // join joins a directory and a name. The store root is "." and an array's

@@ -386,10 +386,10 @@ func (s *v3Store) want(t testing.TB, asV2 bool) map[string][]byte {
 			continue
 		}
 		if !asV2 {
-			out[prefix+"zarr.json"] = testutil.Must(zarr.RewriteV3(doc))
+			out[prefix+"zarr.json"] = testutil.Must(zarr.RewriteV3(doc, nil))
 			continue
 		}
-		for name, b := range testutil.Must(zarr.V2Files(doc)) {
+		for name, b := range testutil.Must(zarr.V2Files(doc, nil)) {
 			out[prefix+name] = b
 		}
 	}
