@@ -108,18 +108,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if cmd != "mount" {
 		m = nil
 	}
-	dec, err := lf.decoders(log, cmd != "mount")
-	if err != nil {
-		return err
-	}
-	defer dec.Close()
-	dec.observe = m.decoder
 	sf.backoff = m.backoff(backendName(fl.Arg(0)))
 	src, err := openSource(ctx, fl.Arg(0), sf, log)
 	if err != nil {
 		return err
 	}
 	src = m.store(src, backendName(fl.Arg(0)))
+	dec, err := lf.decoders(log, cmd != "mount")
+	if err != nil {
+		src.Close()
+		return err
+	}
+	defer dec.Close()
+	dec.observe = m.decoder
 	cached, disk, err := withDiskCache(src, fl.Arg(0), sf, log) // source.go: --cache-dir
 	if err != nil {
 		src.Close()

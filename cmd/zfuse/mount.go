@@ -118,15 +118,18 @@ type decoders struct {
 }
 
 // decoders starts the CPU pool and, unless --decoder cpu, opens the GPU.
-// With --decoder gpu and no usable GPU it returns an error saying why;
-// with auto it decodes on the CPU, and says why at Warn on log when
-// quiet is false (zfuse mount; zfuse info shows the reason in its DECODER
-// column instead, and zfuse cat need not say). Close stops both, after the
-// loader using them.
+// With --decoder gpu and no usable GPU it returns an error saying why.
+// The choice is logged at Info (zfuse mount), or at Debug when quiet (the
+// other commands; zfuse info's DECODER column says it in short), except
+// that a GPU that is there and fails is a Warn line for every command.
+// Close stops both, after the loader using them. log may be nil.
 func (f *loaderFlags) decoders(log *slog.Logger, quiet bool) (*decoders, error) {
-	glog := log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	glog, level := log, slog.LevelInfo
 	if quiet {
-		glog = nil // discard
+		glog, level = nil, slog.LevelDebug // the decoder's own lines: discarded
 	}
 	pool := codec.NewPool(f.workers)
 	r, err := gpu.NewRouter(f.decoder, gpu.Config{Log: glog}, prefaultPool{pool}, 0)
@@ -134,8 +137,14 @@ func (f *loaderFlags) decoders(log *slog.Logger, quiet bool) (*decoders, error) 
 		pool.Close()
 		return nil, fmt.Errorf("%w (--decoder auto or cpu decodes on the CPU)", err)
 	}
-	if g := r.GPU(); g != nil && !quiet {
-		log.Info("decoding LZ4 and Blosc-LZ4 on the GPU", "device", g.Device().String(), "decoder", string(f.decoder))
+	ctx := context.Background()
+	switch g, why := r.GPU(), r.NoGPU(); {
+	case g != nil:
+		log.Log(ctx, level, "decoding LZ4 and Blosc-LZ4 on the GPU", "device", g.Device().String(), "decoder", string(f.decoder))
+	case why != nil && gpu.Absent(why):
+		log.Log(ctx, level, "no GPU: LZ4 and Blosc-LZ4 decode on the CPU", "why", gpu.Reason(why))
+	case why != nil:
+		log.Warn("the GPU does not work: LZ4 and Blosc-LZ4 decode on the CPU", "err", why)
 	}
 	return &decoders{pool: pool, router: r}, nil
 }
