@@ -204,3 +204,26 @@ func TestArrays(t *testing.T) {
 		}
 	}
 }
+
+// TestHasArray: the tree holds an array, or does not (an empty directory,
+// a group and nothing else), which zfuse info, mount and compress refuse.
+func TestHasArray(t *testing.T) {
+	ctx := context.Background()
+	group := t.TempDir()
+	testutil.WriteFile(t, group, ".zgroup", []byte(`{"zarr_format": 2}`))
+	testutil.WriteFile(t, group, "notes/README.txt", []byte("not zarr"))
+	for _, tc := range []struct {
+		name string
+		root string
+		want bool
+	}{
+		{"empty", t.TempDir(), false},
+		{"a group", group, false},
+		{"the test store", newTestStore(t).root, true},
+	} {
+		tr, _ := treeOver(t, dirStore(t, tc.root))
+		if got, err := tr.HasArray(ctx); err != nil || got != tc.want {
+			t.Errorf("%s: HasArray = %v, %v; want %v", tc.name, got, err, tc.want)
+		}
+	}
+}

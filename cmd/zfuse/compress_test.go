@@ -59,7 +59,7 @@ func TestCompressOptions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			comp, filters, err := o.codecs("<i4", 4)
+			comp, filters, _, err := o.codecs("<i4", 4)
 			if err != nil {
 				t.Fatal(err)
 			}

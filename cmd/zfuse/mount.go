@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -46,8 +47,8 @@ func addLoaderFlags(fl *flag.FlagSet) *loaderFlags {
 	// costs memory and page faults (a cold scan of a Blosc store ran at
 	// 0.44 GB/s with 512 MiB of it, 0.70 without). forSource turns it on
 	// for remote stores.
-	f := &loaderFlags{decoder: gpu.Auto, decoded: 1 << 30, compressed: 0, readahead: 256 << 20, kernelReadahead: 16 << 20}
-	fl.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "decode workers (CPU pool): chunks decoded at once")
+	f := &loaderFlags{workers: runtime.GOMAXPROCS(0), decoder: gpu.Auto, decoded: 1 << 30, compressed: 0, readahead: 256 << 20, kernelReadahead: 16 << 20}
+	fl.Var((*countFlag)(&f.workers), "workers", "decode workers (CPU pool): chunks decoded at once")
 	fl.Var((*modeFlag)(&f.decoder), "decoder", "which decoder runs LZ4 and Blosc-LZ4 chunks, `auto|cpu|gpu`: auto (an NVIDIA GPU for batches big enough to pay, where there is one; else the CPU pool), cpu, or gpu (refuse to start without a GPU); other codecs always decode on the CPU pool")
 	fl.Var(&f.decoded, "cache-decoded", "budget for decoded chunks that have been read (e.g. 512MiB, 2GiB)")
 	fl.Var(&f.decoded, "cache", "the same as --cache-decoded")
@@ -224,6 +225,9 @@ type mountOpts struct {
 // With o.statsFile, the counters are written there as JSON on SIGUSR1 and
 // at unmount.
 func mount(ctx context.Context, log *slog.Logger, tree *fs.Tree, source, dir string, o mountOpts) error {
+	if err := checkStatsFile(o.statsFile); err != nil {
+		return err
+	}
 	if err := checkMountpoint(log, dir); err != nil {
 		return err
 	}
@@ -288,6 +292,23 @@ wait:
 		if err := writeStats(o.statsFile, st, ss); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkStatsFile refuses a --stats-file that could not be written, before
+// mounting (as --log-file and --metrics are refused): it is written at
+// unmount, too late to learn that its directory is missing.
+func checkStatsFile(path string) error {
+	if path == "" {
+		return nil
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("--stats-file %s is a directory", path)
+	}
+	dir := filepath.Dir(path)
+	if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
+		return fmt.Errorf("--stats-file %s: cannot write in %s: %w", path, dir, err)
 	}
 	return nil
 }

@@ -32,7 +32,7 @@ func TestRun(t *testing.T) {
 		{[]string{"cat", src, "a"}, "", "directory"},
 		{[]string{"cat", filepath.Join(src, "nope"), "a/0"}, "", "no such file"},
 		{[]string{"info", src}, "a v2 3 2 - |u1 none none: stored uncompressed 2 chunks, 4 B 1.00 raw", ""},
-		{[]string{"info", "--log-level", "loud", src}, "", "--log-level"},
+		{[]string{"info", "--log-level", "loud", src}, "", "-log-level: want debug, info, warn or error"},
 		{[]string{"cat", "--cache", "lots", src, "a/0"}, "", "invalid size"},
 		{[]string{"cat", src}, "", "takes 2 arguments"},
 		{[]string{"frobnicate"}, "", "unknown command"},

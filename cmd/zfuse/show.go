@@ -42,14 +42,22 @@ func cat(ctx context.Context, stdout io.Writer, tree *fs.Tree, p string) error {
 // shape and SHARDS the stored one; DECODER says what decodes its chunks
 // (r's choice, and why) and how a sharded array's inner chunks are read.
 //
+// SOURCE (source) holding no array is an error that says what it holds
+// (noArrays). Over HTTP, which cannot list chunk keys, STORED says "not
+// listed" rather than counting none.
+//
 // A last line says which serving path zfuse mount --serving would use on
 // this machine (fs.ProbeServing mounts an empty file system to ask the
 // kernel), and why not the one asked for.
-func info(ctx context.Context, stdout io.Writer, tree *fs.Tree, r *gpu.Router, serving fs.Serving) error {
+func info(ctx context.Context, stdout io.Writer, tree *fs.Tree, r *gpu.Router, serving fs.Serving, source string) error {
 	arrays, err := tree.Arrays(ctx)
 	if err != nil {
 		return err
 	}
+	if len(arrays) == 0 {
+		return noArrays(ctx, tree, source)
+	}
+	listed := backendName(source) != "http"
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "PATH\tFORMAT\tSHAPE\tCHUNKS\tSHARDS\tDTYPE\tCODECS\tDECODER\tSTORED\tRATIO\tPRESENTED")
 	for _, in := range arrays {
@@ -67,8 +75,12 @@ func info(ctx context.Context, stdout io.Writer, tree *fs.Tree, r *gpu.Router, s
 		if in.Shards != nil {
 			shards = dims(in.Shards)
 		}
+		stored := fmt.Sprintf("%d chunks, %s", in.Chunks, cache.FormatSize(in.Stored))
 		ratio := "-" // passed-through arrays are served as stored
-		if in.Stored > 0 && in.PassThrough == nil {
+		switch {
+		case !listed:
+			stored = "not listed"
+		case in.Stored > 0 && in.PassThrough == nil:
 			ratio = fmt.Sprintf("%.2f", float64(in.Presented)/float64(in.Stored))
 		}
 		how, decoder := "raw", decoderOf(in.Array, r)
@@ -81,8 +93,8 @@ func info(ctx context.Context, stdout io.Writer, tree *fs.Tree, r *gpu.Router, s
 		if in.ZarrJSON != "" { // a zarr.json beside the .zarray
 			format, how = "v2+v3", how+"; zarr.json "+in.ZarrJSON
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d chunks, %s\t%s\t%s\n",
-			in.Path, format, shape, chunks, shards, dtype, codecs, decoder, in.Chunks, cache.FormatSize(in.Stored), ratio, how)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			in.Path, format, shape, chunks, shards, dtype, codecs, decoder, stored, ratio, how)
 	}
 	if err := w.Flush(); err != nil {
 		return err
