@@ -149,17 +149,49 @@ func dims(d []int) string {
 	return strings.Join(s, "x")
 }
 
-// version returns the module version and VCS revision the binary was built from.
+// version says what the binary was built from (versionOf).
 func version() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "(unknown)"
+		return "(no build information)"
 	}
-	v := bi.Main.Version
+	return versionOf(bi)
+}
+
+// versionOf is what the go command recorded of a build: the module
+// version ("(devel)" unless built by go install MODULE@VERSION), the VCS
+// revision, its commit time and whether the tree had changes, and the Go
+// version and platform, e.g. "(devel) 1a5127b4f5b3... 2026-12-01T20:01:56Z
+// modified go1.26.8 linux/amd64". Without VCS information (-buildvcs=false,
+// a tarball, a git worktree, which the go command does not stamp) it says so.
+func versionOf(bi *debug.BuildInfo) string {
+	set := map[string]string{}
 	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" {
-			v += " " + s.Value
-		}
+		set[s.Key] = s.Value
 	}
-	return v + " " + bi.GoVersion
+	parts := []string{cmpOr(bi.Main.Version, "(devel)")}
+	if rev := set["vcs.revision"]; rev != "" {
+		parts = append(parts, rev)
+		if t := set["vcs.time"]; t != "" {
+			parts = append(parts, t)
+		}
+		if set["vcs.modified"] == "true" {
+			parts = append(parts, "modified")
+		}
+	} else {
+		parts = append(parts, "(no VCS revision recorded)")
+	}
+	parts = append(parts, bi.GoVersion)
+	if set["GOOS"] != "" {
+		parts = append(parts, set["GOOS"]+"/"+set["GOARCH"])
+	}
+	return strings.Join(parts, " ")
+}
+
+// cmpOr is s, or def when s is empty.
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
