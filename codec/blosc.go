@@ -416,7 +416,7 @@ func bloscSplit(format int, d, src []byte, j, s int) error {
 	case errors.Is(err, ErrChecksum):
 		return fmt.Errorf("blosc: block %d split %d: %w", j, s, err)
 	case err != nil && !errors.Is(err, ErrTooLarge):
-		return fmt.Errorf("blosc: block %d split %d (%s): %w", j, s, bloscFormatNames[format], errors.Join(ErrCorrupt, err))
+		return fmt.Errorf("blosc: block %d split %d (%s): %w", j, s, bloscFormatNames[format], both(ErrCorrupt, err))
 	case err != nil || n != len(d):
 		return fmt.Errorf("%w: blosc: block %d split %d (%s) decodes to %d bytes or more, want %d",
 			ErrCorrupt, j, s, bloscFormatNames[format], n, len(d))

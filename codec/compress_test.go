@@ -197,6 +197,7 @@ func compCheck(t *testing.T, d Decoder, src, want []byte, checked bool) {
 		if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrChecksum) {
 			t.Fatalf("truncated input: %v, want ErrCorrupt or ErrChecksum", err)
 		}
+		oneLine(t, err)
 	}
 	if checked && len(want) > 0 {
 		bad := bytes.Clone(src)
@@ -205,12 +206,22 @@ func compCheck(t *testing.T, d Decoder, src, want []byte, checked bool) {
 		if err == nil && !bytes.Equal(got, want) {
 			t.Fatalf("a flipped byte in a checked format decoded to different data without error")
 		}
+		oneLine(t, err)
 	}
 	compAgree(t, d, []Job{
 		{Src: src, Dst: make([]byte, 0, len(want))},
 		{Src: src[:len(src)/2], Dst: make([]byte, 0, len(want))},
 		{Src: src, Dst: make([]byte, 0, len(want)/2)},
 	})
+}
+
+// oneLine fails unless err, if any, says it on one line: it ends up
+// inside the log line of the failed read.
+func oneLine(t *testing.T, err error) {
+	t.Helper()
+	if err != nil && strings.Contains(err.Error(), "\n") {
+		t.Fatalf("the error has a newline in it: %q", err)
+	}
 }
 
 // compAgree checks that Batch, a Pool and Decode agree on jobs.

@@ -56,7 +56,7 @@ func gzipDecode(dst, src []byte) ([]byte, error) {
 		// bytes.Reader is a flate.Reader, so the inflater reads exactly
 		// one member and leaves st.src just past its trailer.
 		if err := st.zr.Reset(&st.src); err != nil {
-			return dst, errorsJoinCorrupt(err)
+			return dst, libraryErr(err)
 		}
 		st.zr.Multistream(false)
 		var err error

@@ -231,7 +231,7 @@ func lzma1Stream(out, src, h []byte, skip int) ([]byte, []byte, error) {
 	in := &lzmaPrefixReader{head: h, rest: body}
 	r, err := lzma.ReaderConfig{DictCap: lzma.MaxDictCap}.NewReader(in)
 	if err != nil {
-		return out, src, errorsJoinCorrupt(err)
+		return out, src, libraryErr(err)
 	}
 	res, err := readAllCapped(out, r)
 	if err != nil {
@@ -247,7 +247,7 @@ func lzma2Stream(out, src []byte, dictCap int) ([]byte, []byte, error) {
 	body := bytes.NewReader(src)
 	r, err := lzma.Reader2Config{DictCap: dictCap}.NewReader2(body)
 	if err != nil {
-		return out, src, errorsJoinCorrupt(err)
+		return out, src, libraryErr(err)
 	}
 	res, err := readAllCapped(out, r)
 	if err != nil {

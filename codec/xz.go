@@ -169,7 +169,7 @@ func xzBlock(out, p []byte, check byte) ([]byte, []byte, xzRecord, error) {
 			return out, p, rec, xzCorrupt("LZMA2 filter properties")
 		}
 		if dict, err = lzma.DecodeDictCap(props[0]); err != nil {
-			return out, p, rec, errors.Join(ErrCorrupt, err)
+			return out, p, rec, both(ErrCorrupt, err)
 		}
 	}
 	for _, b := range q {

@@ -52,7 +52,7 @@ func zlibDecode(dst, src []byte) ([]byte, error) {
 	}()
 	st.src.Reset(src)
 	if err := st.zr.(zlib.Resetter).Reset(&st.src, nil); err != nil {
-		return dst, errorsJoinCorrupt(err)
+		return dst, libraryErr(err)
 	}
 	return readAllCappedProbe(dst, st.zr, st.probe[:])
 }
@@ -81,7 +81,7 @@ func readAllCappedProbe(dst []byte, r io.Reader, probe []byte) ([]byte, error) {
 			case err == io.EOF:
 				return out, nil
 			}
-			return dst, errorsJoinCorrupt(err)
+			return dst, libraryErr(err)
 		}
 		n, err := r.Read(out[len(out):cap(out)])
 		out = out[:len(out)+n]
@@ -89,12 +89,12 @@ func readAllCappedProbe(dst []byte, r io.Reader, probe []byte) ([]byte, error) {
 		case err == io.EOF:
 			return out, nil
 		case err != nil:
-			return dst, errorsJoinCorrupt(err)
+			return dst, libraryErr(err)
 		case n > 0:
 			stalls = 0
 		default: // a reader that makes no progress is broken
 			if stalls++; stalls > 100 {
-				return dst, errorsJoinCorrupt(io.ErrNoProgress)
+				return dst, libraryErr(io.ErrNoProgress)
 			}
 		}
 	}

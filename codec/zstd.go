@@ -45,5 +45,5 @@ func zstdDecode(dst, src []byte) ([]byte, error) {
 	case errors.Is(err, zstd.ErrCRCMismatch):
 		return dst, ErrChecksum
 	}
-	return dst, errors.Join(ErrCorrupt, err)
+	return dst, both(ErrCorrupt, err)
 }

@@ -64,6 +64,25 @@ func (t *Tree) Arrays(ctx context.Context) ([]ArrayInfo, error) {
 	return out, err
 }
 
+// errFound ends HasArray's walk.
+var errFound = errors.New("fs: found")
+
+// HasArray reports whether the tree holds an array (one passed through, or
+// not shown under --as-v2, too), walking directories as Arrays does until
+// it finds one; it reads no shard index and counts no chunks.
+func (t *Tree) HasArray(ctx context.Context) (bool, error) {
+	err := t.walkDirs(ctx, func(dir *node) error {
+		if dir.arr != nil {
+			return errFound
+		}
+		return nil
+	})
+	if err == errFound {
+		return true, nil
+	}
+	return false, err
+}
+
 // A GroupInfo describes one group of the store, for zfuse compress.
 type GroupInfo struct {
 	Path   string // store key of the group directory ("." for the root)

@@ -87,8 +87,15 @@ func testMount(t *testing.T, serving Serving) {
 		if !errors.Is(err, syscall.EIO) {
 			t.Errorf("corrupt/1: %v, want EIO", err)
 		}
-		if !strings.Contains(logs.String(), "key=corrupt/1") {
-			t.Errorf("no log line names corrupt/1:\n%s", logs)
+		// One read(2), one Error line, the reason on it.
+		var failed []string
+		for line := range strings.Lines(logs.String()) {
+			if strings.Contains(line, "level=ERROR") && strings.Contains(line, "key=corrupt/1") {
+				failed = append(failed, line)
+			}
+		}
+		if len(failed) != 1 || strings.Contains(failed[0], `\n`) {
+			t.Errorf("%d Error lines name corrupt/1, want one line without a newline in it:\n%s", len(failed), logs)
 		}
 		got, err := os.ReadFile(filepath.Join(mnt, "corrupt/0"))
 		if err != nil || !bytes.Equal(got, s.raw["corrupt/0"]) {

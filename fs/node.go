@@ -225,11 +225,11 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	d.m.n.lookups.Add(1)
 	dn, err := d.node(ctx)
 	if err != nil {
-		return nil, errno(ctx, d.t.log, "lookup", join(d.cur().key, name), err)
+		return nil, d.t.errno(ctx, "lookup", join(d.cur().key, name), err)
 	}
 	n, err := d.t.child(ctx, dn, name)
 	if err != nil {
-		return nil, errno(ctx, d.t.log, "lookup", join(dn.key, name), err)
+		return nil, d.t.errno(ctx, "lookup", join(dn.key, name), err)
 	}
 	d.m.attr(n, &out.Attr)
 	if n.unconfirmed {
@@ -246,7 +246,7 @@ func (d *dirNode) Readdir(ctx context.Context) (fusefs.DirStream, syscall.Errno)
 			return dirStream(ns), 0
 		}
 	}
-	return nil, errno(ctx, d.t.log, "readdir", d.cur().key, err)
+	return nil, d.t.errno(ctx, "readdir", d.cur().key, err)
 }
 
 // dirStream lists ns.
@@ -358,7 +358,7 @@ func (f *fileNode) pid(ctx context.Context) uint32 {
 
 // errno maps err for a request on f, counting failures.
 func (f *fileNode) errno(ctx context.Context, op string, err error) syscall.Errno {
-	e := errno(ctx, f.t.log, op, f.n.key, err)
+	e := f.t.errno(ctx, op, f.n.key, err)
 	switch e {
 	case syscall.EINTR:
 		f.m.n.interrupted.Add(1)

@@ -6,8 +6,9 @@
 // store. In a v2 array (a directory holding .zarray), .zarray is served
 // rewritten to say "no compression" and chunk files have the decoded size
 // from metadata (stat never decodes) and read decoded bytes; consolidated
-// .zmetadata is rewritten entry by entry; everything else, and every file of
-// an array that cannot be presented raw, is served as stored.
+// .zmetadata is rewritten entry by entry, each as the tree presents its
+// array (Tree.presenter); everything else, and every file of an array that
+// cannot be presented raw, is served as stored.
 //
 // A directory holding zarr.json is a v3 group or array (v3.go): zarr.json is
 // served rewritten, and a v3 array's chunk tree is computed from its
@@ -30,6 +31,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/zfuse/zfuse/store"
@@ -70,9 +72,10 @@ type Tree struct {
 	asV2    bool          // immutable
 	refresh time.Duration // immutable; 0: metadata is kept for ever
 
-	loads singleflight.Group // one metadata load per directory at a time
-	dirs  sync.Map           // directory key -> loaded[*dirMeta]
-	metas sync.Map           // .zmetadata key -> loaded[[]byte], presented
+	loads  singleflight.Group // one metadata load per directory at a time
+	failed failures           // failed requests logged lately (errno)
+	dirs   sync.Map           // directory key -> loaded[*dirMeta]
+	metas  sync.Map           // .zmetadata key -> loaded[[]byte], presented
 }
 
 // A loaded value is metadata as read at a time.
@@ -197,7 +200,7 @@ func (t *Tree) child(ctx context.Context, dir *node, name string) (*node, error)
 		if n := t.unconfirmed(ctx, dir, name, err); n != nil {
 			return n, nil
 		}
-		return nil, err
+		return nil, notStored(dir, name, err)
 	}
 	e.Name = name
 	n, err := t.node(ctx, dir, e)
@@ -229,6 +232,34 @@ func (t *Tree) unconfirmed(ctx context.Context, dir *node, name string, err erro
 	}
 	t.log.WarnContext(ctx, "cannot tell whether a chunk exists: presented, and its reads will tell", "key", join(dir.key, name), "err", err)
 	return &node{key: join(dir.key, name), kind: kindChunk, size: x.a.ChunkLen(), arr: x, rel: rel, coords: c, unconfirmed: true}
+}
+
+// ErrNotStored means a chunk key of an array presented raw has no stored
+// value: a missing chunk, which the tree does not present and readers
+// read as the array's fill value. It matches fs.ErrNotExist too (the
+// mount answers ENOENT).
+var ErrNotStored error = notStoredError{}
+
+type notStoredError struct{}
+
+func (notStoredError) Error() string {
+	return "a chunk not stored: readers read it as the fill value"
+}
+
+func (notStoredError) Is(target error) bool { return target == iofs.ErrNotExist }
+
+// notStored is the error of looking up name in dir when the store says
+// err: ErrNotStored for a chunk key of a raw array the store does not
+// hold, else err.
+func notStored(dir *node, name string, err error) error {
+	x := dir.arr
+	if x == nil || !x.raw() || !errors.Is(err, iofs.ErrNotExist) {
+		return err
+	}
+	if _, ok := x.a.ParseChunkKey(join(dir.rel, name)); !ok {
+		return err
+	}
+	return &iofs.PathError{Op: "lookup", Path: join(dir.key, name), Err: ErrNotStored}
 }
 
 // doubtful reports whether err, from the store, leaves open whether the
@@ -437,7 +468,8 @@ func (t *Tree) loadArray(ctx context.Context, dir string) (*v2array, error) {
 }
 
 // consolidated returns the presented .zmetadata at key: rewritten entry by
-// entry, or as stored (with a Warn line) when it does not parse.
+// entry as the tree presents each array (presenter), or as stored (with a
+// Warn line) when it does not parse.
 func (t *Tree) consolidated(ctx context.Context, key string) ([]byte, error) {
 	if v, ok := t.metas.Load(key); ok && t.fresh(v.(loaded[[]byte]).at) {
 		return v.(loaded[[]byte]).v, nil
@@ -447,7 +479,11 @@ func (t *Tree) consolidated(ctx context.Context, key string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r, err := zarr.RewriteV2Consolidated(b); err != nil {
+	present, err := t.presenter(ctx, path.Dir(key), b)
+	if err != nil {
+		return nil, err
+	}
+	if r, err := zarr.RewriteV2Consolidated(b, present); err != nil {
 		t.log.WarnContext(ctx, "consolidated metadata passed through unchanged", "key", key, "err", err)
 	} else {
 		b = r
@@ -458,6 +494,43 @@ func (t *Tree) consolidated(ctx context.Context, key string) ([]byte, error) {
 	}
 	v, _ := t.metas.LoadOrStore(key, loaded[[]byte]{b, at})
 	return v.(loaded[[]byte]).v, nil
+}
+
+// presenter returns how the tree presents the arrays that the
+// consolidated metadata doc, stored in the directory dir, holds copies of
+// the metadata of (zarr.Presenter): it loads each array's directory, a
+// few at a time, so that each entry describes what its directory serves
+// (an array whose own .zarray is invalid is passed through, whatever its
+// entry says). On a remote store that is a request per array, the first
+// time the document is read.
+func (t *Tree) presenter(ctx context.Context, dir string, doc []byte) (zarr.Presenter, error) {
+	dirs := zarr.ConsolidatedArrays(doc)
+	arrays := make([]*zarr.Array, len(dirs))
+	var g errgroup.Group
+	g.SetLimit(16)
+	for i, d := range dirs {
+		g.Go(func() error {
+			key := dir
+			if d != "." {
+				key = join(dir, d)
+			}
+			m, err := t.dirMeta(ctx, key)
+			if err == nil && m.skip == nil && m.arr != nil && m.arr.raw() {
+				arrays[i] = m.arr.a
+			}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return func(d string) *zarr.Array {
+		i, ok := slices.BinarySearch(dirs, d)
+		if !ok {
+			return nil
+		}
+		return arrays[i]
+	}, nil
 }
 
 // join joins a directory and a name. The store root is "." and an array's

@@ -78,6 +78,8 @@ func checkServed(t *testing.T, s *testStore, p string, got []byte) {
 				if !bytes.Equal(testutil.Must(json.Marshal(a)), testutil.Must(json.Marshal(b))) {
 					t.Errorf(".zmetadata[%s] = %s, want it as stored", k, v)
 				}
+			case k == "legacy/.zarray": // as the array's own .zarray says, with the separator found
+				checkZarray(t, ".zmetadata["+k+"]", v, s.stored[k], map[string]string{"dimension_separator": `"/"`})
 			case strings.HasSuffix(k, ".zarray"):
 				checkZarray(t, ".zmetadata["+k+"]", v, s.stored[k], nil)
 			default:
@@ -116,7 +118,7 @@ func TestReadFile(t *testing.T) {
 		errno syscall.Errno
 		is    error
 	}{
-		{"temp/1.1", syscall.ENOENT, iofs.ErrNotExist},      // missing chunk stays missing
+		{"temp/1.1", syscall.ENOENT, ErrNotStored},          // missing chunk stays missing, and says so
 		{"temp/9.9", syscall.ENOENT, iofs.ErrNotExist},      // outside the grid
 		{"README.txt/x", syscall.ENOENT, iofs.ErrNotExist},  // below a file
 		{"../etc/passwd", syscall.EACCES, store.ErrOutside}, // outside the store
@@ -134,8 +136,11 @@ func TestReadFile(t *testing.T) {
 		if r.is != nil && !errors.Is(err, r.is) {
 			t.Errorf("ReadFile(%q) err = %v, want %v", r.path, err, r.is)
 		}
+		if r.is != ErrNotStored && errors.Is(err, ErrNotStored) {
+			t.Errorf("ReadFile(%q) err = %v: not a chunk of the grid", r.path, err)
+		}
 		if r.errno != syscall.EISDIR {
-			if e := errno(ctx, tr.log, "read", r.path, err); e != r.errno {
+			if e := tr.errno(ctx, "read", r.path, err); e != r.errno {
 				t.Errorf("ReadFile(%q): errno %v, want %v (err %v)", r.path, e, r.errno, err)
 			}
 		}
@@ -196,6 +201,29 @@ func TestArrays(t *testing.T) {
 		if in.Chunks != chunks || in.Stored != stored || in.Presented != chunks*in.Array.ChunkLen() {
 			t.Errorf("%s: %d chunks, %d stored, %d presented; want %d, %d, %d",
 				in.Path, in.Chunks, in.Stored, in.Presented, chunks, stored, chunks*in.Array.ChunkLen())
+		}
+	}
+}
+
+// TestHasArray: the tree holds an array, or does not (an empty directory,
+// a group and nothing else), which zfuse info, mount and compress refuse.
+func TestHasArray(t *testing.T) {
+	ctx := context.Background()
+	group := t.TempDir()
+	testutil.WriteFile(t, group, ".zgroup", []byte(`{"zarr_format": 2}`))
+	testutil.WriteFile(t, group, "notes/README.txt", []byte("not zarr"))
+	for _, tc := range []struct {
+		name string
+		root string
+		want bool
+	}{
+		{"empty", t.TempDir(), false},
+		{"a group", group, false},
+		{"the test store", newTestStore(t).root, true},
+	} {
+		tr, _ := treeOver(t, dirStore(t, tc.root))
+		if got, err := tr.HasArray(ctx); err != nil || got != tc.want {
+			t.Errorf("%s: HasArray = %v, %v; want %v", tc.name, got, err, tc.want)
 		}
 	}
 }

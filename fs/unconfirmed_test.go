@@ -77,7 +77,7 @@ func TestUnconfirmedChunk(t *testing.T) {
 			t.Fatalf("lookup(%s) with the store down: %+v, %v; want an unconfirmed chunk file of 24 bytes", p, n, err)
 		}
 		missing = n
-		if _, err := tr.ReadFile(ctx, p); errno(ctx, tr.log, "read", p, err) != syscall.EIO {
+		if _, err := tr.ReadFile(ctx, p); tr.errno(ctx, "read", p, err) != syscall.EIO {
 			t.Errorf("ReadFile(%s) with the store down: %v, want EIO", p, err)
 		}
 	}
@@ -94,7 +94,7 @@ func TestUnconfirmedChunk(t *testing.T) {
 		t.Errorf("ReadFile(temp/1.1) with the store back: %v, want ErrNotExist", err)
 	}
 	// A reader that opened it before the kernel looked it up again: EIO.
-	if _, err := tr.readAt(ctx, missing, make([]byte, missing.size), 0, 0); errno(ctx, tr.log, "read", missing.key, err) != syscall.EIO {
+	if _, err := tr.readAt(ctx, missing, make([]byte, missing.size), 0, 0); tr.errno(ctx, "read", missing.key, err) != syscall.EIO {
 		t.Errorf("reading the file presented for temp/1.1, with the store back: %v, want EIO", err)
 	}
 }

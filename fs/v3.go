@@ -75,7 +75,7 @@ func (t *Tree) loadV3(ctx context.Context, dir string) (*dirMeta, error) {
 	a, g, err := zarr.ParseV3(b)
 	switch {
 	case err == nil && g != nil:
-		return t.v3Group(ctx, key, b, m), nil
+		return t.v3Group(ctx, dir, b, m)
 	case err != nil: // all of ParseV3's errors say the metadata is invalid
 		m.arr = &array{path: storePath(dir), why: err}
 	default:
@@ -83,7 +83,7 @@ func (t *Tree) loadV3(ctx context.Context, dir string) (*dirMeta, error) {
 	}
 	x := m.arr
 	if x.why == nil && t.asV2 {
-		files, err := zarr.V2Files(b)
+		files, err := zarr.V2Files(b, nil)
 		if err == nil {
 			x.a, err = a.AsV2()
 		}
@@ -101,7 +101,7 @@ func (t *Tree) loadV3(ctx context.Context, dir string) (*dirMeta, error) {
 		t.log.WarnContext(ctx, "array passed through unchanged", "key", dir, "err", x.why)
 		return m, nil
 	case !t.asV2:
-		r, err := zarr.RewriteV3(b)
+		r, err := zarr.RewriteV3(b, nil)
 		if err != nil {
 			return nil, &iofs.PathError{Op: "rewrite", Path: key, Err: err}
 		}
@@ -111,22 +111,27 @@ func (t *Tree) loadV3(ctx context.Context, dir string) (*dirMeta, error) {
 	return m, nil
 }
 
-// v3Group completes m for the group whose zarr.json at key holds b.
-func (t *Tree) v3Group(ctx context.Context, key string, b []byte, m *dirMeta) *dirMeta {
-	var err error
+// v3Group completes m for the group in dir whose zarr.json holds b. Its
+// consolidated metadata describes each array as the tree presents it
+// (Tree.presenter).
+func (t *Tree) v3Group(ctx context.Context, dir string, b []byte, m *dirMeta) (*dirMeta, error) {
+	present, err := t.presenter(ctx, dir, b)
+	if err != nil {
+		return nil, err
+	}
 	if t.asV2 {
-		m.files, err = zarr.V2Files(b)
+		m.files, err = zarr.V2Files(b, present)
 	} else {
 		var r []byte
-		if r, err = zarr.RewriteV3(b); err == nil {
+		if r, err = zarr.RewriteV3(b, present); err == nil {
 			m.files = map[string][]byte{zarr.MetadataFile: r}
 		}
 	}
 	if err != nil { // it parsed once; cannot happen
 		m.files, m.hide = nil, ""
-		t.log.WarnContext(ctx, "group metadata passed through unchanged", "key", key, "err", err)
+		t.log.WarnContext(ctx, "group metadata passed through unchanged", "key", join(dir, zarr.MetadataFile), "err", err)
 	}
-	return m
+	return m, nil
 }
 
 // v3Child returns what name inside dir, a directory of a raw v3 array's
@@ -142,10 +147,10 @@ func (t *Tree) v3Child(ctx context.Context, dir *node, name string) (*node, erro
 			if n := t.unconfirmed(ctx, dir, name, err); n != nil {
 				return n, nil
 			}
-			return nil, err
+			return nil, notStored(dir, name, err)
 		}
 		if e.Dir {
-			return nil, notExist(join(dir.key, name))
+			return nil, notStored(dir, name, notExist(join(dir.key, name)))
 		}
 		return t.v3Chunk(ctx, dir, name, c, skey, e, inner, sharded)
 	}
@@ -314,7 +319,7 @@ func (t *Tree) v3Chunk(ctx context.Context, dir *node, name string, coords []int
 	}
 	_, l, err := ix.Entry(inner)
 	if errors.Is(err, iofs.ErrNotExist) {
-		return nil, notExist(n.key)
+		return nil, &iofs.PathError{Op: "lookup", Path: n.key, Err: ErrNotStored}
 	}
 	if err == nil {
 		n.stored = l

@@ -102,7 +102,7 @@ func loadDriver(path string) (*driver, error) {
 	lib, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
 	runtime.UnlockOSThread()
 	if err != nil {
-		return nil, unavailableErr(err, "cannot load %s: %v", path, err)
+		return nil, absentErr(err, "cannot load %s: %v", path, err)
 	}
 	d := &driver{path: path, lib: lib}
 	if err := d.bind([]symbol{

@@ -20,6 +20,7 @@ var ErrUnavailable = errors.New("gpu: unavailable")
 type unavailable struct {
 	reason string
 	err    error // may be nil
+	absent bool  // no GPU at all (Absent)
 }
 
 func (e *unavailable) Error() string        { return ErrUnavailable.Error() + ": " + e.reason }
@@ -28,6 +29,21 @@ func (e *unavailable) Unwrap() error        { return e.err }
 
 func unavailableErr(err error, format string, args ...any) error {
 	return &unavailable{reason: fmt.Sprintf(format, args...), err: err}
+}
+
+// absentErr is unavailableErr for a machine without a GPU.
+func absentErr(err error, format string, args ...any) error {
+	return &unavailable{reason: fmt.Sprintf(format, args...), err: err, absent: true}
+}
+
+// Absent reports whether err, from Open, says there is no GPU at all: no
+// driver library, or a driver that finds no device. The rest of
+// ErrUnavailable is a GPU that is there and does not work (a driver that
+// fails, a device the kernels cannot run on): worth a warning where the
+// absence of one is not.
+func Absent(err error) bool {
+	var u *unavailable
+	return errors.As(err, &u) && u.absent
 }
 
 // Reason returns why the GPU is unavailable, from an error returned by Open

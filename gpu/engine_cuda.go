@@ -39,6 +39,9 @@ func openCUDA(cfg Config) (*cudaEngine, Device, error) {
 		return nil, dev, err
 	}
 	if err := drv.check("cuInit", drv.cuInit(0)); err != nil {
+		if code, ok := cudaCode(err); ok && code == cudaErrorNoDevice {
+			return nil, dev, absentErr(err, "%v", err)
+		}
 		return nil, dev, unavailableErr(err, "%v", err)
 	}
 	if err := drv.bindAll(); err != nil {
@@ -49,7 +52,7 @@ func openCUDA(cfg Config) (*cudaEngine, Device, error) {
 		return nil, dev, unavailableErr(err, "%v", err)
 	}
 	if n == 0 {
-		return nil, dev, unavailableErr(nil, "no CUDA device")
+		return nil, dev, absentErr(nil, "no CUDA device")
 	}
 	if cfg.Device < 0 || cfg.Device >= int(n) {
 		return nil, dev, unavailableErr(nil, "device %d requested, %d present", cfg.Device, n)

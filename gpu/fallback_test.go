@@ -61,10 +61,12 @@ func TestOpenUnavailable(t *testing.T) {
 		name, lib string
 		reason    string   // in Reason(err)
 		code      cuResult // the driver's CUresult, 0 if none
+		absent    bool     // no GPU at all, rather than one that fails
 	}{
-		{"no library", missing, "cannot load " + missing, 0},
-		{"cuInit fails", stubLibrary(t, "100"), "cuInit: CUDA_ERROR_NO_DEVICE (100)", cudaErrorNoDevice},
-		{"no device", stubLibrary(t, "0"), "no CUDA device", 0},
+		{"no library", missing, "cannot load " + missing, 0, true},
+		{"cuInit finds no device", stubLibrary(t, "100"), "cuInit: CUDA_ERROR_NO_DEVICE (100)", cudaErrorNoDevice, true},
+		{"cuInit fails", stubLibrary(t, "3"), "cuInit: CUDA_ERROR_STUB (3)", 3, false},
+		{"no device", stubLibrary(t, "0"), "no CUDA device", 0, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			g, err := Open(Config{Library: c.lib})
@@ -76,6 +78,9 @@ func TestOpenUnavailable(t *testing.T) {
 			}
 			if code, ok := cudaCode(err); (c.code != 0) != ok || code != c.code {
 				t.Errorf("cudaCode = %d, %v; want %d", code, ok, c.code)
+			}
+			if Absent(err) != c.absent {
+				t.Errorf("Absent(%v) = %v, want %v", err, Absent(err), c.absent)
 			}
 		})
 	}
@@ -115,8 +120,8 @@ func TestRouterWithoutGPU(t *testing.T) {
 	if r.GPU() != nil {
 		t.Fatal("router has a GPU")
 	}
-	if why := r.Why(codec.Blosc{}, nil); !strings.HasPrefix(why, "cpu: no GPU: cannot load ") {
-		t.Errorf("Why = %q", why)
+	if why := r.Why(codec.Blosc{}, nil); why != "cpu: no GPU" || !strings.HasPrefix(Reason(r.NoGPU()), "cannot load ") {
+		t.Errorf("Why = %q, NoGPU = %v", why, r.NoGPU())
 	}
 	chunks := cbloscChunks(t)
 	if n := agree(t, r.Batch(codec.Blosc{}, nil), codec.Blosc{}, chunks); n != len(chunks) {
@@ -131,8 +136,8 @@ func TestRouterWithoutGPU(t *testing.T) {
 	if err != nil || r2.GPU() != nil {
 		t.Fatalf("NewRouter with the stub: %v, %v", r2, err)
 	}
-	if why := r2.Why(codec.LZ4{}, nil); !strings.Contains(why, "CUDA_ERROR_NO_DEVICE") {
-		t.Errorf("Why = %q", why)
+	if why := r2.Why(codec.LZ4{}, nil); why != "cpu: no GPU" || !strings.Contains(Reason(r2.NoGPU()), "CUDA_ERROR_NO_DEVICE") {
+		t.Errorf("Why = %q, NoGPU = %v", why, r2.NoGPU())
 	}
 	jobs := jobsFor(lz4)
 	if err := r2.Batch(codec.LZ4{}, nil).DecodeBatch(context.Background(), jobs); err != nil {

@@ -2,7 +2,6 @@ package gpu
 
 import (
 	"fmt"
-	"log/slog"
 	"reflect"
 	"strings"
 
@@ -59,9 +58,10 @@ type Router struct {
 }
 
 // NewRouter opens the GPU unless mode is CPU. In GPU mode a missing GPU is
-// an error (wrapping ErrUnavailable); in Auto mode it is logged at Warn and
-// everything decodes on the CPU. cpu may be nil (codec.Batch, one goroutine);
-// minBatchBytes <= 0 means DefaultMinBatchBytes.
+// an error (wrapping ErrUnavailable); in Auto mode everything decodes on
+// the CPU, and NoGPU says why (the caller logs it: at Warn where a GPU is
+// there and fails, not where there is none). cpu may be nil (codec.Batch,
+// one goroutine); minBatchBytes <= 0 means DefaultMinBatchBytes.
 func NewRouter(mode Mode, cfg Config, cpu Pool, minBatchBytes int64) (*Router, error) {
 	if _, err := ParseMode(string(mode)); err != nil {
 		return nil, err
@@ -78,11 +78,6 @@ func NewRouter(mode Mode, cfg Config, cpu Pool, minBatchBytes int64) (*Router, e
 		if mode == GPU {
 			return nil, fmt.Errorf("--decoder gpu: %w", err)
 		}
-		log := cfg.Log
-		if log == nil {
-			log = slog.New(slog.DiscardHandler)
-		}
-		log.Warn("no GPU; decoding on the CPU", "err", err)
 		r.noGPU = err
 		return r, nil
 	}
@@ -97,6 +92,10 @@ func newRouterWith(mode Mode, g *Decoder, noGPU error, cpu Pool, minBatchBytes i
 
 // GPU returns the GPU decoder, or nil.
 func (r *Router) GPU() *Decoder { return r.gpu }
+
+// NoGPU returns why the router has no GPU in Auto mode (an error from
+// Open: see Absent), or nil.
+func (r *Router) NoGPU() error { return r.noGPU }
 
 // Close closes the GPU decoder, if any. It does not close the CPU pool.
 func (r *Router) Close() error {
@@ -137,8 +136,9 @@ func (r *Router) Batch(d codec.Decoder, compressor codec.Config) codec.BatchDeco
 }
 
 // Why says which decoder Batch picks for d and why, for `zfuse info`:
-// "gpu: blosc lz4 shuffle", "cpu: zstd has no GPU kernel",
-// "cpu: no GPU: <reason>", "cpu: --decoder cpu".
+// "gpu: blosc lz4 shuffle", "cpu: zstd has no GPU kernel", "cpu: no GPU",
+// "cpu: the GPU failed (see the log)", "cpu: --decoder cpu". It is short:
+// why there is no GPU is NoGPU's, for the log.
 func (r *Router) Why(d codec.Decoder, compressor codec.Config) string {
 	if r.mode == CPU {
 		return "cpu: --decoder cpu"
@@ -147,8 +147,10 @@ func (r *Router) Why(d codec.Decoder, compressor codec.Config) string {
 	switch {
 	case !ok:
 		return "cpu: " + what + " has no GPU kernel"
+	case r.gpu == nil && Absent(r.noGPU):
+		return "cpu: no GPU"
 	case r.gpu == nil:
-		return "cpu: no GPU: " + Reason(r.noGPU)
+		return "cpu: the GPU failed (see the log)"
 	case r.mode == Auto:
 		return fmt.Sprintf("gpu: %s (batches under %d MiB on the CPU)", what, r.minBytes>>20)
 	}

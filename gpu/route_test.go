@@ -48,7 +48,8 @@ func mustCodec(t *testing.T, s string) codec.Decoder {
 // TestWhy is the table of what `zfuse info` prints per array.
 func TestWhy(t *testing.T) {
 	g := newEmulated(Config{})
-	noGPU := unavailableErr(nil, "no CUDA device")
+	noGPU := absentErr(nil, "no CUDA device")
+	failed := unavailableErr(nil, "cuInit: CUDA_ERROR_INVALID_DEVICE (101)")
 	blosc := `{"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1}`
 	for _, c := range []struct {
 		name       string
@@ -66,7 +67,8 @@ func TestWhy(t *testing.T) {
 		{"blosc zstd", newRouterWith(GPU, g, nil, nil, 0), blosc, `{"id": "blosc", "cname": "zstd", "shuffle": 1}`, false, "cpu: blosc zstd has no GPU kernel"},
 		{"zstd", newRouterWith(Auto, g, nil, nil, 0), `{"id": "zstd"}`, "", false, "cpu: zstd has no GPU kernel"},
 		{"filters", newRouterWith(Auto, g, nil, nil, 0), blosc, blosc, true, "cpu: blosc+delta has no GPU kernel"},
-		{"no gpu", newRouterWith(Auto, nil, noGPU, nil, 0), blosc, blosc, false, "cpu: no GPU: no CUDA device"},
+		{"no gpu", newRouterWith(Auto, nil, noGPU, nil, 0), blosc, blosc, false, "cpu: no GPU"},
+		{"a gpu that fails", newRouterWith(Auto, nil, failed, nil, 0), blosc, blosc, false, "cpu: the GPU failed (see the log)"},
 		{"no gpu, no kernel", newRouterWith(Auto, nil, noGPU, nil, 0), `{"id": "zlib"}`, "", false, "cpu: zlib has no GPU kernel"},
 		{"cpu mode", newRouterWith(CPU, nil, nil, nil, 0), blosc, blosc, false, "cpu: --decoder cpu"},
 	} {

@@ -329,6 +329,8 @@ func TestCompressRefuses(t *testing.T) {
 	full := filepath.Join(tmp, "full")
 	os.MkdirAll(full, 0o755)
 	os.WriteFile(filepath.Join(full, "notes.txt"), []byte("mine"), 0o644)
+	floats := filepath.Join(tmp, "floats.zarr") // one float64 array
+	copyTree(t, filepath.Join(src, "1d.contiguous.f8"), floats)
 	file := filepath.Join(tmp, "file")
 	os.WriteFile(file, []byte("x"), 0o644)
 	ro := filepath.Join(tmp, "ro")
@@ -353,7 +355,10 @@ func TestCompressRefuses(t *testing.T) {
 		{"compressor not last", src, filepath.Join(tmp, "new3"), []string{"--codec", "zstd,delta"}, "must come last"},
 		{"bad blosc shuffle", src, filepath.Join(tmp, "new4"), []string{"--codec", "blosc:lz4:5:twice"}, "shuffle"},
 		{"no gpu encoder", src, filepath.Join(tmp, "new5"), []string{"--encoder", "gpu"}, "no GPU encoder"},
-		{"delta on floats", src, filepath.Join(tmp, "new6"), []string{"--codec", "delta,zstd"}, "delta"},
+		// delta applies to the integer arrays of a store and leaves the
+		// others without it; a store with none is refused.
+		{"delta on a store of floats", floats, filepath.Join(tmp, "new6"), []string{"--codec", "delta,zstd"}, "delta encodes integers stored as themselves, and no array of SOURCE is one"},
+		{"chunks for no array's rank", src, filepath.Join(tmp, "new7"), []string{"--chunks", "2x2x2x2"}, "SOURCE has no array of rank 4"},
 	}
 	if roOK {
 		tests = append(tests, struct {

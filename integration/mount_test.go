@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -304,5 +305,47 @@ func TestSignals(t *testing.T) {
 	m.stop(t, syscall.SIGINT)
 	if !strings.Contains(m.Stderr.String(), "unmounted") {
 		t.Errorf("no unmounted log line:\n%s", m.Stderr)
+	}
+}
+
+// TestConsolidatedPassThrough: an array whose .zarray is invalid (here
+// truncated) but whose entry in .zmetadata is valid is passed through, its
+// chunks served as stored: the served .zmetadata keeps its stored entry, so
+// zarr.open_consolidated through the mount decompresses those chunks itself
+// and reads the values, as it does from the store.
+func TestConsolidatedPassThrough(t *testing.T) {
+	needPython(t)
+	src := filepath.Join(t.TempDir(), "store.zarr")
+	script := `
+import sys, zarr, numcodecs, numpy as np
+g = zarr.open_group(sys.argv[1], mode="w")
+g.create_dataset("sparse", data=np.arange(16, dtype="<i4").reshape(4, 4) + 1, chunks=(2, 2), compressor=numcodecs.Zlib(1))
+g.create_dataset("dense", data=np.arange(16, dtype="<f8").reshape(4, 4), chunks=(2, 2), compressor=numcodecs.Zstd(1))
+zarr.consolidate_metadata(sys.argv[1])
+`
+	if out, err := exec.Command(testutil.Python, "-c", script, src).CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	za := filepath.Join(src, "sparse", ".zarray")
+	b := testutil.Must(os.ReadFile(za))
+	if err := os.WriteFile(za, b[:len(b)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := mount(t, src)
+	read := `
+import sys, zarr, numpy as np
+g = zarr.open_consolidated(sys.argv[1], mode="r")
+assert g["sparse"].compressor is not None, g["sparse"].compressor
+assert g["dense"].compressor is None, g["dense"].compressor
+np.testing.assert_array_equal(g["sparse"][:], np.arange(16).reshape(4, 4) + 1)
+np.testing.assert_array_equal(g["dense"][:], np.arange(16).reshape(4, 4))
+print(g["sparse"][0, 0])
+`
+	out, err := exec.Command(testutil.Python, "-c", read, m.Dir).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "1" {
+		t.Fatalf("zarr.open_consolidated through the mount: %v\n%s", err, out)
+	}
+	if !strings.Contains(m.Stderr.String(), "passed through unchanged") {
+		t.Errorf("no warning that sparse is passed through:\n%s", m.Stderr)
 	}
 }

@@ -303,8 +303,9 @@ func TestMetrics(t *testing.T) {
 // stores, through the mount: the summary counts the chunk files; the
 // mount's metrics show them read, and held where the serving path keeps
 // them (the decoded tier's memfds under passthrough; the kernel's page
-// cache on the other paths); reading them afterwards decodes nothing. A
-// chunk that does not decode fails warmup, naming it.
+// cache on the other paths), and the summary says where they are;
+// reading them afterwards decodes nothing. A chunk that does not decode
+// fails warmup, naming it; a path that is not on a zfuse mount is refused.
 func TestWarmup(t *testing.T) {
 	needMount(t)
 	dir := t.TempDir()
@@ -319,12 +320,18 @@ func TestWarmup(t *testing.T) {
 	t.Logf("%s", out)
 	got := scrape(t, addr)
 	passthrough := got[`zfuse_serving_path_info{path="passthrough"}`] == 1
-	heldDecoded := "mount caches: decoded 0 B of 1 GiB"
-	if passthrough {
-		heldDecoded = "mount caches: decoded 4 MiB of 1 GiB"
+	heldDecoded := "mount caches (serving no-open: a chunk leaves the decoded tier once the page cache holds all of it): decoded 0 B of 1 GiB"
+	if p := got[`zfuse_serving_path_info{path="open"}`] == 1; p {
+		heldDecoded = strings.Replace(heldDecoded, "no-open", "open", 1)
 	}
-	if !strings.Contains(string(out), "4 chunk files of 1 arrays") || !strings.Contains(string(out), heldDecoded) {
+	if passthrough {
+		heldDecoded = "mount caches (serving passthrough: the decoded tier's memfds are what the kernel reads): decoded 4 MiB of 1 GiB"
+	}
+	if !strings.Contains(string(out), "4 chunk files of 1 array, 4 MiB read") || !strings.Contains(string(out), heldDecoded) {
 		t.Errorf("summary, want %q:\n%s", heldDecoded, out)
+	}
+	if !passthrough && !strings.Contains(string(out), "page cache: 4 MiB of them resident (100.0% of those files' pages)") {
+		t.Errorf("summary: the page cache does not hold the 4 MiB read:\n%s", out)
 	}
 	if strings.Contains(string(stderr), "[") {
 		t.Errorf("a progress bar though stderr is no terminal: %q", stderr)
@@ -364,7 +371,7 @@ func TestWarmup(t *testing.T) {
 		t.Errorf("re-reading the warmed chunks: %v chunk reads, %v of them decoded-tier hits; want %v, all hits (nothing decoded)", r, h, wantReads)
 	}
 	out, stderr, err = run("warmup", "--jobs", "3", "--progress", m.Dir)
-	if err != nil || !strings.Contains(string(out), "12 chunk files of 2 arrays") || !regexp.MustCompile(`page cache: [0-9.]+% of those files' pages are resident`).Match(out) {
+	if err != nil || !strings.Contains(string(out), "12 chunk files of 2 arrays") || !regexp.MustCompile(`page cache: [0-9.]+ [KMG]?i?B of them resident \([0-9.]+% of those files' pages\)`).Match(out) {
 		t.Errorf("zfuse warmup of the directory: %v\n%s%s", err, out, stderr)
 	}
 	if !strings.Contains(string(stderr), "] 100% 12/12 chunk files") {
@@ -384,6 +391,12 @@ func TestWarmup(t *testing.T) {
 	}
 	if _, stderr, err := run("warmup", "--slice", "x.zarr[0:2:1]", m.Dir); err == nil || !strings.Contains(string(stderr), "steps") {
 		t.Errorf("a slice with a step: %v, %s", err, stderr)
+	}
+	// The store itself is no mount: warming it would decode nothing.
+	out, stderr, err = run("warmup", filepath.Join(dir, "x.zarr"))
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(stderr), "is not on a zfuse mount") || len(out) != 0 {
+		t.Errorf("warmup of the store, not a mount: %v\n%s%s", err, out, stderr)
 	}
 }
 

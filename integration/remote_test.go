@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -56,6 +57,35 @@ func TestHTTPZarrPython(t *testing.T) {
 		_, stderr, err := run("info", base+"/")
 		if err == nil || !strings.Contains(string(stderr), "--array") {
 			t.Errorf("info of a URL without metadata: %v\n%s", err, stderr)
+		}
+	})
+	t.Run("a group and no consolidated metadata", func(t *testing.T) {
+		// Found: a .zgroup. HTTP lists nothing else: info, mount and
+		// compress say what they found, and how to name the arrays.
+		mnt := t.TempDir()
+		t.Cleanup(func() { // where the mount is not refused
+			if isMounted(t, mnt) {
+				exec.Command("fusermount3", "-u", mnt).Run()
+			}
+		})
+		for _, args := range [][]string{
+			{"info", base + "/xr_plain.zarr"},
+			{"mount", "--background", base + "/xr_plain.zarr", mnt},
+			{"compress", base + "/xr_plain.zarr", filepath.Join(t.TempDir(), "out.zarr")},
+		} {
+			_, stderr, err := run(args...)
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 ||
+				!strings.Contains(string(stderr), "holds no Zarr array: 1 group (.) and no array") || !strings.Contains(string(stderr), "--array PATH") {
+				t.Errorf("zfuse %s: %v, want exit 1 saying what it found and --array:\n%s", args[0], err, stderr)
+			}
+		}
+	})
+	t.Run("info without chunk listings", func(t *testing.T) {
+		// HTTP lists no chunk keys: info says so rather than 0 chunks.
+		out, stderr, err := run("info", base+"/comp.zarr")
+		if err != nil || !strings.Contains(string(out), "not listed") || strings.Contains(string(out), "0 chunks, 0 B") {
+			t.Errorf("zfuse info over HTTP: %v\n%s%s", err, out, stderr)
 		}
 	})
 }

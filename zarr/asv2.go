@@ -97,9 +97,10 @@ func zmetadata(meta map[string]json.RawMessage) ([]byte, error) {
 // V2Files returns the Zarr v2 metadata files that stand for one v3
 // zarr.json under --as-v2, by file name: ".zarray" and ".zattrs" for an
 // array; ".zgroup", ".zattrs" and, when the group holds inline consolidated
-// metadata, ".zmetadata" (its arrays that have no v2 view are left out). An
-// array with no v2 view gives AsV2's error: the caller reports and skips it.
-func V2Files(zarrJSON []byte) (map[string][]byte, error) {
+// metadata, ".zmetadata", whose arrays are those present says the tree
+// shows (with a nil present, those that have a v2 view). An array with no
+// v2 view gives AsV2's error: the caller reports and skips it.
+func V2Files(zarrJSON []byte, present Presenter) (map[string][]byte, error) {
 	a, g, err := ParseV3(zarrJSON)
 	if err != nil {
 		return nil, err
@@ -128,7 +129,10 @@ func V2Files(zarrJSON []byte) (map[string][]byte, error) {
 	}
 	add("", files)
 	for p, doc := range g.Consolidated {
-		if fs, err := V2Files(doc); err == nil {
+		if isArrayDoc(doc) && present != nil && present(p) == nil {
+			continue // not shown
+		}
+		if fs, err := V2Files(doc, present.under(p)); err == nil {
 			add(p, fs)
 		}
 	}

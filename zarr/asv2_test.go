@@ -39,7 +39,7 @@ func TestV2Files(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			files, err := V2Files(v3Doc(tt.set))
+			files, err := V2Files(v3Doc(tt.set), nil)
 			if tt.err != nil {
 				if !errors.Is(err, tt.err) {
 					t.Fatalf("V2Files = %v, want %v", err, tt.err)
@@ -84,7 +84,7 @@ func TestV2FilesGroup(t *testing.T) {
 		"s": ` + string(v3Doc(map[string]string{"data_type": `"string"`, "fill_value": `""`, "codecs": `["vlen-utf8"]`})) + `,
 		"sub": {"zarr_format":3,"node_type":"group","attributes":{"x":1},"consolidated_metadata":{"kind":"inline","metadata":{}}},
 		"sub/b": ` + string(v3Doc(map[string]string{"attributes": `{"y":2}`})) + `}}}`
-	files, err := V2Files([]byte(doc))
+	files, err := V2Files([]byte(doc), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestV2FilesGroup(t *testing.T) {
 	if a, err := ParseV2(zm.Metadata["a/.zarray"]); err != nil || a.DType != "<i2" {
 		t.Errorf("a/.zarray: %v", err)
 	}
-	plain, err := V2Files([]byte(`{"zarr_format":3,"node_type":"group"}`))
+	plain, err := V2Files([]byte(`{"zarr_format":3,"node_type":"group"}`), nil)
 	if err != nil || len(plain) != 2 || plain[ConsolidatedFile] != nil {
 		t.Errorf("plain group: %v %v", plain, err)
 	}
@@ -125,7 +125,7 @@ func TestV2FilesGroup(t *testing.T) {
 func writeV2View(t *testing.T, root, dir string) int {
 	arrays := 0
 	for rel, doc := range zarritaV3Nodes(t, root) {
-		files, err := V2Files(doc)
+		files, err := V2Files(doc, nil)
 		if errors.Is(err, codec.ErrNotRaw) {
 			continue
 		}

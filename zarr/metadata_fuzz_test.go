@@ -110,12 +110,13 @@ func FuzzParseV3(f *testing.F) {
 		if err != nil {
 			return
 		}
-		V2Files(b)
+		V2Files(b, nil)
+		checkArrayDirs(t, ConsolidatedArrays(b))
 		if a == nil || a.PassThrough != nil {
 			return
 		}
 		checkKeys(t, a)
-		out, err := RewriteV3(b)
+		out, err := RewriteV3(b, nil)
 		if err != nil {
 			t.Fatalf("parses, but does not rewrite: %v", err)
 		}
@@ -139,18 +140,63 @@ func FuzzConsolidated(f *testing.F) {
 	seedMetadata(f, ConsolidatedFile)
 	f.Add([]byte(`{"zarr_consolidated_format":1,"metadata":{".zgroup":{"zarr_format":2},"a/.zarray":{"zarr_format":2,"shape":[4],"chunks":[2],"dtype":"<i4","compressor":{"id":"zlib","level":1},"filters":null,"fill_value":0,"order":"C"}}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		out, err := RewriteV2Consolidated(b)
+		checkArrayDirs(t, ConsolidatedArrays(b))
+		out, err := RewriteV2Consolidated(b, nil)
 		if err != nil {
 			return
+		}
+		// Nothing presented raw: every entry stays as stored.
+		stored, err := RewriteV2Consolidated(b, func(string) *Array { return nil })
+		if err != nil {
+			t.Fatalf("rewrites with its own parse, not with none raw: %v", err)
+		}
+		if e, err := v2Entries(stored); err != nil || !sameEntries(t, e, b) {
+			t.Fatalf("with no array raw, entries changed: %v\n%s\nfrom\n%s", err, stored, b)
 		}
 		if !json.Valid(out) {
 			t.Fatalf("rewrote to invalid JSON:\n%s", out)
 		}
-		again, err := RewriteV2Consolidated(out)
+		again, err := RewriteV2Consolidated(out, nil)
 		if err != nil || !bytes.Equal(again, out) {
 			t.Fatalf("rewriting again: %v\n%s\nthen\n%s", err, out, again)
 		}
 	})
+}
+
+// checkArrayDirs fails unless every directory ConsolidatedArrays gave is a
+// valid path below the document's, in order, once.
+func checkArrayDirs(t *testing.T, dirs []string) {
+	t.Helper()
+	for i, d := range dirs {
+		if !iofs.ValidPath(d) || (i > 0 && dirs[i-1] >= d) {
+			t.Fatalf("ConsolidatedArrays: %q", dirs)
+		}
+	}
+}
+
+// sameEntries reports whether the entries e are those of the .zmetadata
+// document b, as JSON values.
+func sameEntries(t *testing.T, e map[string]json.RawMessage, b []byte) bool {
+	t.Helper()
+	want, err := v2Entries(b)
+	if err != nil || len(want) != len(e) {
+		return false
+	}
+	for k, v := range want {
+		var x, y any
+		if json.Unmarshal(v, &x) != nil || json.Unmarshal(e[k], &y) != nil {
+			return false
+		}
+		if !bytes.Equal(testJSON(x), testJSON(y)) {
+			return false
+		}
+	}
+	return true
+}
+
+func testJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
 }
 
 // FuzzChunkKey parses arbitrary keys against arrays of every key layout:

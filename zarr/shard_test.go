@@ -384,7 +384,7 @@ func TestShardStores(t *testing.T) {
 			}
 			// The presented metadata decodes nothing and keeps the endian.
 			doc, _ := os.ReadFile(filepath.Join(dir, s.name, MetadataFile))
-			out, err := RewriteV3(doc)
+			out, err := RewriteV3(doc, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -163,46 +163,6 @@ func rewriteV2(m map[string]json.RawMessage, a *Array) {
 	}
 }
 
-// RewriteV2Consolidated rewrites every .zarray entry of a .zmetadata
-// document exactly as RewriteV2Array rewrites the file, so consolidated
-// readers (xarray, zarr.open_consolidated) see the same metadata. Entries of
-// arrays that are passed through (or fail to parse) are kept as stored.
-func RewriteV2Consolidated(zmetadata []byte) ([]byte, error) {
-	var doc map[string]json.RawMessage
-	if err := json.Unmarshal(sanitizeJSON(zmetadata), &doc); err != nil || doc == nil {
-		return nil, fmt.Errorf("%w: .zmetadata is not a JSON object", ErrInvalid)
-	}
-	var entries map[string]json.RawMessage
-	if err := json.Unmarshal(doc["metadata"], &entries); err != nil || entries == nil {
-		return nil, fmt.Errorf("%w: .zmetadata has no \"metadata\" object", ErrInvalid)
-	}
-	for key, v := range entries {
-		if key != ArrayFile && !strings.HasSuffix(key, "/"+ArrayFile) {
-			continue
-		}
-		a, err := ParseV2(v)
-		if err != nil || a.PassThrough != nil {
-			continue
-		}
-		var m map[string]json.RawMessage
-		if json.Unmarshal(v, &m) != nil {
-			continue
-		}
-		rewriteV2(m, a)
-		b, err := jsonCompact(m)
-		if err != nil {
-			return nil, err
-		}
-		entries[key] = b
-	}
-	b, err := jsonCompact(entries)
-	if err != nil {
-		return nil, err
-	}
-	doc["metadata"] = b
-	return marshal(doc)
-}
-
 // marshal writes a JSON object with sorted keys, indented by 4 spaces.
 func marshal(m map[string]json.RawMessage) ([]byte, error) {
 	return jsonIndent(m, "    ")

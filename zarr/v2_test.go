@@ -229,7 +229,7 @@ func TestRewriteV2Consolidated(t *testing.T) {
 		"x/.zarray": {"chunks": [2], "compressor": {"id": "zstd", "level": 1}, "dtype": "<i4", "fill_value": 0, "filters": null, "order": "C", "shape": [4], "zarr_format": 2},
 		"g/y/.zarray": {"chunks": [2], "compressor": {"id": "zlib", "level": 1}, "dtype": "<i4", "fill_value": 0, "filters": [{"id": "delta", "dtype": "<i4"}], "order": "C", "shape": [4], "zarr_format": 2},
 		"s/.zarray": {"chunks": [2], "compressor": {"id": "zlib", "level": 1}, "dtype": "|O", "fill_value": "", "filters": [{"id": "vlen-utf8"}], "order": "C", "shape": [4], "zarr_format": 2}}}`
-	out, err := RewriteV2Consolidated([]byte(in))
+	out, err := RewriteV2Consolidated([]byte(in), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestConformanceV2Metadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := RewriteV2Consolidated(b); err != nil {
+	if _, err := RewriteV2Consolidated(b, nil); err != nil {
 		t.Error(err)
 	}
 }

@@ -244,7 +244,7 @@ func TestZarritaV3Sharding(t *testing.T) {
 func TestRewriteV3Fixtures(t *testing.T) {
 	root := zarritaV3(t)
 	for rel, doc := range zarritaV3Nodes(t, root) {
-		out, err := RewriteV3(doc)
+		out, err := RewriteV3(doc, nil)
 		if err != nil {
 			t.Errorf("%s: %v", rel, err)
 			continue
@@ -312,7 +312,7 @@ func TestRewriteV3Consolidated(t *testing.T) {
 	m["consolidated_metadata"].(map[string]any)["metadata"].(map[string]any)["sharded"] = s
 	doc, _ = json.Marshal(m)
 
-	out, err := RewriteV3(doc)
+	out, err := RewriteV3(doc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +344,7 @@ func TestRewriteV3Consolidated(t *testing.T) {
 	}
 	// "consolidated_metadata": null is tolerated and kept.
 	root2, _ := os.ReadFile(filepath.Join(root, MetadataFile))
-	out, err = RewriteV3(root2)
+	out, err = RewriteV3(root2, nil)
 	if err != nil || !bytes.Contains(out, []byte(`"consolidated_metadata": null`)) {
 		t.Errorf("root group: %v\n%s", err, out)
 	}

@@ -37,8 +37,8 @@ type backgroundFlags struct {
 
 func addBackgroundFlags(fl *flag.FlagSet) *backgroundFlags {
 	f := &backgroundFlags{}
-	fl.BoolVar(&f.background, "background", false, "mount: return once the mount is ready (exit 0), or with the reason it failed, and serve it from a process in the background; logs go to --log-file, else syslog/the journal")
-	fl.BoolVar(&f.background, "d", false, "the same as --background")
+	fl.Var((*boolFlag)(&f.background), "background", "mount: return once the mount is ready (exit 0), or with the reason it failed, and serve it from a process in the background; logs go to --log-file, else syslog/the journal")
+	fl.Var((*boolFlag)(&f.background), "d", "the same as --background")
 	fl.StringVar(&f.logFile, "log-file", "", "append the log to this file instead of stderr (or syslog, when in the background)")
 	return f
 }

@@ -62,24 +62,38 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	b := &bencher{out: stdout, progress: stderr, lf: addLoaderFlags(fl), size: 256 << 20}
 	fl.StringVar(&b.stores, "store", "", "read the stores written by an earlier run (with --keep) in this directory instead of writing new ones")
 	fl.StringVar(&b.dir, "dir", "", "where to write the stores, in a subdirectory per chunk size (default: a new directory in $TMPDIR); without --keep only what the run wrote there is removed")
-	fl.BoolVar(&b.keep, "keep", false, "keep the stores written, for --store")
+	fl.Var((*boolFlag)(&b.keep), "keep", "keep the stores written, for --store")
 	fl.Var(&b.size, "size", "decoded size of each array written (planes of 4 MiB)")
 	fl.StringVar(&b.python, "python", "/usr/bin/python3", "Python with zarr 2.13, numcodecs 0.11 and torch")
-	fl.IntVar(&b.runs, "runs", 3, "rounds of the whole matrix; the table shows the median and the range")
-	fl.IntVar(&b.epochs, "epochs", 3, "epochs each reader reads in one mount (epoch 1 is cold)")
-	fl.DurationVar(&b.latency, "latency", 20*time.Millisecond, "zarr-http: the time the bench's HTTP server waits before answering each request")
-	list := func(name, def, usage string, into *[]string) {
+	b.runs, b.epochs, b.latency = 3, 3, 20*time.Millisecond
+	fl.Var((*countFlag)(&b.runs), "runs", "rounds of the whole matrix; the table shows the median and the range")
+	fl.Var((*countFlag)(&b.epochs), "epochs", "epochs each reader reads in one mount (epoch 1 is cold)")
+	fl.Var((*durationFlag)(&b.latency), "latency", "zarr-http: the time the bench's HTTP server waits before answering each request")
+	// list is a comma-separated flag, each of whose items check accepts.
+	list := func(name, def, usage string, into *[]string, check func(string) error) {
 		*into = strings.Split(def, ",")
-		fl.Func(name, usage+" (default "+def+")", func(s string) error { *into = strings.Split(s, ","); return nil })
+		fl.Func(name, usage+" (default "+def+")", func(s string) error {
+			items := strings.Split(s, ",")
+			for _, it := range items {
+				if err := check(it); err != nil {
+					return err
+				}
+			}
+			*into = items
+			return nil
+		})
 	}
-	list("readers", strings.Join([]string{readGrid, readList, readZarr, readLoader, readRemote}, ","), "readers to run, comma-separated", &b.readers)
-	list("codecs", "blosc,zstd", "compressed stores to read, comma-separated", &b.codecs)
-	list("chunks", "1MiB,64KiB", "chunk sizes, comma-separated (square planes of float32: 1MiB is 512x512, 64KiB 128x128)", &b.chunkSizes)
-	list("servings", "auto", "serving paths to mount with, comma-separated: each reader's mount is repeated on each", &b.servings)
+	one := func(words ...string) func(string) error {
+		return func(s string) error { return choice(new(string), words...).Set(s) }
+	}
+	readers := []string{readGrid, readList, readZarr, readLoader, readRemote}
+	list("readers", strings.Join(readers, ","), "readers to run, comma-separated", &b.readers, one(readers...))
+	list("codecs", "blosc,zstd", "compressed stores to read, comma-separated", &b.codecs, one("blosc", "zstd"))
+	list("chunks", "1MiB,64KiB", "chunk sizes, comma-separated (square planes of float32: 1MiB is 512x512, 64KiB 128x128)", &b.chunkSizes,
+		func(s string) error { _, err := chunkSide(s); return err })
+	list("servings", "auto", "serving paths to mount with, comma-separated: each reader's mount is repeated on each", &b.servings,
+		func(s string) error { _, err := fs.ParseServing(s); return err })
 	if err := parseFlags(fl, args, 0, stdout); err != nil { // usage.go: help to stdout, bad usage exits 2
-		return err
-	}
-	if err := b.check(); err != nil {
 		return err
 	}
 	if slices.Contains(b.readers, readRemote) {
@@ -164,37 +178,6 @@ type storeSet struct {
 	chunkLen      int64
 	keys          []string         // chunk keys in grid (C) order
 	stored        map[string]int64 // bytes of chunk files, by store
-}
-
-// check validates the lists given as flags.
-func (b *bencher) check() error {
-	if b.runs < 1 || b.epochs < 1 {
-		return badUsage("bench", "bench: --runs and --epochs must be at least 1, got %d and %d", b.runs, b.epochs)
-	}
-	if b.latency < 0 {
-		return badUsage("bench", "bench: --latency must not be negative, got %v", b.latency)
-	}
-	for _, r := range b.readers {
-		if !slices.Contains([]string{readGrid, readList, readZarr, readLoader, readRemote}, r) {
-			return fmt.Errorf("bench: unknown reader %q", r)
-		}
-	}
-	for _, c := range b.codecs {
-		if c != "blosc" && c != "zstd" {
-			return fmt.Errorf("bench: unknown codec %q (blosc or zstd)", c)
-		}
-	}
-	for _, c := range b.chunkSizes {
-		if _, err := chunkSide(c); err != nil {
-			return err
-		}
-	}
-	for _, s := range b.servings {
-		if _, err := fs.ParseServing(s); err != nil {
-			return fmt.Errorf("bench: %w", err)
-		}
-	}
-	return nil
 }
 
 // chunkSide returns the side of square float32 chunks of the size s.

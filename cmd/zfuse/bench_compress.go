@@ -50,17 +50,16 @@ func benchCompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fl.SetOutput(stderr)
 	size := Size(1 << 30)
 	fl.Var(&size, "size", "decoded size of the array")
-	rounds := fl.Int("rounds", 3, "rounds; each side's median and spread are reported")
-	workers := fl.Int("workers", runtime.NumCPU(), "zfuse's CPU workers; numcodecs gets as many Blosc threads")
+	rounds, workers := countFlag(3), countFlag(runtime.NumCPU())
+	fl.Var(&rounds, "rounds", "rounds; each side's median and spread are reported")
+	fl.Var(&workers, "workers", "zfuse's CPU workers; numcodecs gets as many Blosc threads")
 	dir := fl.String("dir", "", "where the stores go (default: a temporary directory, removed at the end)")
 	python := fl.String("python", "/usr/bin/python3", "Python with zarr 2.13 and numcodecs 0.11")
-	parts := fl.Int("parts", 4, "the processes of the split runs (--part K/N)")
+	parts := countFlag(4)
+	fl.Var(&parts, "parts", "the processes of the split runs (--part K/N)")
 	gwBin := fl.String("versitygw", "", "the versitygw binary for the S3 rows (default: $ZFUSE_VERSITYGW, $GOPATH/bin or $HOME/go/bin, then PATH); none found: no S3 rows")
 	if err := parseFlags(fl, args, 0, stdout); err != nil { // usage.go: help to stdout, bad usage exits 2
 		return err
-	}
-	if *rounds < 1 || *workers < 1 || *parts < 1 {
-		return badUsage("bench", "bench compress: --rounds, --workers and --parts must be at least 1, got %d, %d and %d", *rounds, *workers, *parts)
 	}
 	work := *dir
 	if work != "" {
@@ -108,7 +107,7 @@ func benchCompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 	for _, c := range chunks {
 		total += int64(len(c))
 	}
-	pool := codec.NewPool(*workers)
+	pool := codec.NewPool(int(workers))
 	defer pool.Close()
 	lz, err := codec.NewEncoder(json.RawMessage(`{"id":"blosc","cname":"lz4","clevel":5,"shuffle":1}`), 4)
 	if err != nil {
@@ -153,7 +152,7 @@ func benchCompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	threads := strconv.Itoa(*workers)
+	threads := strconv.Itoa(int(workers))
 	// The copies go into a directory of this run's own, so that removing
 	// them never touches what --dir held before.
 	outs, err := os.MkdirTemp(work, "zfuse-bench-out-")
@@ -192,7 +191,7 @@ func benchCompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 			cmds = append(cmds, runOne("--workers", threads))
 		} else {
 			for k := range n {
-				cmds = append(cmds, runOne("--workers", strconv.Itoa(max(*workers/n, 1)), "--part", fmt.Sprintf("%d/%d", k, n)))
+				cmds = append(cmds, runOne("--workers", strconv.Itoa(max(int(workers)/n, 1)), "--part", fmt.Sprintf("%d/%d", k, n)))
 			}
 		}
 		for _, cmd := range cmds {
@@ -227,10 +226,10 @@ func benchCompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return float64(total) / sec / 1e9, cpu, (gw.cpu() - gw0).Seconds() / gib, err
 	}
 	var m benchCompressRuns
-	m.parts = *parts
+	m.parts = int(parts)
 	load0 := loadAvg()
 	start := time.Now()
-	for r := range *rounds {
+	for r := range int(rounds) {
 		// Alternate which side goes first, so that neither always meets
 		// a warmer (or busier) machine.
 		sides := []func() error{
@@ -273,7 +272,7 @@ func benchCompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 			},
 			func() error { // zfuse, in parts
 				dest := filepath.Join(outs, "parts.zarr")
-				rate, cpu, _, err := compressTo(dest, nil, *parts)
+				rate, cpu, _, err := compressTo(dest, nil, int(parts))
 				os.RemoveAll(dest)
 				m.zParts = append(m.zParts, rate)
 				m.cpu[1] = append(m.cpu[1], cpu)
@@ -290,7 +289,7 @@ func benchCompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 					return err
 				},
 				func() error { // zfuse into S3, in parts
-					rate, cpu, gwCPU, err := compressTo("s3://bench/parts.zarr", gw, *parts)
+					rate, cpu, gwCPU, err := compressTo("s3://bench/parts.zarr", gw, int(parts))
 					os.RemoveAll(filepath.Join(gw.root, "bench", "parts.zarr"))
 					m.s3Parts = append(m.s3Parts, rate)
 					m.cpu[3], m.gwCPU[1] = append(m.cpu[3], cpu), append(m.gwCPU[1], gwCPU)
@@ -310,9 +309,9 @@ func benchCompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 				return err
 			}
 		}
-		say("round %d of %d done", r+1, *rounds)
+		say("round %d of %d done", r+1, int(rounds))
 	}
-	m.report(stdout, total, len(chunks), *workers, start, load0)
+	m.report(stdout, total, len(chunks), int(workers), start, load0)
 	return nil
 }
 

@@ -71,30 +71,33 @@ type compressFlags struct {
 	verify     bool
 	memory     Size
 	progress   string
-	logLevel   string
+	logLevel   levelFlag
 	cpuProfile string
 	part       string // --part K/N
 	finish     bool
 }
 
 func addCompressFlags(fl *flag.FlagSet) *compressFlags {
-	f := &compressFlags{decoder: gpu.Auto, memory: 1 << 30}
-	fl.StringVar(&f.codec, "codec", "blosc:lz4:5:shuffle", "the codecs of every array written, e.g. blosc:lz4:5:shuffle, zstd:3, lz4, gzip:6, delta,zstd:1, none (see above)")
-	fl.StringVar(&f.format, "format", "keep", "Zarr format written: v2, v3, or keep each array's")
-	fl.StringVar(&f.chunks, "chunks", "keep", "chunk shape written (for sharded v3, the inner chunks): keep, or a shape like 1x512x512 for arrays of that rank (-1: the whole axis); rechunking reads the source chunks each new chunk needs")
-	fl.StringVar(&f.shard, "shard", "keep", "v3 sharding: keep (a sharded source's shard shape), none, a size such as 64MiB (each array gets a shard of whole chunks per axis within it), or chunks per axis like 2x2x2 for arrays of that rank")
-	fl.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "CPU workers decoding and encoding chunks")
+	// Each value is checked where it is parsed (flags.go): options()
+	// parses them again with the same functions.
+	f := &compressFlags{codec: "blosc:lz4:5:shuffle", format: "keep", chunks: "keep", shard: "keep", workers: runtime.GOMAXPROCS(0),
+		decoder: gpu.Auto, encoder: "auto", memory: 1 << 30, progress: "auto", logLevel: levelFlag(slog.LevelInfo)}
+	fl.Var(checked(&f.codec, func(s string) error { _, err := parseCodecs(s); return err }), "codec", "the codecs of every array written, e.g. blosc:lz4:5:shuffle, zstd:3, lz4, gzip:6, delta,zstd:1, none (see above)")
+	fl.Var(checked(&f.format, func(s string) error { _, err := parseFormat(s); return err }), "format", "Zarr format written: v2, v3, or keep each array's")
+	fl.Var(checked(&f.chunks, func(s string) error { _, err := parseChunks(s); return err }), "chunks", "chunk shape written (for sharded v3, the inner chunks): keep, or a shape like 1x512x512 for arrays of that rank (-1: the whole axis); rechunking reads the source chunks each new chunk needs")
+	fl.Var(checked(&f.shard, func(s string) error { _, _, _, err := parseShard(s); return err }), "shard", "v3 sharding: keep (a sharded source's shard shape), none, a size such as 64MiB (each array gets a shard of whole chunks per axis within it), or chunks per axis like 2x2x2 for arrays of that rank; a size or chunks per axis writes v3 (--format keep: v2 arrays become v3)")
+	fl.Var((*countFlag)(&f.workers), "workers", "CPU workers decoding and encoding chunks")
 	fl.Var((*modeFlag)(&f.decoder), "decoder", "which decoder reads LZ4 and Blosc-LZ4 source chunks, `auto|cpu|gpu`, as for mount")
-	fl.StringVar(&f.encoder, "encoder", "auto", "which encoder writes chunks, `auto|cpu|gpu`: zfuse has no GPU encoder yet, so auto is the CPU pool and gpu is refused")
-	fl.BoolVar(&f.writeEmpty, "write-empty", false, "also write chunks whose every element is the fill value (by default they are left out, as zarr-python does, and read back as the fill value)")
-	fl.BoolVar(&f.resume, "resume", false, "continue an interrupted run into the same DEST: chunks already written with the same settings are kept")
-	fl.BoolVar(&f.verify, "verify", false, "read every chunk written back from DEST, decode it and compare it with the source")
+	fl.Var(choice(&f.encoder, "auto", "cpu", "gpu"), "encoder", "which encoder writes chunks, `auto|cpu|gpu`: zfuse has no GPU encoder yet, so auto is the CPU pool and gpu is refused")
+	fl.Var((*boolFlag)(&f.writeEmpty), "write-empty", "also write chunks whose every element is the fill value (by default they are left out, as zarr-python does, and read back as the fill value)")
+	fl.Var((*boolFlag)(&f.resume), "resume", "continue an interrupted run into the same DEST: chunks already written with the same settings are kept")
+	fl.Var((*boolFlag)(&f.verify), "verify", "read every chunk written back from DEST, decode it and compare it with the source; the summary says how many were")
 	fl.Var(&f.memory, "memory", "bound on the chunk bytes in flight (read, encoded, being written), e.g. 512MiB")
-	fl.StringVar(&f.progress, "progress", "auto", "progress on stderr: auto (a bar on a terminal, plain lines otherwise), bar, plain, none")
-	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fl.Var(choice(&f.progress, "auto", "bar", "plain", "none"), "progress", "progress on stderr, `auto|bar|plain|none`: auto (a bar on a terminal, plain lines otherwise), bar, plain, none")
+	fl.Var(&f.logLevel, "log-level", "log level, `debug|info|warn|error`")
 	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a CPU profile of the run to this file, for go tool pprof")
-	fl.StringVar(&f.part, "part", "", "write only share K of N (K from 0, e.g. 2/8) of the chunks and no metadata, so that N processes on any machines write one DEST at once; then --finish")
-	fl.BoolVar(&f.finish, "finish", false, "once every --part K/N of the job has run: check that each wrote its whole share with the same settings, write the metadata and print the job's summary")
+	fl.Var(checked(&f.part, func(s string) error { _, err := parsePart(s); return err }), "part", "write only share K of N (K from 0, e.g. 2/8) of the chunks and no metadata, so that N processes on any machines write one DEST at once; then --finish")
+	fl.Var((*boolFlag)(&f.finish), "finish", "once every --part K/N of the job has run: check that each wrote its whole share with the same settings, write the metadata and print the job's summary")
 	return f
 }
 
@@ -109,11 +112,7 @@ func compress(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return err
 	}
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.Level(f.logLevel)}))
 	var prt part
 	if f.part != "" {
 		var err error
@@ -179,6 +178,10 @@ func compress(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// The tree is walked for metadata only: its loader never loads.
 	walk, closeWalk := lf.loader(src, dec, log)
 	tree := fs.New(fs.Config{Store: src, Chunks: walk}) // compress says itself what it cannot encode
+	if err := needArrays(ctx, tree, source); err != nil {
+		closeWalk()
+		return err
+	}
 	p, err := plan(ctx, tree, src, opts, log)
 	closeWalk()
 	if err != nil {
@@ -296,6 +299,7 @@ type compressOptions struct {
 	shardKeep bool    // --shard keep
 	shardSize int64   // --shard SIZE; 0: none
 	shardPer  []int   // --shard AxB
+	shardV3   bool    // format is 3 because --shard asks for shards, with --format keep
 }
 
 // A stage is one entry of --codec: a numcodecs id and its settings.
@@ -304,71 +308,105 @@ type stage struct {
 	args []string
 }
 
+// options parses the flags that shape what is written. Each was checked
+// when it was set; what is left to refuse is how they combine.
 func (f *compressFlags) options() (compressOptions, error) {
 	var o compressOptions
-	switch f.format {
-	case "keep":
-	case "v2", "2":
-		o.format = 2
-	case "v3", "3":
-		o.format = 3
-	default:
-		return o, fmt.Errorf("--format %q: want v2, v3 or keep", f.format)
+	var err error
+	if o.format, err = parseFormat(f.format); err != nil {
+		return o, fmt.Errorf("--format %q: %w", f.format, err)
 	}
-	for i, s := range strings.Split(f.codec, ",") {
-		parts := strings.Split(strings.TrimSpace(s), ":")
+	if o.stages, err = parseCodecs(f.codec); err != nil {
+		return o, fmt.Errorf("--codec %q: %w", f.codec, err)
+	}
+	if o.chunks, err = parseChunks(f.chunks); err != nil {
+		return o, fmt.Errorf("--chunks: %w", err)
+	}
+	if o.shardKeep, o.shardSize, o.shardPer, err = parseShard(f.shard); err != nil {
+		return o, fmt.Errorf("--shard: %w", err)
+	}
+	switch sharded := o.shardSize > 0 || o.shardPer != nil; {
+	case sharded && o.format == 2:
+		return o, badUsage("compress", "--format v2 --shard %s: Zarr v2 has no sharding (a shard size or shape writes Zarr v3)", f.shard)
+	case sharded && o.format == 0:
+		// Sharding is v3's: arrays stored as v2 are written as v3
+		// (plan says which).
+		o.format, o.shardV3 = 3, true
+	}
+	return o, nil
+}
+
+// parseFormat reads --format: 2, 3, or 0 for keep.
+func parseFormat(s string) (int, error) {
+	switch s {
+	case "keep":
+		return 0, nil
+	case "v2", "2":
+		return 2, nil
+	case "v3", "3":
+		return 3, nil
+	}
+	return 0, errors.New("want v2, v3 or keep")
+}
+
+// parseCodecs reads --codec: its stages, filters first, each checked with
+// a stand-in dtype (<i4).
+func parseCodecs(s string) ([]stage, error) {
+	var stages []stage
+	last := strings.Count(s, ",")
+	for i, p := range strings.Split(s, ",") {
+		parts := strings.Split(strings.TrimSpace(p), ":")
 		st := stage{id: parts[0], args: parts[1:]}
 		switch st.id {
 		case "none", "raw":
-			if len(st.args) > 0 || strings.Count(f.codec, ",") > 0 {
-				return o, fmt.Errorf("--codec %q: none stands alone", f.codec)
+			if len(st.args) > 0 || last > 0 {
+				return nil, errors.New("none stands alone")
 			}
 			continue
 		case "delta", "shuffle":
 			if len(st.args) > 0 {
-				return o, fmt.Errorf("--codec %q: %s takes no settings (it uses the array's dtype)", f.codec, st.id)
+				return nil, fmt.Errorf("%s takes no settings (it uses the array's dtype)", st.id)
 			}
 		case "blosc", "zstd", "lz4", "gzip", "zlib":
-			if i != strings.Count(f.codec, ",") {
-				return o, fmt.Errorf("--codec %q: the compressor %s must come last", f.codec, st.id)
+			if i != last {
+				return nil, fmt.Errorf("the compressor %s must come last", st.id)
 			}
 		default:
-			return o, fmt.Errorf("--codec %q: unknown codec %q (want blosc, zstd, lz4, gzip, zlib, delta, shuffle or none)", f.codec, st.id)
+			return nil, fmt.Errorf("unknown codec %q (want blosc, zstd, lz4, gzip, zlib, delta, shuffle or none)", st.id)
 		}
-		o.stages = append(o.stages, st)
+		stages = append(stages, st)
 	}
-	// Check the settings once, with a stand-in dtype.
-	if _, _, err := o.codecs("<i4", 4); err != nil {
-		return o, err
+	if _, _, _, err := (compressOptions{stages: stages}).codecs("<i4", 4); err != nil {
+		return nil, err
 	}
-	if f.chunks != "keep" {
-		c, err := parseShape(f.chunks, true)
-		if err != nil {
-			return o, fmt.Errorf("--chunks: %w", err)
-		}
-		o.chunks = c
+	return stages, nil
+}
+
+// parseChunks reads --chunks: nil for keep.
+func parseChunks(s string) ([]int, error) {
+	if s == "keep" {
+		return nil, nil
 	}
+	return parseShape(s, true)
+}
+
+// parseShard reads --shard: keep, none (all false and nil), a size, or
+// chunks per axis.
+func parseShard(s string) (keep bool, size int64, per []int, err error) {
 	switch {
-	case f.shard == "keep":
-		o.shardKeep = true
-	case f.shard == "none":
-	case strings.Contains(f.shard, "x") || !strings.ContainsAny(f.shard, "BbKkMmGgTt"):
-		per, err := parseShape(f.shard, false)
-		if err != nil {
-			return o, fmt.Errorf("--shard: %w", err)
-		}
-		o.shardPer = per
-	default:
-		n, err := ParseSize(f.shard)
-		if err != nil || n <= 0 {
-			return o, fmt.Errorf("--shard %q: want keep, none, a size such as 64MiB, or chunks per axis such as 2x2x2", f.shard)
-		}
-		o.shardSize = n
+	case s == "keep":
+		return true, 0, nil, nil
+	case s == "none":
+		return false, 0, nil, nil
+	case strings.Contains(s, "x") || !strings.ContainsAny(s, "BbKkMmGgTt"):
+		per, err := parseShape(s, false)
+		return false, 0, per, err
 	}
-	if o.format == 2 && (o.shardSize > 0 || o.shardPer != nil) {
-		return o, errors.New("--shard: Zarr v2 has no sharding; use --format v3")
+	n, err := ParseSize(s)
+	if err != nil || n <= 0 {
+		return false, 0, nil, fmt.Errorf("%q: want keep, none, a size such as 64MiB, or chunks per axis such as 2x2x2", s)
 	}
-	return o, nil
+	return false, n, nil, nil
 }
 
 // parseShape reads "1x512x512"; with whole, -1 stands for a whole axis.
@@ -386,10 +424,10 @@ func parseShape(s string, whole bool) ([]int, error) {
 
 // codecs returns the numcodecs configurations of --codec for an array of
 // dtype (a typestr) and item size: the compressor (nil for none) and the
-// filters.
-func (o compressOptions) codecs(dtype string, itemSize int) (codec.Config, []codec.Config, error) {
-	var comp codec.Config
-	var filters []codec.Config
+// filters, and the filters of --codec that do not suit the dtype, left
+// out (delta encodes integers stored as themselves): a store that mixes
+// floats and integers gets delta where it applies.
+func (o compressOptions) codecs(dtype string, itemSize int) (comp codec.Config, filters []codec.Config, skipped []string, err error) {
 	for _, st := range o.stages {
 		m := map[string]any{"id": st.id}
 		arg := func(i int, def string) string {
@@ -401,24 +439,23 @@ func (o compressOptions) codecs(dtype string, itemSize int) (codec.Config, []cod
 		num := func(i int, def string) (int, error) {
 			n, err := strconv.Atoi(arg(i, def))
 			if err != nil {
-				return 0, fmt.Errorf("--codec %s: %q is not a number", st.id, arg(i, def))
+				return 0, fmt.Errorf("%s: %q is not a number", st.id, arg(i, def))
 			}
 			return n, nil
 		}
-		var err error
 		switch st.id {
 		case "blosc":
 			m["cname"] = arg(0, "lz4")
 			if m["clevel"], err = num(1, "5"); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			sh, ok := map[string]int{"noshuffle": 0, "0": 0, "shuffle": 1, "1": 1, "bitshuffle": 2, "2": 2, "auto": -1, "-1": -1}[arg(2, "shuffle")]
 			if !ok {
-				return nil, nil, fmt.Errorf("--codec blosc: shuffle %q: want noshuffle, shuffle, bitshuffle or auto", arg(2, ""))
+				return nil, nil, nil, fmt.Errorf("blosc: shuffle %q: want noshuffle, shuffle, bitshuffle or auto", arg(2, ""))
 			}
 			m["shuffle"] = sh
 			if m["blocksize"], err = num(3, "0"); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 		case "zstd":
 			m["level"], err = num(0, "3")
@@ -432,13 +469,17 @@ func (o compressOptions) codecs(dtype string, itemSize int) (codec.Config, []cod
 			m["elementsize"] = itemSize
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		b, _ := json.Marshal(m)
 		var c codec.Config
 		json.Unmarshal(b, &c)
 		if _, err := codec.NewEncoderConfig(c, itemSize); err != nil {
-			return nil, nil, fmt.Errorf("--codec %s: %w", st.id, err)
+			if st.id == "delta" { // its one setting is the dtype
+				skipped = append(skipped, st.id)
+				continue
+			}
+			return nil, nil, nil, fmt.Errorf("%s: %w", st.id, err)
 		}
 		if st.id == "delta" || st.id == "shuffle" {
 			filters = append(filters, c)
@@ -446,7 +487,7 @@ func (o compressOptions) codecs(dtype string, itemSize int) (codec.Config, []cod
 			comp = c
 		}
 	}
-	return comp, filters, nil
+	return comp, filters, skipped, nil
 }
 
 // checkDest refuses a DEST that would lose or corrupt data, before
@@ -551,13 +592,14 @@ type compressPlan struct {
 
 // A planArray is one array: where it comes from and what it becomes.
 type planArray struct {
-	path   string            // store key of the array directory; "." for the root
-	srcDir string            // the same as the loader takes it: "" for the root
-	src    *zarr.Array       // as presented by the source
-	files  map[string][]byte // its metadata files to write
-	enc    *zarr.Encoding    // nil: copied as stored
-	why    error             // copied as stored: why
-	same   bool              // each new chunk is one source chunk, byte for byte
+	path    string            // store key of the array directory; "." for the root
+	srcDir  string            // the same as the loader takes it: "" for the root
+	src     *zarr.Array       // as presented by the source
+	files   map[string][]byte // its metadata files to write
+	enc     *zarr.Encoding    // nil: copied as stored
+	why     error             // copied as stored: why
+	skipped []string          // filters of --codec left out: they do not suit its dtype (delta on floats)
+	same    bool              // each new chunk is one source chunk, byte for byte
 }
 
 // A planGroup is one group and its metadata files to write.
@@ -577,10 +619,8 @@ func plan(ctx context.Context, tree *fs.Tree, src store.Store, o compressOptions
 	if err != nil {
 		return nil, fmt.Errorf("SOURCE: %w", err)
 	}
-	if len(infos) == 0 {
-		return nil, errors.New("SOURCE holds no Zarr array")
-	}
 	p := &compressPlan{}
+	var asV3 []string // arrays stored as v2 that --shard writes as v3
 	for _, in := range infos {
 		pa, err := planOne(ctx, src, in, o, log)
 		if err != nil {
@@ -588,6 +628,15 @@ func plan(ctx context.Context, tree *fs.Tree, src store.Store, o compressOptions
 		}
 		p.rechunks = p.rechunks || (pa.enc != nil && !pa.same)
 		p.arrays = append(p.arrays, pa)
+		if o.shardV3 && in.Format == 2 && pa.enc != nil {
+			asV3 = append(asV3, in.Path)
+		}
+	}
+	if err := o.fits(p.arrays); err != nil {
+		return nil, err
+	}
+	if len(asV3) > 0 {
+		log.Info("--shard writes Zarr v3: arrays stored as v2 are written as v3 (--format v3 is implied)", "arrays", strings.Join(asV3, ","))
 	}
 	for _, g := range groups {
 		files, err := readMeta(ctx, src, g.Path, zarr.GroupFile, zarr.AttrsFile, zarr.MetadataFile, zarr.ConsolidatedFile)
@@ -670,8 +719,11 @@ func planOne(ctx context.Context, src store.Store, in fs.ArrayInfo, o compressOp
 	if t.Format == 3 {
 		t.Shard = shardShape(in, t.Chunks, o, log)
 	}
-	if t.Compressor, t.Filters, err = o.codecs(a.DType, a.ItemSize); err != nil {
-		return nil, err
+	if t.Compressor, t.Filters, pa.skipped, err = o.codecs(a.DType, a.ItemSize); err != nil {
+		return nil, fmt.Errorf("--codec: %w", err)
+	}
+	if len(pa.skipped) > 0 {
+		log.Warn("--codec: "+strings.Join(pa.skipped, ",")+" does not suit this array (it encodes integers stored as themselves): written without it", "key", in.Path, "dtype", a.DType)
 	}
 	pa.files, err = zarr.StoreArray(files, a, t)
 	if errors.Is(err, codec.ErrNotRaw) && t.Format != in.Format {
@@ -690,6 +742,45 @@ func planOne(ctx context.Context, src store.Store, in fs.ArrayInfo, o compressOp
 	d := pa.enc.Array()
 	pa.same = slices.Equal(d.Chunks, a.Chunks) && (d.Order == a.Order || rank <= 1)
 	return pa, nil
+}
+
+// fits refuses settings that apply to no array of the plan: --chunks or
+// --shard chunks per axis for a rank no array has, or a filter that suits
+// no array (each is for the arrays it suits, and says which it left out;
+// for none, the command line is wrong).
+func (o compressOptions) fits(arrays []*planArray) error {
+	var ranks []int
+	var skipped, encoded int
+	for _, pa := range arrays {
+		if pa.enc == nil {
+			continue
+		}
+		encoded++
+		ranks = append(ranks, len(pa.src.Shape))
+		if len(pa.skipped) > 0 {
+			skipped++
+		}
+	}
+	slices.Sort(ranks)
+	ranks = slices.Compact(ranks)
+	has := func(rank int) string {
+		var rs []string
+		for _, r := range ranks {
+			rs = append(rs, strconv.Itoa(r))
+		}
+		return fmt.Sprintf("SOURCE has no array of rank %d (its ranks: %s)", rank, strings.Join(rs, ", "))
+	}
+	switch {
+	case encoded == 0:
+		return nil
+	case o.chunks != nil && !slices.Contains(ranks, len(o.chunks)):
+		return badUsage("compress", "--chunks %s is for arrays of rank %d: %s", dims(o.chunks), len(o.chunks), has(len(o.chunks)))
+	case o.shardPer != nil && !slices.Contains(ranks, len(o.shardPer)):
+		return badUsage("compress", "--shard %s is for arrays of rank %d: %s", dims(o.shardPer), len(o.shardPer), has(len(o.shardPer)))
+	case skipped == encoded:
+		return badUsage("compress", "--codec: delta encodes integers stored as themselves, and no array of SOURCE is one: leave it out")
+	}
+	return nil
 }
 
 // shardShape decides the chunks per shard of a v3 array written with the

@@ -90,6 +90,7 @@ type arrayStats struct {
 	written, empty, kept atomic.Int64 // new chunks written, left out (fill or missing), kept from a previous run
 	in, out              atomic.Int64 // decoded bytes of the chunks written, their stored bytes
 	objects, bytes       atomic.Int64 // objects (chunks, shards, values copied) of the share DEST holds, their size
+	verified             atomic.Int64 // --verify: chunks read back from DEST (or found absent, as left out) and equal to the source
 	took                 time.Duration
 }
 
@@ -678,7 +679,7 @@ func (c *copier) unit(ctx context.Context, pa *planArray, enc codec.BatchEncoder
 		}
 		c.progress.add(int64(inside), 0, 0)
 		if c.verify {
-			return c.verifyUnit(ctx, pa, u, raws, key)
+			return c.verifyUnit(ctx, pa, u, raws, key, st)
 		}
 		return nil
 	}
@@ -748,7 +749,7 @@ func (c *copier) unit(ctx context.Context, pa *planArray, enc codec.BatchEncoder
 	st.out.Add(out)
 	c.progress.add(int64(inside), in, out)
 	if c.verify {
-		return c.verifyUnit(ctx, pa, u, raws, key)
+		return c.verifyUnit(ctx, pa, u, raws, key, st)
 	}
 	return nil
 }
@@ -836,8 +837,9 @@ func (c *copier) raw(ctx context.Context, pa *planArray, coords []int) ([]byte, 
 
 // verifyUnit reads the unit's files back from DEST, decodes every chunk
 // and compares it with the bytes it was made from (raws; nil: left out,
-// which must read as absent or, written anyway, as the fill value).
-func (c *copier) verifyUnit(ctx context.Context, pa *planArray, u unit, raws [][]byte, key func(int) string) error {
+// which must read as absent or, written anyway, as the fill value),
+// counting in st those that agree.
+func (c *copier) verifyUnit(ctx context.Context, pa *planArray, u unit, raws [][]byte, key func(int) string, st *arrayStats) error {
 	d := pa.enc.Array()
 	var shard []byte
 	for i, co := range u.coords {
@@ -865,13 +867,9 @@ func (c *copier) verifyUnit(ctx context.Context, pa *planArray, u unit, raws [][
 			}
 		}
 		want := raws[i]
-		if want == nil { // left out: absent, or the fill value
-			if errors.Is(err, iofs.ErrNotExist) {
-				continue
-			}
-			if err == nil && zarr.AllFill(got, d.Fill) {
-				continue
-			}
+		if want == nil && (errors.Is(err, iofs.ErrNotExist) || err == nil && zarr.AllFill(got, d.Fill)) {
+			st.verified.Add(1) // left out: absent, or the fill value
+			continue
 		}
 		if err != nil {
 			return fmt.Errorf("verify %s: %w", path.Join(pa.path, d.ChunkKey(co)), err)
@@ -879,6 +877,7 @@ func (c *copier) verifyUnit(ctx context.Context, pa *planArray, u unit, raws [][
 		if !bytes.Equal(got, want) {
 			return fmt.Errorf("verify %s: the chunk read back differs from the source", path.Join(pa.path, d.ChunkKey(co)))
 		}
+		st.verified.Add(1)
 	}
 	return ctx.Err()
 }

@@ -159,11 +159,40 @@ func (c *copier) summary(w io.Writer, p *compressPlan) error {
 	fmt.Fprintf(tw, "total\t\t\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\n", tot.written.Load(), tot.empty.Load(), tot.kept.Load(),
 		cache.FormatSize(tot.in.Load()), cache.FormatSize(tot.out.Load()), ratio(tot.in.Load(), tot.out.Load()), took.Round(time.Millisecond),
 		float64(tot.in.Load())/max(took.Seconds(), 1e-9)/1e9)
-	if err := tw.Flush(); err != nil || c.part.n == 0 {
+	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "part %s of the job: its share is in DEST; once every part's is, zfuse compress --finish SOURCE DEST writes the metadata\n", c.part)
-	return err
+	var notes []string
+	var verified, stored int64
+	for i, pa := range p.arrays {
+		if c.part.n > 0 && c.shares[i].lo == c.shares[i].hi {
+			continue // another part's
+		}
+		if len(pa.skipped) > 0 {
+			notes = append(notes, fmt.Sprintf("%s: written without %s (%s: it encodes integers stored as themselves)",
+				pa.path, strings.Join(pa.skipped, ","), pa.src.DType))
+		}
+		verified += c.stats[i].verified.Load()
+		if pa.enc == nil {
+			stored++
+		}
+	}
+	if c.verify {
+		line := fmt.Sprintf("verified: %d chunks read back from DEST, decoded and compared with the source (left-out chunks: found absent or the fill value): all equal", verified)
+		if stored > 0 {
+			line += fmt.Sprintf("; %d arrays copied as stored are not verified", stored)
+		}
+		notes = append(notes, line)
+	}
+	if c.part.n > 0 {
+		notes = append(notes, fmt.Sprintf("part %s of the job: its share is in DEST; once every part's is, zfuse compress --finish SOURCE DEST writes the metadata", c.part))
+	}
+	for _, n := range notes {
+		if _, err := fmt.Fprintln(w, n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func ratio(in, out int64) string {

@@ -59,7 +59,7 @@ func TestCompressOptions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			comp, filters, err := o.codecs("<i4", 4)
+			comp, filters, _, err := o.codecs("<i4", 4)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -262,6 +262,10 @@ func TestCompressSmall(t *testing.T) {
 	if !strings.Contains(out.String(), "total") || !strings.Contains(errOut.String(), "compress:") {
 		t.Errorf("summary:\n%s\nprogress:\n%s", out.String(), errOut.String())
 	}
+	// --verify says what it did: 3 new chunks, one of them left out (all fill).
+	if !strings.Contains(out.String(), "verified: 3 chunks read back from DEST, decoded and compared with the source") {
+		t.Errorf("the summary does not say what --verify checked:\n%s", out.String())
+	}
 	enc, err := zarr.NewEncoding(map[string][]byte{zarr.MetadataFile: testutil.Must(os.ReadFile(filepath.Join(dest, "a", "zarr.json")))})
 	if err != nil {
 		t.Fatal(err)
@@ -434,4 +438,138 @@ func TestDirDestClean(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("after Clean: %v, want %v", got, want)
 	}
+}
+
+// TestCompressShardWritesV3: --shard with --format keep writes a v2 source
+// as sharded v3 (it had been written as plain v2, the flag ignored), and
+// says so; with --format v2 it is bad usage.
+func TestCompressShardWritesV3(t *testing.T) {
+	src := oneArrayStore(t)
+	dest := filepath.Join(t.TempDir(), "out.zarr")
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"compress", "--progress", "none", "--shard", "2x1", src, dest}, &out, &errOut); err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	b, err := os.ReadFile(filepath.Join(dest, "a", "zarr.json"))
+	if err != nil {
+		t.Fatalf("no v3 array written: %v", err)
+	}
+	enc, err := zarr.NewEncoding(map[string][]byte{zarr.MetadataFile: b})
+	if err != nil || enc.Array().Shard() == nil {
+		t.Fatalf("a: %v, sharded %v", err, err == nil && enc.Array().Shard() != nil)
+	}
+	if !strings.Contains(errOut.String(), "--shard writes Zarr v3") || !strings.Contains(out.String(), "v3 sharded") {
+		t.Errorf("the run does not say the v2 array became v3:\n%s\n%s", errOut.String(), out.String())
+	}
+	err = run(context.Background(), []string{"compress", "--format", "v2", "--shard", "2x1", src, filepath.Join(t.TempDir(), "x")}, &out, &errOut)
+	if u := (*usageError)(nil); !errors.As(err, &u) {
+		t.Errorf("--format v2 --shard: %v, want bad usage", err)
+	}
+}
+
+// TestCompressFlagsFitSource: --chunks and --shard shapes for a rank no
+// array has, and a filter that suits no array, are bad usage, not a
+// warning and a copy that ignores them.
+func TestCompressFlagsFitSource(t *testing.T) {
+	src := oneArrayStore(t) // one 2-d <u2 array
+	for _, args := range [][]string{
+		{"--chunks", "10x10x10"},
+		{"--shard", "2x2x2"},
+		{"--codec", "delta,zstd"}, // suits <u2: not refused
+	} {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), append(append([]string{"compress", "--progress", "none"}, args...), src, filepath.Join(t.TempDir(), "out")), &out, &errOut)
+		u := (*usageError)(nil)
+		if refused := errors.As(err, &u); refused != (args[0] != "--codec") {
+			t.Errorf("compress %v: %v, refused as bad usage: %v\n%s", args, err, refused, errOut.String())
+		}
+	}
+	floats := t.TempDir()
+	storeWriter(t, floats)("f/.zarray", `{"zarr_format": 2, "shape": [4], "chunks": [2], "dtype": "<f4", "compressor": null, "fill_value": 0, "order": "C", "filters": null}`)
+	err := run(context.Background(), []string{"compress", "--codec", "delta,zstd", floats, filepath.Join(t.TempDir(), "out")}, io.Discard, io.Discard)
+	if u := (*usageError)(nil); !errors.As(err, &u) || !strings.Contains(err.Error(), "no array of SOURCE is one") {
+		t.Errorf("delta on a store of floats only: %v, want bad usage", err)
+	}
+}
+
+// TestCompressREADMEDelta runs the README's example as written, in a
+// directory holding in.zarr, a store that mixes floats and integers:
+// delta applies to the integer array, the float array is written without
+// it, and both the log and the summary say so; every chunk reads back.
+func TestCompressREADMEDelta(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	write := storeWriter(t, "in.zarr")
+	write(".zgroup", `{"zarr_format": 2}`)
+	write("temp/.zarray", `{"zarr_format": 2, "shape": [4, 8, 8], "chunks": [2, 4, 4], "dtype": "<f4", "compressor": null, "fill_value": 0, "order": "C", "filters": null}`)
+	write("count/.zarray", `{"zarr_format": 2, "shape": [20], "chunks": [10], "dtype": "<i4", "compressor": null, "fill_value": 0, "order": "C", "filters": null}`)
+	temp := make([]byte, 2*4*4*4)
+	for i := range temp {
+		temp[i] = byte(i*7 + 1)
+	}
+	for _, k := range []string{"0.0.0", "0.0.1", "0.1.0", "0.1.1", "1.0.0", "1.0.1", "1.1.0", "1.1.1"} {
+		write("temp/"+k, string(temp))
+	}
+	count := make([]byte, 40)
+	for i := range 10 {
+		count[4*i] = byte(100 + 3*i)
+	}
+	write("count/0", string(count))
+	write("count/1", string(count))
+	var out, errOut bytes.Buffer
+	// README: zfuse compress --chunks 24x256x256 --codec delta,blosc:zstd:5:bitshuffle in.zarr out.zarr
+	args := strings.Fields("compress --chunks 24x256x256 --codec delta,blosc:zstd:5:bitshuffle in.zarr out.zarr")
+	if err := run(context.Background(), args, &out, &errOut); err != nil {
+		t.Fatalf("zfuse %s: %v\n%s", strings.Join(args, " "), err, errOut.String())
+	}
+	filters := func(array string) string {
+		var m struct {
+			Filters json.RawMessage `json:"filters"`
+		}
+		json.Unmarshal(testutil.Must(os.ReadFile(filepath.Join("out.zarr", array, ".zarray"))), &m)
+		return string(m.Filters)
+	}
+	if f := filters("count"); !strings.Contains(f, `"delta"`) {
+		t.Errorf("count (<i4) filters %s, want delta", f)
+	}
+	if f := filters("temp"); f != "null" {
+		t.Errorf("temp (<f4) filters %s, want none", f)
+	}
+	if !strings.Contains(errOut.String(), "does not suit this array") || !strings.Contains(out.String(), "temp: written without delta") {
+		t.Errorf("the run does not say temp was written without delta:\n%s\n%s", errOut.String(), out.String())
+	}
+	// Every chunk reads back through the arrays' own decoders.
+	for _, array := range []string{"count", "temp"} {
+		files := map[string][]byte{zarr.ArrayFile: testutil.Must(os.ReadFile(filepath.Join("out.zarr", array, ".zarray")))}
+		enc, err := zarr.NewEncoding(files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := enc.Array()
+		key := d.ChunkKey(make([]int, len(d.Shape)))
+		got, err := d.DecodeChunk(make([]byte, 0, d.ChunkLen()), testutil.Must(os.ReadFile(filepath.Join("out.zarr", array, key))))
+		if err != nil {
+			t.Fatalf("%s/%s: %v", array, key, err)
+		}
+		// --chunks is for rank 3: count keeps its chunks; temp's first
+		// chunk begins with the first row of the first source chunk.
+		want := count
+		if array == "temp" {
+			want = temp[:16]
+		}
+		if !bytes.Equal(got[:len(want)], want) {
+			t.Errorf("%s/%s reads back %v, want %v", array, key, got[:len(want)], want)
+		}
+	}
+}
+
+// oneArrayStore writes a store holding a: 6x5 <u2 in chunks of 3x5.
+func oneArrayStore(t *testing.T) string {
+	src := t.TempDir()
+	write := storeWriter(t, src)
+	write(".zgroup", `{"zarr_format": 2}`)
+	write("a/.zarray", `{"zarr_format": 2, "shape": [6, 5], "chunks": [3, 5], "dtype": "<u2", "compressor": null, "fill_value": 0, "order": "C", "filters": null}`)
+	write("a/0.0", strings.Repeat("\x01\x00", 15))
+	write("a/1.0", strings.Repeat("\x02\x00", 15))
+	return src
 }

@@ -109,10 +109,10 @@ func TestDecoderInfo(t *testing.T) {
 		"raw":        "none: stored uncompressed",
 		"v3/sharded": fmt.Sprintf("gpu,inner-by-range: blosc lz4 bitshuffle (batches under %d MiB on the CPU)", gpu.DefaultMinBatchBytes>>20),
 	}
-	if gpuErr != nil {
-		auto["bloscl"] = "cpu: no GPU: " + reason
-		auto["lz4"] = "cpu: no GPU: " + reason
-		auto["v3/sharded"] = "cpu,inner-by-range: no GPU: " + reason
+	if gpuErr != nil { // short: the reason is for the log (--log-level debug)
+		auto["bloscl"] = "cpu: no GPU"
+		auto["lz4"] = "cpu: no GPU"
+		auto["v3/sharded"] = "cpu,inner-by-range: no GPU"
 	}
 	want := map[string]map[string]string{
 		"auto": auto,
@@ -150,8 +150,14 @@ func TestDecoderInfo(t *testing.T) {
 					t.Errorf("--decoder %s: %s: DECODER %q, want %q", mode, path, got[path], w)
 				}
 			}
-			if stderr != "" { // the reason is in the column; no log line
+			if stderr != "" { // the choice is in the column; no log line
 				t.Errorf("--decoder %s: stderr %q", mode, stderr)
+			}
+			if mode == "auto" && gpuErr != nil {
+				_, stderr := decoderColumns(t, "--log-level", "debug", src)
+				if !strings.Contains(stderr, "level=DEBUG msg=\"no GPU: LZ4 and Blosc-LZ4 decode on the CPU\"") || !strings.Contains(stderr, reason) {
+					t.Errorf("--log-level debug: no line saying why there is no GPU:\n%s", stderr)
+				}
 			}
 		})
 	}
@@ -178,7 +184,8 @@ func TestDecoderFlag(t *testing.T) {
 // TestDecoderMount: a store written by zarr-python (Blosc-LZ4, LZ4 and
 // Zstd arrays) mounted with --decoder cpu and auto (and gpu where there is
 // a GPU) serves every chunk as the values written, and zfuse cat agrees;
-// auto without a GPU says so once, at Warn, with the reason.
+// auto without a GPU says so once, at Info (no GPU is no fault), with the
+// reason.
 func TestDecoderMount(t *testing.T) {
 	if testing.Short() {
 		t.Skip("mounts are not short")
@@ -258,14 +265,14 @@ for name, c in [("blosc", numcodecs.Blosc("lz4", 5, numcodecs.Blosc.SHUFFLE)), (
 				t.Fatalf("mount did not stop within a minute of cancel")
 			}
 			log := logs.String()
-			warns := strings.Count(log, "no GPU; decoding on the CPU")
+			said := strings.Count(log, "no GPU: LZ4 and Blosc-LZ4 decode on the CPU")
 			switch {
 			case mode == "auto" && gpuErr != nil:
-				if warns != 1 || !strings.Contains(log, "level=WARN") || !strings.Contains(log, gpu.Reason(gpuErr)) {
-					t.Errorf("auto without a GPU: want one Warn line naming %q, got\n%s", gpu.Reason(gpuErr), log)
+				if said != 1 || strings.Contains(log, "level=WARN") || !strings.Contains(log, "level=INFO msg=\"no GPU") || !strings.Contains(log, gpu.Reason(gpuErr)) {
+					t.Errorf("auto without a GPU: want one Info line naming %q and no Warn, got\n%s", gpu.Reason(gpuErr), log)
 				}
-			case warns != 0:
-				t.Errorf("--decoder %s: %d no-GPU warnings\n%s", mode, warns, log)
+			case said != 0:
+				t.Errorf("--decoder %s: %d no-GPU lines\n%s", mode, said, log)
 			}
 			if gpuUsed := strings.Contains(log, "on the GPU"); gpuUsed != (mode != "cpu" && gpuErr == nil) {
 				t.Errorf("--decoder %s: GPU in use %v; no GPU: %v\n%s", mode, gpuUsed, gpuErr, log)

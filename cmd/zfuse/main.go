@@ -79,15 +79,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return badUsage("", "unknown command %q", cmd)
 	}
 	fl := flag.NewFlagSet("zfuse "+cmd, flag.ContinueOnError)
-	level := fl.String("log-level", "info", "log level: debug, info, warn or error")
-	asV2 := fl.Bool("as-v2", false, "present Zarr v3 groups and arrays as Zarr v2 (.zgroup, .zarray, v2 chunk keys) for v2-only readers; v3 arrays with no v2 equivalent are not shown")
+	level := levelFlag(slog.LevelInfo)
+	fl.Var(&level, "log-level", "log level, `debug|info|warn|error`")
+	var asV2, allowOther boolFlag
+	fl.Var(&asV2, "as-v2", "present Zarr v3 groups and arrays as Zarr v2 (.zgroup, .zarray, v2 chunk keys) for v2-only readers; v3 arrays with no v2 equivalent are not shown")
 	lf := addLoaderFlags(fl)
 	mf := addMemoryFlags(fl) // memory.go: --memory-limit
 	sf := addSourceFlags(fl) // source.go: http(s):// and s3:// SOURCE
 	statsFile := fl.String("stats-file", "", "mount: write the readahead and cache counters as JSON to this file on SIGUSR1 and at unmount")
 	bg := addBackgroundFlags(fl) // background.go: --background, -d, --log-file
 	metricsAddr := fl.String("metrics", "", "mount: serve Prometheus metrics at http://`ADDR`/metrics (e.g. 127.0.0.1:9464)")
-	allowOther := fl.Bool("allow-other", false, "mount: let other users read the mount (FUSE allow_other; for non-root mounts, user_allow_other in /etc/fuse.conf)")
+	fl.Var(&allowOther, "allow-other", "mount: let other users read the mount (FUSE allow_other; for non-root mounts, user_allow_other in /etc/fuse.conf)")
 	fl.Var(optionsFlag{fl}, "o", "mount options, `opt[=value],...`: the flags of this command spelled with _ (cache_decoded=2GiB,as_v2), and mount(8)'s generic ones (ro, nodev, _netdev, ...), which are ignored") // options.go
 	if err := parseFlags(fl, args, nargs, stdout); err != nil {                                                                                                                                                     // usage.go
 		return err
@@ -101,10 +103,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		plan = p
 	}
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(*level)); err != nil {
-		return badUsage(cmd, "--log-level: %w", err)
-	}
+	lv := slog.Level(level)
 	if cmd == "mount" && bg.background && daemon == nil {
 		return startBackground(ctx, append([]string{"mount"}, args...), bg.logFile, stderr) // background.go
 	}
@@ -120,18 +119,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if cmd != "mount" {
 		m = nil
 	}
-	dec, err := lf.decoders(log, cmd != "mount")
-	if err != nil {
-		return err
-	}
-	defer dec.Close()
-	dec.observe = m.decoder
 	sf.backoff = m.backoff(backendName(fl.Arg(0)))
 	src, err := openSource(ctx, fl.Arg(0), sf, log)
 	if err != nil {
 		return err
 	}
 	src = m.store(src, backendName(fl.Arg(0)))
+	dec, err := lf.decoders(log, cmd != "mount")
+	if err != nil {
+		src.Close()
+		return err
+	}
+	defer dec.Close()
+	dec.observe = m.decoder
 	cached, disk, err := withDiskCache(src, fl.Arg(0), sf, log) // source.go: --cache-dir
 	if err != nil {
 		src.Close()
@@ -142,9 +142,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	lf.changing = sf.refresh > 0
 	loader, closeLoader := lf.loader(src, dec, log)
 	defer closeLoader()
-	tree := fs.New(fs.Config{Store: src, Chunks: m.chunks(loader), Log: log, AsV2: *asV2, Refresh: sf.refresh})
+	tree := fs.New(fs.Config{Store: src, Chunks: m.chunks(loader), Log: log, AsV2: bool(asV2), Refresh: sf.refresh})
 	switch cmd {
 	case "mount":
+		if err := needArrays(ctx, tree, fl.Arg(0)); err != nil {
+			if sf.refresh <= 0 {
+				return err
+			}
+			log.Warn("mounted all the same: with --refresh, arrays may appear", "err", err)
+		}
 		pw := newPressureWatcher(plan, os.DirFS("/"), loader, log) // pressure.go: shed the caches under memory pressure
 		defer pw.stop()
 		m.watch(loader.Stats, dec.router.GPU(), disk)
@@ -158,7 +164,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		err = mount(ctx, log, tree, fl.Arg(0), fl.Arg(1), mountOpts{
 			debug: lv <= slog.LevelDebug, statsFile: *statsFile, stats: loader.Stats,
 			memLimit: plan.softLimit(plan.budgets, lf.serving == fs.Passthrough), kernelReadahead: int64(lf.kernelReadahead), cpuProfile: lf.cpuProfile, serving: lf.serving,
-			gpu: dec.router.GPU(), ready: daemon.ready, mounted: mounted, allowOther: *allowOther})
+			gpu: dec.router.GPU(), ready: daemon.ready, mounted: mounted, allowOther: bool(allowOther)})
 		if err != nil && daemon != nil {
 			log.Error("mount failed", "err", err) // the parent may be gone
 		}
@@ -166,7 +172,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "cat":
 		return cat(ctx, stdout, tree, fl.Arg(1))
 	}
-	if err := info(ctx, stdout, tree, dec.router, lf.serving); err != nil {
+	if err := info(ctx, stdout, tree, dec.router, lf.serving, fl.Arg(0)); err != nil {
 		return err
 	}
 	return plan.print(stdout)

@@ -222,6 +222,7 @@ func TestInfoMemory(t *testing.T) {
 	src := t.TempDir()
 	write := storeWriter(t, src)
 	write(".zgroup", `{"zarr_format": 2}`)
+	write("a/.zarray", `{"zarr_format": 2, "shape": [4], "chunks": [2], "dtype": "<i4", "compressor": null, "filters": null, "fill_value": 0, "order": "C"}`)
 	checkRuns(t, []runCase{
 		{[]string{"info", "--serving", "auto", "--memory-limit", "256MiB", src},
 			"memory (zfuse mount): limit 256 MiB (--memory-limit); budgets decoded 101 MiB, readahead 50 MiB, compressed 0 B (cache-decoded, readahead sized to fit 75% of the limit)", ""},

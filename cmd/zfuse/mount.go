@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -46,8 +47,8 @@ func addLoaderFlags(fl *flag.FlagSet) *loaderFlags {
 	// costs memory and page faults (a cold scan of a Blosc store ran at
 	// 0.44 GB/s with 512 MiB of it, 0.70 without). forSource turns it on
 	// for remote stores.
-	f := &loaderFlags{decoder: gpu.Auto, decoded: 1 << 30, compressed: 0, readahead: 256 << 20, kernelReadahead: 16 << 20}
-	fl.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "decode workers (CPU pool): chunks decoded at once")
+	f := &loaderFlags{workers: runtime.GOMAXPROCS(0), decoder: gpu.Auto, decoded: 1 << 30, compressed: 0, readahead: 256 << 20, kernelReadahead: 16 << 20}
+	fl.Var((*countFlag)(&f.workers), "workers", "decode workers (CPU pool): chunks decoded at once")
 	fl.Var((*modeFlag)(&f.decoder), "decoder", "which decoder runs LZ4 and Blosc-LZ4 chunks, `auto|cpu|gpu`: auto (an NVIDIA GPU for batches big enough to pay, where there is one; else the CPU pool), cpu, or gpu (refuse to start without a GPU); other codecs always decode on the CPU pool")
 	fl.Var(&f.decoded, "cache-decoded", "budget for decoded chunks that have been read (e.g. 512MiB, 2GiB)")
 	fl.Var(&f.decoded, "cache", "the same as --cache-decoded")
@@ -118,15 +119,18 @@ type decoders struct {
 }
 
 // decoders starts the CPU pool and, unless --decoder cpu, opens the GPU.
-// With --decoder gpu and no usable GPU it returns an error saying why;
-// with auto it decodes on the CPU, and says why at Warn on log when
-// quiet is false (zfuse mount; zfuse info shows the reason in its DECODER
-// column instead, and zfuse cat need not say). Close stops both, after the
-// loader using them.
+// With --decoder gpu and no usable GPU it returns an error saying why.
+// The choice is logged at Info (zfuse mount), or at Debug when quiet (the
+// other commands; zfuse info's DECODER column says it in short), except
+// that a GPU that is there and fails is a Warn line for every command.
+// Close stops both, after the loader using them. log may be nil.
 func (f *loaderFlags) decoders(log *slog.Logger, quiet bool) (*decoders, error) {
-	glog := log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	glog, level := log, slog.LevelInfo
 	if quiet {
-		glog = nil // discard
+		glog, level = nil, slog.LevelDebug // the decoder's own lines: discarded
 	}
 	pool := codec.NewPool(f.workers)
 	r, err := gpu.NewRouter(f.decoder, gpu.Config{Log: glog}, prefaultPool{pool}, 0)
@@ -134,8 +138,14 @@ func (f *loaderFlags) decoders(log *slog.Logger, quiet bool) (*decoders, error) 
 		pool.Close()
 		return nil, fmt.Errorf("%w (--decoder auto or cpu decodes on the CPU)", err)
 	}
-	if g := r.GPU(); g != nil && !quiet {
-		log.Info("decoding LZ4 and Blosc-LZ4 on the GPU", "device", g.Device().String(), "decoder", string(f.decoder))
+	ctx := context.Background()
+	switch g, why := r.GPU(), r.NoGPU(); {
+	case g != nil:
+		log.Log(ctx, level, "decoding LZ4 and Blosc-LZ4 on the GPU", "device", g.Device().String(), "decoder", string(f.decoder))
+	case why != nil && gpu.Absent(why):
+		log.Log(ctx, level, "no GPU: LZ4 and Blosc-LZ4 decode on the CPU", "why", gpu.Reason(why))
+	case why != nil:
+		log.Warn("the GPU does not work: LZ4 and Blosc-LZ4 decode on the CPU", "err", why)
 	}
 	return &decoders{pool: pool, router: r}, nil
 }
@@ -215,6 +225,9 @@ type mountOpts struct {
 // With o.statsFile, the counters are written there as JSON on SIGUSR1 and
 // at unmount.
 func mount(ctx context.Context, log *slog.Logger, tree *fs.Tree, source, dir string, o mountOpts) error {
+	if err := checkStatsFile(o.statsFile); err != nil {
+		return err
+	}
 	if err := checkMountpoint(log, dir); err != nil {
 		return err
 	}
@@ -279,6 +292,23 @@ wait:
 		if err := writeStats(o.statsFile, st, ss); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkStatsFile refuses a --stats-file that could not be written, before
+// mounting (as --log-file and --metrics are refused): it is written at
+// unmount, too late to learn that its directory is missing.
+func checkStatsFile(path string) error {
+	if path == "" {
+		return nil
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("--stats-file %s is a directory", path)
+	}
+	dir := filepath.Dir(path)
+	if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
+		return fmt.Errorf("--stats-file %s: cannot write in %s: %w", path, dir, err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -37,14 +38,20 @@ func (o optionsFlag) Set(s string) error {
 		if f == nil || len(flagName) == 1 {
 			return fmt.Errorf("unknown mount option %q: the options are the flags of zfuse mount, spelled with _ (cache_decoded=2GiB for --cache-decoded 2GiB)", name)
 		}
-		if !hasValue {
-			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
-				return fmt.Errorf("mount option %s needs a value (%s=...)", name, name)
-			}
+		b, isBool := f.Value.(interface{ IsBoolFlag() bool })
+		isBool = isBool && b.IsBoolFlag()
+		switch {
+		case !hasValue && !isBool:
+			return fmt.Errorf("mount option %s needs a value (%s=...)", name, name)
+		case !hasValue:
 			value = "true"
+		case isBool:
+			if _, err := strconv.ParseBool(value); err != nil {
+				return fmt.Errorf("mount option %s: want %s alone, or %s=true or false", opt, name, name)
+			}
 		}
 		if err := o.fl.Set(flagName, value); err != nil {
-			return fmt.Errorf("mount option %s: %w", name, err)
+			return fmt.Errorf("mount option %s: %w", opt, err)
 		}
 	}
 	return nil

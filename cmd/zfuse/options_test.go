@@ -19,8 +19,10 @@ import (
 func mountFlagSet() *flag.FlagSet {
 	fl := flag.NewFlagSet("zfuse mount", flag.ContinueOnError)
 	fl.SetOutput(io.Discard)
-	fl.String("log-level", "info", "")
-	fl.Bool("as-v2", false, "")
+	var level levelFlag
+	var asV2 boolFlag
+	fl.Var(&level, "log-level", "")
+	fl.Var(&asV2, "as-v2", "")
 	addLoaderFlags(fl)
 	addSourceFlags(fl)
 	addBackgroundFlags(fl)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -18,6 +19,9 @@ func TestRun(t *testing.T) {
 		"compressor": null, "fill_value": 0, "order": "C", "filters": null}`)
 	write("a/0", "\x01\x02")
 	write("a/1", "\x03\x00")
+	write("b/.zarray", `{"zarr_format": 2, "shape": [4], "chunks": [2], "dtype": "|u1",
+		"compressor": null, "fill_value": 9, "order": "C", "filters": null}`)
+	write("b/0", "\x01\x02")
 	checkRuns(t, []runCase{
 		{[]string{"version"}, "zfuse ", ""},
 		{[]string{"cat", src, "a/1"}, "\x03\x00", ""},
@@ -25,10 +29,11 @@ func TestRun(t *testing.T) {
 		{[]string{"cat", src, "../etc/passwd"}, "", "refused"},
 		{[]string{"cat", src, "/etc/passwd"}, "", "refused"},
 		{[]string{"cat", src, "a/7"}, "", "no such file"},
+		{[]string{"cat", src, "b/1"}, "", "the chunk is not stored, and readers read it as the array's fill value"},
 		{[]string{"cat", src, "a"}, "", "directory"},
 		{[]string{"cat", filepath.Join(src, "nope"), "a/0"}, "", "no such file"},
 		{[]string{"info", src}, "a v2 3 2 - |u1 none none: stored uncompressed 2 chunks, 4 B 1.00 raw", ""},
-		{[]string{"info", "--log-level", "loud", src}, "", "--log-level"},
+		{[]string{"info", "--log-level", "loud", src}, "", "-log-level: want debug, info, warn or error"},
 		{[]string{"cat", "--cache", "lots", src, "a/0"}, "", "invalid size"},
 		{[]string{"cat", src}, "", "takes 2 arguments"},
 		{[]string{"frobnicate"}, "", "unknown command"},
@@ -79,6 +84,36 @@ func TestDisplaySource(t *testing.T) {
 	} {
 		if got := displaySource(in); got != want {
 			t.Errorf("displaySource(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestVersion: zfuse version says the module version, the VCS revision,
+// its time and whether the tree had changes, from the build information.
+func TestVersion(t *testing.T) {
+	setting := func(kv ...string) []debug.BuildSetting {
+		var s []debug.BuildSetting
+		for i := 0; i < len(kv); i += 2 {
+			s = append(s, debug.BuildSetting{Key: kv[i], Value: kv[i+1]})
+		}
+		return s
+	}
+	rev := "1a5127b4f5b3fff168506868a2e206b07e83a1f1"
+	for _, tc := range []struct {
+		bi   debug.BuildInfo
+		want string
+	}{
+		{debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"},
+			Settings: setting("GOOS", "linux", "GOARCH", "amd64", "vcs", "git", "vcs.revision", rev, "vcs.time", "2026-12-01T20:01:56Z", "vcs.modified", "true")},
+			"(devel) " + rev + " 2026-12-01T20:01:56Z modified go1.26.8 linux/amd64"},
+		{debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.4.0"},
+			Settings: setting("GOOS", "linux", "GOARCH", "arm64", "vcs.revision", rev, "vcs.time", "2026-12-01T20:01:56Z", "vcs.modified", "false")},
+			"v0.4.0 " + rev + " 2026-12-01T20:01:56Z go1.26.8 linux/arm64"},
+		{debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}, Settings: setting("-buildvcs", "false", "GOOS", "linux", "GOARCH", "amd64")},
+			"(devel) (no VCS revision recorded) go1.26.8 linux/amd64"},
+	} {
+		if got := versionOf(&tc.bi); got != tc.want {
+			t.Errorf("versionOf = %q, want %q", got, tc.want)
 		}
 	}
 }

@@ -21,8 +21,11 @@ import (
 // cat writes exactly the bytes the mount serves at p.
 func cat(ctx context.Context, stdout io.Writer, tree *fs.Tree, p string) error {
 	b, err := tree.ReadFile(ctx, p)
-	if errors.Is(err, store.ErrOutside) {
+	switch {
+	case errors.Is(err, store.ErrOutside):
 		return fmt.Errorf("cat %s: refused: a path inside the store, relative to its root and without \"..\", is required (%w)", p, err)
+	case errors.Is(err, fs.ErrNotStored):
+		return fmt.Errorf("cat %s: no such file: the chunk is not stored, and readers read it as the array's fill value", p)
 	}
 	if err != nil {
 		return fmt.Errorf("cat %s: %w", p, err)
@@ -39,14 +42,22 @@ func cat(ctx context.Context, stdout io.Writer, tree *fs.Tree, p string) error {
 // shape and SHARDS the stored one; DECODER says what decodes its chunks
 // (r's choice, and why) and how a sharded array's inner chunks are read.
 //
+// SOURCE (source) holding no array is an error that says what it holds
+// (noArrays). Over HTTP, which cannot list chunk keys, STORED says "not
+// listed" rather than counting none.
+//
 // A last line says which serving path zfuse mount --serving would use on
 // this machine (fs.ProbeServing mounts an empty file system to ask the
 // kernel), and why not the one asked for.
-func info(ctx context.Context, stdout io.Writer, tree *fs.Tree, r *gpu.Router, serving fs.Serving) error {
+func info(ctx context.Context, stdout io.Writer, tree *fs.Tree, r *gpu.Router, serving fs.Serving, source string) error {
 	arrays, err := tree.Arrays(ctx)
 	if err != nil {
 		return err
 	}
+	if len(arrays) == 0 {
+		return noArrays(ctx, tree, source)
+	}
+	listed := backendName(source) != "http"
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "PATH\tFORMAT\tSHAPE\tCHUNKS\tSHARDS\tDTYPE\tCODECS\tDECODER\tSTORED\tRATIO\tPRESENTED")
 	for _, in := range arrays {
@@ -64,8 +75,12 @@ func info(ctx context.Context, stdout io.Writer, tree *fs.Tree, r *gpu.Router, s
 		if in.Shards != nil {
 			shards = dims(in.Shards)
 		}
+		stored := fmt.Sprintf("%d chunks, %s", in.Chunks, cache.FormatSize(in.Stored))
 		ratio := "-" // passed-through arrays are served as stored
-		if in.Stored > 0 && in.PassThrough == nil {
+		switch {
+		case !listed:
+			stored = "not listed"
+		case in.Stored > 0 && in.PassThrough == nil:
 			ratio = fmt.Sprintf("%.2f", float64(in.Presented)/float64(in.Stored))
 		}
 		how, decoder := "raw", decoderOf(in.Array, r)
@@ -78,8 +93,8 @@ func info(ctx context.Context, stdout io.Writer, tree *fs.Tree, r *gpu.Router, s
 		if in.ZarrJSON != "" { // a zarr.json beside the .zarray
 			format, how = "v2+v3", how+"; zarr.json "+in.ZarrJSON
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d chunks, %s\t%s\t%s\n",
-			in.Path, format, shape, chunks, shards, dtype, codecs, decoder, in.Chunks, cache.FormatSize(in.Stored), ratio, how)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			in.Path, format, shape, chunks, shards, dtype, codecs, decoder, stored, ratio, how)
 	}
 	if err := w.Flush(); err != nil {
 		return err
@@ -134,17 +149,49 @@ func dims(d []int) string {
 	return strings.Join(s, "x")
 }
 
-// version returns the module version and VCS revision the binary was built from.
+// version says what the binary was built from (versionOf).
 func version() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "(unknown)"
+		return "(no build information)"
 	}
-	v := bi.Main.Version
+	return versionOf(bi)
+}
+
+// versionOf is what the go command recorded of a build: the module
+// version ("(devel)" unless built by go install MODULE@VERSION), the VCS
+// revision, its commit time and whether the tree had changes, and the Go
+// version and platform, e.g. "(devel) 1a5127b4f5b3... 2026-12-01T20:01:56Z
+// modified go1.26.8 linux/amd64". Without VCS information (-buildvcs=false,
+// a tarball, a git worktree, which the go command does not stamp) it says so.
+func versionOf(bi *debug.BuildInfo) string {
+	set := map[string]string{}
 	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" {
-			v += " " + s.Value
-		}
+		set[s.Key] = s.Value
 	}
-	return v + " " + bi.GoVersion
+	parts := []string{cmpOr(bi.Main.Version, "(devel)")}
+	if rev := set["vcs.revision"]; rev != "" {
+		parts = append(parts, rev)
+		if t := set["vcs.time"]; t != "" {
+			parts = append(parts, t)
+		}
+		if set["vcs.modified"] == "true" {
+			parts = append(parts, "modified")
+		}
+	} else {
+		parts = append(parts, "(no VCS revision recorded)")
+	}
+	parts = append(parts, bi.GoVersion)
+	if set["GOOS"] != "" {
+		parts = append(parts, set["GOOS"]+"/"+set["GOARCH"])
+	}
+	return strings.Join(parts, " ")
+}
+
+// cmpOr is s, or def when s is empty.
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

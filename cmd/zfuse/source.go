@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zfuse/zfuse/fs"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/store/diskcache"
 	httpstore "github.com/zfuse/zfuse/store/http"
@@ -34,23 +36,6 @@ type sourceFlags struct {
 	backoff     remote.Backoff // retries of remote stores (OnRetry: a metrics counter); not a flag
 }
 
-// A refreshFlag is --refresh: a duration, never negative.
-type refreshFlag time.Duration
-
-func (r *refreshFlag) String() string { return time.Duration(*r).String() }
-
-func (r *refreshFlag) Set(s string) error {
-	d, err := time.ParseDuration(s)
-	if err == nil && d < 0 {
-		err = fmt.Errorf("negative")
-	}
-	if err != nil {
-		return fmt.Errorf("want a duration such as 30s, or 0: %w", err)
-	}
-	*r = refreshFlag(d)
-	return nil
-}
-
 // stringList is a repeatable string flag.
 type stringList []string
 
@@ -61,15 +46,16 @@ func addSourceFlags(fl *flag.FlagSet) *sourceFlags {
 	f := &sourceFlags{}
 	fl.StringVar(&f.s3Endpoint, "s3-endpoint", "", "s3:// SOURCE (and compress's DEST): the service URL of an S3-compatible store other than AWS (e.g. http://127.0.0.1:7070); default: AWS, or $AWS_ENDPOINT_URL")
 	fl.StringVar(&f.s3Region, "s3-region", "", "s3:// SOURCE (and compress's DEST): the region; default: $AWS_REGION or the shared config, else us-east-1")
-	fl.BoolVar(&f.s3PathStyle, "s3-path-style", false, "s3:// SOURCE (and compress's DEST): put the bucket in the URL path, not the host name (most non-AWS servers need this)")
-	fl.IntVar(&f.maxInflight, "http-max-inflight", 128, "http(s):// and s3:// SOURCE (and compress's s3:// DEST): requests in flight at once")
-	fl.DurationVar(&f.timeout, "http-timeout", httpstore.DefaultTimeout, "http(s):// and s3:// SOURCE: how long a server may stay silent, before it answers or within a body, before the request is tried again")
+	fl.Var((*boolFlag)(&f.s3PathStyle), "s3-path-style", "s3:// SOURCE (and compress's DEST): put the bucket in the URL path, not the host name (most non-AWS servers need this)")
+	f.maxInflight, f.timeout = 128, httpstore.DefaultTimeout
+	fl.Var((*countFlag)(&f.maxInflight), "http-max-inflight", "http(s):// and s3:// SOURCE (and compress's s3:// DEST): requests in flight at once")
+	fl.Var((*durationFlag)(&f.timeout), "http-timeout", "http(s):// and s3:// SOURCE: how long a server may stay silent, before it answers or within a body, before the request is tried again")
 	fl.Var(&f.arrays, "array", "http(s):// SOURCE without consolidated metadata: the path of an array or group to serve (repeatable); HTTP cannot list directories")
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "http(s):// and s3:// SOURCE: keep stored (compressed) chunks in this directory across mounts, validated by ETag/Last-Modified; one mount per directory")
 	f.cacheSize = 10 << 30
 	fl.Var(&f.cacheSize, "cache-dir-size", "the most --cache-dir holds; least recently used chunks leave first")
-	fl.Var((*refreshFlag)(&f.refresh), "refresh", "mount: for a store that changes while mounted, read metadata and listings again, and check each file's stored version (mtime, ETag) when it is next looked up, this long (e.g. 30s) after they were last read; a changed chunk is decoded again and served as a new file. 0: the store does not change while mounted, the fastest")
-	fl.DurationVar(&f.cacheMaxAge, "cache-dir-max-age", 0, "serve chunks in --cache-dir validated less than this long ago (e.g. 24h) with no request, even in a new mount; 0: each mount validates each chunk once (a request without a body)")
+	fl.Var((*durationFlag)(&f.refresh), "refresh", "mount: for a store that changes while mounted, read metadata and listings again, and check each file's stored version (mtime, ETag) when it is next looked up, this long (e.g. 30s) after they were last read; a changed chunk is decoded again and served as a new file. 0: the store does not change while mounted, the fastest")
+	fl.Var((*durationFlag)(&f.cacheMaxAge), "cache-dir-max-age", "serve chunks in --cache-dir validated less than this long ago (e.g. 24h) with no request, even in a new mount; 0: each mount validates each chunk once (a request without a body)")
 	return f
 }
 
@@ -135,6 +121,50 @@ func displaySource(arg string) string {
 		return abs
 	}
 	return arg
+}
+
+// needArrays returns nil when tree holds an array; else an error saying
+// what SOURCE holds instead and, for an HTTP store, which cannot list
+// directories, how to name arrays. mount, info and compress refuse such a
+// SOURCE (exit 1): an empty result is not success.
+func needArrays(ctx context.Context, tree *fs.Tree, source string) error {
+	ok, err := tree.HasArray(ctx)
+	if err != nil || ok {
+		return err
+	}
+	return noArrays(ctx, tree, source)
+}
+
+// noArrays is the error of a SOURCE whose tree holds no array.
+func noArrays(ctx context.Context, tree *fs.Tree, source string) error {
+	groups, err := tree.Groups(ctx)
+	if err != nil {
+		return err
+	}
+	found := "no Zarr metadata (.zarray, zarr.json, .zgroup) in it"
+	if len(groups) > 0 {
+		var paths []string
+		for _, g := range groups[:min(len(groups), 3)] {
+			paths = append(paths, g.Path)
+		}
+		if len(groups) > 3 {
+			paths = append(paths, "...")
+		}
+		found = fmt.Sprintf("%d group%s (%s) and no array", len(groups), plural(len(groups)), strings.Join(paths, ", "))
+	}
+	msg := fmt.Sprintf("SOURCE %s holds no Zarr array: %s", displaySource(source), found)
+	if backendName(source) == "http" {
+		msg += "; HTTP cannot list directories, so zfuse finds arrays in consolidated metadata (.zmetadata, or a zarr.json's consolidated_metadata): without it, name them with --array PATH"
+	}
+	return errors.New(msg)
+}
+
+// plural is "s" unless n is 1.
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // backendName names the kind of store SOURCE is, for metrics: http, s3 or dir.

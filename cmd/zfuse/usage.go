@@ -117,9 +117,27 @@ func parseFlags(fl *flag.FlagSet, args []string, nargs int, stdout io.Writer) er
 	case err != nil:
 		return badUsage(name, "%s: %w", name, err)
 	case nargs >= 0 && fl.NArg() != nargs:
-		return badUsage(name, "%s takes %d arguments, got %d", name, nargs, fl.NArg())
+		return badUsage(name, "%s", argsError(name, nargs, fl.Args()))
 	}
 	return nil
+}
+
+// argsError says what is wrong with args, the arguments after the flags of
+// the command name, which takes nargs: most often a flag after them (the
+// flag package stops at the first argument, so the rest are arguments).
+func argsError(name string, nargs int, args []string) string {
+	for i, a := range args {
+		if i > 0 && len(a) > 1 && a[0] == '-' {
+			what := ""
+			for _, c := range commands {
+				if c.name == name {
+					what = strings.TrimSpace(strings.TrimPrefix(c.args, "[flags]"))
+				}
+			}
+			return fmt.Sprintf("%s: flags go before the arguments (zfuse %s [flags] %s): %s came after %s", name, name, what, a, strings.Join(args[:i], " "))
+		}
+	}
+	return fmt.Sprintf("%s takes %d argument%s, got %d", name, nargs, plural(nargs), len(args))
 }
 
 // help is zfuse help [COMMAND]: the program's usage, or the command's with

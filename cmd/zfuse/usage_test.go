@@ -5,6 +5,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestUsage: zfuse as a Unix tool. Help that is asked for goes to stdout
@@ -13,6 +14,11 @@ import (
 // command that fails exits 1.
 func TestUsage(t *testing.T) {
 	missing := t.TempDir() + "/absent"
+	empty, mp := t.TempDir(), t.TempDir()
+	src := t.TempDir()
+	storeWriter(t, src)("a/.zarray", `{"zarr_format": 2, "shape": [3], "chunks": [2], "dtype": "|u1",
+		"compressor": null, "fill_value": 0, "order": "C", "filters": null}`)
+	dest := t.TempDir() + "/out.zarr"
 	for _, r := range []struct {
 		args   []string
 		code   int
@@ -47,14 +53,46 @@ func TestUsage(t *testing.T) {
 		{[]string{"cat", missing}, 2, "", `Run "zfuse help cat" for its flags.`},
 		{[]string{"info", "--nosuch", missing}, 2, "", "zfuse: info: flag provided but not defined: -nosuch"},
 		{[]string{"info", "--workers", "many", missing}, 2, "", `invalid value "many" for flag -workers`},
-		{[]string{"info", "--log-level", "loud", missing}, 2, "", "--log-level"},
+		{[]string{"info", "--log-level", "loud", missing}, 2, "", "-log-level: want debug, info, warn or error"},
+		// Every bad flag value is bad usage, said where it is parsed.
+		{[]string{"info", "--log-level", "verbose", missing}, 2, "", "want debug, info, warn or error\nusage: zfuse info"},
+		{[]string{"compress", "--codec", "zstdd", missing, dest}, 2, "", `unknown codec "zstdd"`},
+		{[]string{"compress", "--codec", "zstd:high", missing, dest}, 2, "", `"high" is not a number`},
+		{[]string{"compress", "--format", "v4", missing, dest}, 2, "", "-format: want v2, v3 or keep"},
+		{[]string{"compress", "--chunks", "abc", missing, dest}, 2, "", `"abc" is not a shape`},
+		{[]string{"compress", "--shard", "-1x2", missing, dest}, 2, "", "-shard"},
+		{[]string{"compress", "--progress", "bogus", missing, dest}, 2, "", "-progress: want auto, bar, plain or none"},
+		{[]string{"compress", "--encoder", "tpu", missing, dest}, 2, "", "-encoder: want auto, cpu or gpu"},
+		{[]string{"compress", "--workers", "0", missing, dest}, 2, "", "-workers: want a whole number, 1 or more"},
+		{[]string{"compress", "--format", "v2", "--shard", "2x2", missing, dest}, 2, "", "Zarr v2 has no sharding"},
+		{[]string{"compress", "--verify=maybe", missing, dest}, 2, "", "-verify: want true or false"},
+		{[]string{"mount", "-o", "as_v2=yes", missing, mp}, 2, "", "mount option as_v2=yes: want as_v2 alone, or as_v2=true or false"},
+		{[]string{"mount", "-o", "workers=many", missing, mp}, 2, "", "mount option workers=many: want a whole number"},
+		{[]string{"mount", "--http-timeout", "5", missing, mp}, 2, "", "-http-timeout: want a duration such as 30s"},
+		{[]string{"warmup", "--jobs", "0", mp}, 2, "", "-jobs: want a whole number, 1 or more"},
+		{[]string{"bench", "--runs", "0"}, 2, "", "-runs: want a whole number, 1 or more"},
+		{[]string{"bench", "--readers", "files-grid,nosuch"}, 2, "", "-readers: want files-grid, files-list, zarr, loader or zarr-http"},
+		{[]string{"bench", "--chunks", "3MiB"}, 2, "", "-chunks"},
+		{[]string{"bench", "compress", "--rounds", "0"}, 2, "", "-rounds: want a whole number"},
+		// Arguments: flags go first, and the count is said in English.
+		{[]string{"mount", missing, mp, "--background"}, 2, "", "mount: flags go before the arguments (zfuse mount [flags] SOURCE MOUNTPOINT): --background came after"},
+		{[]string{"info"}, 2, "", "info takes 1 argument, got 0"},
+		// A --stats-file that cannot be written is refused at start, as --log-file is.
+		{[]string{"mount", "--stats-file", missing + "/stats.json", src, mp}, 1, "", "--stats-file " + missing + "/stats.json: cannot write in " + missing},
+		// Nothing found is no success.
+		{[]string{"info", empty}, 1, "", "holds no Zarr array: no Zarr metadata"},
+		{[]string{"mount", empty, mp}, 1, "", "holds no Zarr array"},
+		{[]string{"compress", empty, dest}, 1, "", "holds no Zarr array"},
 		{[]string{"bench", "extra"}, 2, "", "bench takes 0 arguments, got 1"},
 		{[]string{"bench", "--size", "lots"}, 2, "", "usage: zfuse bench"},
 		{[]string{"info", missing}, 1, "", "zfuse: open store"},
 		{[]string{"cat", t.TempDir(), "nosuch"}, 1, "", "no such file"},
 	} {
 		var stdout, stderr bytes.Buffer
-		code := exitStatus(&stderr, run(context.Background(), r.args, &stdout, &stderr))
+		// A mount that is not refused would serve until its context ends.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		code := exitStatus(&stderr, run(ctx, r.args, &stdout, &stderr))
+		cancel()
 		ok := func(got, want string) bool {
 			return want == "" && got == "" || want != "" && strings.Contains(got, want)
 		}

@@ -31,22 +31,28 @@ import (
 // mount decodes them into its caches (and the kernel keeps them in its page
 // cache) ahead of a job. It works from the presented metadata, as any
 // reader does: chunk files are opened by name (an HTTP mount lists none).
-// The summary says how much of what it read the page cache holds (mincore)
-// and, given the mount's --metrics address, what each tier of the mount
-// holds.
+// A path that is not on a zfuse mount is refused: reading a store itself
+// decodes nothing. The summary says where the bytes read are: how much of
+// them the page cache holds (mincore), where later reads find them without
+// asking zfuse, and, given the mount's --metrics address, its serving path
+// and what each tier of the mount holds (under no-open a chunk leaves the
+// decoded tier once the kernel has all of it; under passthrough the
+// decoded tier's memfds are what the kernel reads).
 func warmup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fl := flag.NewFlagSet("zfuse warmup", flag.ContinueOnError)
 	slice := fl.String("slice", "", "warm only this slice: `NAME[SEL]`, NAME an array under the path (or nothing for the path itself), SEL numpy-style indices and start:stop ranges per dimension, e.g. 't2m[0:100]' or '[0:10, :, 5]'")
-	jobs := fl.Int("jobs", 8, "chunk files read at once")
+	jobs := countFlag(8)
+	fl.Var(&jobs, "jobs", "chunk files read at once")
 	metricsAddr := fl.String("metrics", "", "the mount's --metrics `ADDR`, to report what its caches hold afterwards")
-	progress := fl.Bool("progress", isTerminal(stderr), "show a progress bar on stderr (default: when stderr is a terminal)")
+	progress := boolFlag(isTerminal(stderr))
+	fl.Var(&progress, "progress", "show a progress bar on stderr (default: when stderr is a terminal)")
 	if err := parseFlags(fl, args, 1, stdout); err != nil { // usage.go: help to stdout, bad usage exits 2
 		return err
 	}
-	if *jobs < 1 {
-		return badUsage("warmup", "--jobs %d: want at least 1", *jobs)
-	}
 	root := fl.Arg(0)
+	if err := onZfuseMount(root); err != nil {
+		return err
+	}
 	var arrays []warmArray
 	var err error
 	if *slice != "" {
@@ -69,10 +75,10 @@ func warmup(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	w := &warmer{files: files}
 	start := time.Now()
 	stop := func() {}
-	if *progress {
+	if progress {
 		stop = w.showProgress(stderr)
 	}
-	w.run(ctx, *jobs)
+	w.run(ctx, int(jobs))
 	stop()
 	took := time.Since(start)
 	if err := ctx.Err(); err != nil {
@@ -168,9 +174,36 @@ func findArrays(root string) ([]warmArray, error) {
 		return nil, fmt.Errorf("warmup: %w", err)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("warmup: no arrays under %s", root)
+		return nil, fmt.Errorf("warmup: %s holds no Zarr array that the mount decodes (no .zarray or zarr.json of one below it)", root)
 	}
 	return out, nil
+}
+
+// onZfuseMount refuses a path that is not on a zfuse mount (the file
+// system of the deepest mount point at or above it, in
+// /proc/self/mountinfo, is not fuse.zfuse, or plain fuse, as a parent
+// that mounted /dev/fuse for zfuse mount /dev/fd/N may have named it):
+// warming a store itself would fill the page cache with its compressed
+// files and decode nothing.
+func onZfuseMount(p string) error {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return fmt.Errorf("warmup: %w", err)
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		m := mountOf(d) // mountpoint.go
+		switch {
+		case m.fstype == "fuse.zfuse" || m.fstype == "fuse":
+			return nil
+		case m.fstype != "":
+			return fmt.Errorf("warmup: %s is not on a zfuse mount (it is on %s, a %s file system): warmup reads chunk files through a mount so that the mount decodes them into its caches; mount the store (zfuse mount SOURCE MOUNTPOINT) and warm MOUNTPOINT or a path under it", p, d, m.fstype)
+		case d == filepath.Dir(d):
+			return nil // no mount table to ask: let the reads tell
+		}
+	}
 }
 
 // sliceArray returns the array and chunk range that --slice names under
@@ -388,18 +421,19 @@ func (w *warmer) showProgress(out io.Writer) (stop func()) {
 // report prints the summary, and fails if some chunk files did not read.
 func (w *warmer) report(out io.Writer, root string, arrays int, took time.Duration, metricsAddr string) error {
 	n := int64(len(w.files))
-	fmt.Fprintf(out, "warmed %s: %d chunk files of %d arrays, %s read (%d missing: fill value) in %v, %.0f MB/s\n",
-		root, n-w.missing.Load()-int64(len(w.failed)), arrays, cache.FormatSize(w.bytes.Load()), w.missing.Load(),
+	fmt.Fprintf(out, "warmed %s: %d chunk files of %d array%s, %s read (%d missing: fill value) in %v, %.0f MB/s\n",
+		root, n-w.missing.Load()-int64(len(w.failed)), arrays, plural(arrays), cache.FormatSize(w.bytes.Load()), w.missing.Load(),
 		took.Round(time.Millisecond), float64(w.bytes.Load())/took.Seconds()/1e6)
-	if f, err := resident(w.files); err == nil {
-		fmt.Fprintf(out, "page cache: %.1f%% of those files' pages are resident\n", 100*f)
+	if held, f, err := resident(w.files); err == nil {
+		fmt.Fprintf(out, "page cache: %s of them resident (%.1f%% of those files' pages): reads of those need nothing from zfuse\n",
+			cache.FormatSize(held), 100*f)
 	}
 	if metricsAddr != "" {
 		tiers, err := mountTiers(metricsAddr)
 		if err != nil {
 			fmt.Fprintf(out, "mount caches: unknown (%v)\n", err)
 		} else {
-			fmt.Fprintf(out, "mount caches:%s\n", tiers)
+			fmt.Fprintf(out, "mount caches%s\n", tiers)
 		}
 	}
 	if len(w.failed) > 0 {
@@ -408,9 +442,10 @@ func (w *warmer) report(out io.Writer, root string, arrays int, took time.Durati
 	return nil
 }
 
-// mountTiers returns what each tier of the mount holds, from its metrics
-// (zfuse_cache_bytes and zfuse_cache_budget_bytes), as " decoded 1.0GiB of
-// 1.0GiB, ...".
+// mountTiers returns the mount's serving path and what each tier of it
+// holds, from its metrics (zfuse_serving_path_info, zfuse_cache_bytes and
+// zfuse_cache_budget_bytes), as " (serving no-open: ...): decoded 0 B of
+// 1 GiB, ...".
 func mountTiers(addr string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -449,6 +484,24 @@ func mountTiers(addr string) (string, error) {
 		return "", fmt.Errorf("%s/metrics has no zfuse_cache_bytes: is it a zfuse mount's --metrics address?", addr)
 	}
 	var b strings.Builder
+	serving := ""
+	if f := fams["zfuse_serving_path_info"]; f != nil {
+		for _, s := range f.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "path" && s.GetGauge().GetValue() == 1 {
+					serving = l.GetValue()
+				}
+			}
+		}
+	}
+	switch serving {
+	case "passthrough":
+		b.WriteString(" (serving passthrough: the decoded tier's memfds are what the kernel reads):")
+	case "":
+		b.WriteString(":")
+	default:
+		fmt.Fprintf(&b, " (serving %s: a chunk leaves the decoded tier once the page cache holds all of it):", serving)
+	}
 	for _, t := range []string{"decoded", "readahead", "compressed", "disk"} {
 		if v, ok := held[t]; ok {
 			fmt.Fprintf(&b, " %s %s of %s,", t, cache.FormatSize(int64(v)), cache.FormatSize(int64(budget[t])))
@@ -467,18 +520,19 @@ func isTerminal(w io.Writer) bool {
 	return err == nil
 }
 
-// resident returns the fraction of the pages of files in the page cache
-// (mincore over a read-only mapping of each); missing files, chunks read
-// as their fill value, have none.
-func resident(files []string) (float64, error) {
+// resident returns the bytes of files in the page cache and the fraction
+// of their pages that is (mincore over a read-only mapping of each);
+// missing files, chunks read as their fill value, have none.
+func resident(files []string) (int64, float64, error) {
 	var in, all int
+	var held int64
 	for _, p := range files {
 		f, err := os.Open(p)
 		if errors.Is(err, iofs.ErrNotExist) {
 			continue // a missing chunk: its fill value, no pages
 		}
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		fi, err := f.Stat()
 		if err != nil || fi.Size() == 0 {
@@ -488,21 +542,25 @@ func resident(files []string) (float64, error) {
 		m, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
 		f.Close()
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		vec := make([]byte, (len(m)+os.Getpagesize()-1)/os.Getpagesize())
 		_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0])))
 		unix.Munmap(m)
 		if errno != 0 {
-			return 0, errno
+			return 0, 0, errno
 		}
-		for _, v := range vec {
-			in += int(v & 1)
+		page := int64(os.Getpagesize())
+		for i, v := range vec {
+			if v&1 != 0 {
+				in++
+				held += min(page, fi.Size()-int64(i)*page) // the last page holds the file's end
+			}
 		}
 		all += len(vec)
 	}
 	if all == 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
-	return float64(in) / float64(all), nil
+	return held, float64(in) / float64(all), nil
 }
