@@ -34,6 +34,7 @@ import (
 // zero (left out); attributes, consolidated metadata.
 func scaleStore(t testing.TB) string {
 	t.Helper()
+	needMount(t) // builds the binary; compress itself needs no FUSE
 	needPython(t)
 	src := filepath.Join(t.TempDir(), "scale.zarr")
 	script := `import sys, numpy as np, zarr, numcodecs
