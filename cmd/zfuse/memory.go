@@ -209,16 +209,23 @@ func fitBudgets(limit int64, b budgets, given map[string]bool, memfds bool) (bud
 	return out, sized, nil
 }
 
+// heapSlack is the heap a mount may use beyond its budgets, measured: at
+// budgets of 16 MiB a mount with a slack of 64 MiB held 88 MiB of RSS.
+const heapSlack = 40 << 20
+
 // softLimit is the soft memory limit (debug.SetMemoryLimit) for budgets b
 // on a serving path where decoded chunks are files (passthrough) or not:
 // the budgets on the heap (all but the decoded tier where that is files)
-// and 64 MiB for the rest of it, but no more than leaves the files (the
+// and heapSlack for the rest of it (pooled buffers, go-fuse's request
+// buffers, the runtime), leaving the 64 MiB that a mount may hold beyond
+// its budgets room for what is not heap (the binary, thread stacks), but
+// no more than leaves the files (the
 // decoded and readahead budgets, and the free ones) room within
 // memoryShare of the limit, unless budgets over it were accepted; at
 // least 32 MiB. With GOGC at its default the heap grows to this before
 // the collector runs.
 func (p *memoryPlan) softLimit(b budgets, memfds bool) int64 {
-	heap := b.sum() + 64<<20
+	heap := b.sum() + heapSlack
 	var files int64
 	if memfds {
 		heap -= b.decoded

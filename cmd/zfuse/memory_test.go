@@ -197,14 +197,14 @@ func TestSoftLimit(t *testing.T) {
 		memfds bool
 		want   int64
 	}{
-		{"heap: 75% of the limit", under, b, false, 225 * mib},
-		{"small budgets: budgets and 64 MiB", under, budgets{decoded: 20 * mib}, false, 84 * mib},
-		{"over the limit, accepted", over, b, false, 248 * mib},
-		{"no limit", none, b, false, 248 * mib},
+		{"heap: the budgets and the slack, under 75% of the limit", under, b, false, 224 * mib},
+		{"small budgets: budgets and 40 MiB", under, budgets{decoded: 20 * mib}, false, 60 * mib},
+		{"over the limit, accepted", over, b, false, 224 * mib},
+		{"no limit", none, b, false, 224 * mib},
 		// 75% of 256 MiB less the files (80 + 40 + 32 free): 40 MiB,
 		// below the 40 MiB of readahead and 64 on the heap.
 		{"memfds: room left by them", pt, pt.budgets, true, 40 * mib},
-		{"memfds, no limit: all but the decoded tier, and 64 MiB", none, b, true, 125 * mib},
+		{"memfds, no limit: all but the decoded tier, and 40 MiB", none, b, true, 101 * mib},
 		// Planned for the heap, fallen back to passthrough: what the
 		// memfds leave of 225 MiB.
 		{"memfds on budgets planned without", under, b, true, 32 * mib},
@@ -323,8 +323,8 @@ func TestPressureWatcher(t *testing.T) {
 		w.start(false)
 		defer w.stop()
 		synctest.Wait()
-		if got := loader.last(); got != plan.budgets || gomemlimitSet() || debug.SetMemoryLimit(-1) != 664*mib {
-			t.Errorf("at start: budgets %+v, soft limit %d MiB; want the plan's and 664 MiB", got, debug.SetMemoryLimit(-1)/mib)
+		if got := loader.last(); got != plan.budgets || gomemlimitSet() || debug.SetMemoryLimit(-1) != 640*mib {
+			t.Errorf("at start: budgets %+v, soft limit %d MiB; want the plan's and 640 MiB", got, debug.SetMemoryLimit(-1)/mib)
 		}
 		fsys.set(900 * mib)
 		time.Sleep(pressureTic)
@@ -332,8 +332,8 @@ func TestPressureWatcher(t *testing.T) {
 		if got, st := loader.last(), w.stats(); got != (budgets{decoded: 200 * mib, readahead: 100 * mib}) || st.Sheds != 1 || st.Scale != 0.5 || st.InUse != 900*mib {
 			t.Errorf("over the mark: budgets %+v, %+v", got, st)
 		}
-		if debug.SetMemoryLimit(-1) != 364*mib {
-			t.Errorf("soft limit %d MiB, want 364", debug.SetMemoryLimit(-1)/mib)
+		if debug.SetMemoryLimit(-1) != 340*mib {
+			t.Errorf("soft limit %d MiB, want 340", debug.SetMemoryLimit(-1)/mib)
 		}
 		fsys.set(300 * mib)
 		time.Sleep(growAfter + 2*pressureTic)
