@@ -155,3 +155,45 @@ func TestNpyZarrita(t *testing.T) {
 	m := mount(t, src, "--as-npy")
 	npyPy(t, "values", m.Dir, writeWant(t, orig))
 }
+
+// TestNpyRemote: the .npy view of remote stores, the fixtures over HTTP
+// (nginx, consolidated metadata) and zarrita.js's v3 store (sharded) from
+// S3 (versitygw), serves every file as the local mount's view does; an
+// array given as a URL is one file named after its last segment.
+func TestNpyRemote(t *testing.T) {
+	fx := fixtures(t)
+	// files lists the files of the mount at dir.
+	files := func(dir string) []string {
+		var out []string
+		err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				out = append(out, testutil.Must(filepath.Rel(dir, p)))
+			}
+			return err
+		})
+		if err != nil || len(out) < 10 {
+			t.Fatalf("%d files in %s: %v", len(out), dir, err)
+		}
+		return out
+	}
+	t.Run("http", func(t *testing.T) {
+		_, base := startNginx(t, fx)
+		local := mount(t, filepath.Join(fx, "comp.zarr"), "--as-npy")
+		m := mount(t, base+"/comp.zarr", "--as-npy")
+		sameFiles(t, local.Dir, m.Dir, files(local.Dir))
+		one := mount(t, base+"/comp.zarr/layout/f_order.3d", "--as-npy")
+		if got, want := testutil.Must(os.ReadFile(filepath.Join(one.Dir, "f_order.3d.npy"))), testutil.Must(os.ReadFile(filepath.Join(local.Dir, "layout/f_order.3d.npy"))); !bytes.Equal(got, want) {
+			t.Errorf("the array as a URL: f_order.3d.npy, %d bytes, differs from the store's layout/f_order.3d.npy, %d bytes", len(got), len(want))
+		}
+	})
+	t.Run("s3", func(t *testing.T) {
+		v3 := conformance(t, "zarrita.js/fixtures/v3/data.zarr")
+		root := t.TempDir()
+		copyTree(t, v3, filepath.Join(root, "conformance", "v3.zarr"))
+		_, endpoint := startVersitygw(t, root)
+		s3Setenv(t)
+		local := mount(t, v3, "--as-npy")
+		m := mount(t, "s3://conformance/v3.zarr", "--as-npy", "--s3-endpoint", endpoint, "--s3-path-style")
+		sameFiles(t, local.Dir, m.Dir, files(local.Dir))
+	})
+}
