@@ -31,8 +31,12 @@ import (
 // A flat scan needs the chunks of the next slab ahead of it, and no more:
 // reading a slab's first row reads every chunk of the slab, so the
 // policy's window for a flat reader is at most one slab (and at least
-// its MinWindow), not MaxWindow. Nor does a flat reader get a name order:
-// it names no chunk files.
+// its MinWindow), not MaxWindow. The kernel reads a flat file ahead of
+// its reader in many requests at once (zfuse sets its readahead to 16
+// MiB), which reach the Loader in any order, so a flat reader's reads
+// arrive reordered by up to that many bytes of chunks: its Slack covers
+// flatReorder bytes, where a chunk file reader's covers a few chunks. Nor
+// does a flat reader get a name order: it names no chunk files.
 
 // ReadPieces copies the pieces ps of the decoded chunk at coords of array
 // a (path as for Chunk) into p, piece k's ps[k].N bytes from chunk offset
@@ -81,11 +85,15 @@ func inside(a *zarr.Array, coords []int) int64 {
 	return n
 }
 
+// flatReorder is how far, in bytes of chunks, a flat reader's reads may
+// reach the Loader out of order: twice the kernel readahead zfuse sets.
+const flatReorder = 32 << 20
+
 // flatPolicy is p, the policy of a's readers (policyFor), for a reader of
 // a's flat layout: a window of at most one slab of a's chunk grid (the
 // chunks that share a first coordinate; the last, in order F), unless p's
 // was widened for the store's latency (widened: then p's), and at least
-// p's MinWindow.
+// p's MinWindow; a Slack of flatReorder bytes of chunks, and at least p's.
 func flatPolicy(p Policy, a *zarr.Array, widened bool) Policy {
 	p = p.withDefaults()
 	slab := a.NumChunks()
@@ -99,5 +107,6 @@ func flatPolicy(p Policy, a *zarr.Array, widened bool) Policy {
 	if !widened {
 		p.MaxWindow = max(min(p.MaxWindow, slab), p.MinWindow)
 	}
+	p.Slack = max(p.Slack, flatReorder/max(a.ChunkLen(), 1))
 	return p
 }
