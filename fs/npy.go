@@ -9,6 +9,7 @@ import (
 	iofs "io/fs"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/zfuse/zfuse/zarr"
 )
@@ -195,6 +196,10 @@ func (t *Tree) npyChildren(ctx context.Context, dir *node) ([]*node, error) {
 	return out, nil
 }
 
+// piecesPool holds the slices readNpy maps its ranges into: a 1 MiB read
+// of an array in small chunks is thousands of pieces.
+var piecesPool = sync.Pool{New: func() any { return new([]zarr.Piece) }}
+
 // readNpy copies the bytes of the .npy file n in [off, off+len(dest)) into
 // dest and returns them (fewer only at the end): the header from memory,
 // the rest from the chunks that hold it, each chunk's pieces in one
@@ -214,7 +219,10 @@ func (t *Tree) readNpy(ctx context.Context, n *node, dest []byte, off int64, pid
 	}
 	x := n.arr
 	data := dest[k:]
-	ps := x.a.Pieces(nil, off+int64(k)-int64(len(n.data)), int64(len(data)))
+	buf := piecesPool.Get().(*[]zarr.Piece)
+	defer piecesPool.Put(buf)
+	ps := x.a.Pieces((*buf)[:0], off+int64(k)-int64(len(n.data)), int64(len(data)))
+	*buf = ps
 	slices.SortStableFunc(ps, func(p, q zarr.Piece) int { return cmp.Compare(p.Chunk, q.Chunk) })
 	for i := 0; i < len(ps); {
 		j := i + 1
