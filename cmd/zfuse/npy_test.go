@@ -39,6 +39,7 @@ func TestRunNpy(t *testing.T) {
 		{[]string{"info", "--as-npy", src}, "o v2 1 1 - |O vlen-utf8() - 0 chunks, 0 B - not shown (--as-npy): codec: array cannot be presented raw: object dtype |O", ""},
 		{[]string{"info", "--as-npy", root}, ". v2 2 2 - <i2 none none: stored uncompressed 1 chunks, 4 B 1.00 raw, as t2m.npy", ""},
 		{[]string{"info", src}, "a v2 3 2 - |u1 none none: stored uncompressed 1 chunks, 2 B 1.00 raw", ""},
+		{[]string{"info", "-o", "ro,as_npy", src}, "raw, as a.npy", ""}, // as fstab says it
 	})
 	// The whole file: 128 bytes of header, chunk 0, then chunk 1 (missing)
 	// as the fill value.
