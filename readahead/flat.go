@@ -31,7 +31,9 @@ import (
 // A flat scan needs the chunks of the next slab ahead of it, and no more:
 // reading a slab's first row reads every chunk of the slab, so the
 // policy's window for a flat reader is at most one slab (and at least
-// its MinWindow), not MaxWindow. The kernel reads a flat file ahead of
+// its MinWindow), not MaxWindow, unless the store's latency widened the
+// window (policyFor): then a slab is no longer enough to keep the store
+// busy. The kernel reads a flat file ahead of
 // its reader in many requests at once (zfuse sets its readahead to 16
 // MiB), which reach the Loader in any order, so a flat reader's reads
 // arrive reordered by up to that many bytes of chunks: its Slack covers
