@@ -17,6 +17,13 @@ type Chunks interface {
 	// a read by process pid whose reply the kernel keeps in its page
 	// cache. A missing chunk satisfies errors.Is(err, fs.ErrNotExist).
 	ReadAt(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32, p []byte, off int64) (int, error)
+	// ReadPieces copies the pieces ps of the decoded chunk at coords into
+	// p, each ps[k].N bytes from chunk offset ps[k].Off to p[ps[k].At:],
+	// for a read by pid of the array's flat layout (a .npy file, whose
+	// reply the kernel keeps in its page cache). ps are the pieces of one
+	// chunk, in the order zarr.Array.Pieces gave them. It returns the
+	// bytes copied; errors are those of ReadAt.
+	ReadPieces(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32, p []byte, ps []zarr.Piece) (int, error)
 	// Open returns the chunk as an open file, for an open by pid of a file
 	// the kernel reads itself (FUSE passthrough). The caller closes it.
 	Open(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32) (*readahead.File, error)

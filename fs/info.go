@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	iofs "io/fs"
+	"path"
 
 	"github.com/zfuse/zfuse/store"
 
@@ -26,8 +27,13 @@ type ArrayInfo struct {
 	// PassThrough, when non-nil, says why the array is served as stored.
 	PassThrough error
 	// Hidden, when non-nil, says why the array is not shown at all: under
-	// --as-v2, a v3 array with no v2 equivalent.
+	// --as-v2, a v3 array with no v2 equivalent; under --as-npy, an array
+	// that cannot be presented raw.
 	Hidden error
+	// Npy is the path of the array's .npy file under --as-npy (its
+	// attributes are beside it, with .json for .npy); "" otherwise, and
+	// when the array is not shown.
+	Npy string
 	// ZarrJSON, for a v2 array whose directory also holds zarr.json (an
 	// array converted in place), says what is served of zarr.json:
 	// "rewritten too" (it describes the chunks the .zarray does), "as
@@ -51,6 +57,15 @@ func (t *Tree) Arrays(ctx context.Context) ([]ArrayInfo, error) {
 			PassThrough: x.why, Hidden: dir.m.skip, ZarrJSON: dir.m.zarrJSON}
 		if x.a != nil {
 			info.Shards = x.a.ShardShape()
+		}
+		if f := dir.m.npy; f != nil && f.why != nil {
+			info.Hidden = f.why
+		} else if f != nil {
+			name := dir.name()
+			if dir.key == "." {
+				name = t.rootName
+			}
+			info.Npy = join(path.Dir(dir.key), name) + npyExt
 		}
 		if info.Hidden != nil {
 			info.PassThrough = nil
@@ -141,9 +156,10 @@ func (t *Tree) walkDirs(ctx context.Context, visit func(dir *node) error) error 
 	return walk(root)
 }
 
-// count adds up the chunk files under dir, a directory in an array.
+// count adds up the chunk files under dir, a directory in an array (as
+// the Zarr views present them).
 func (t *Tree) count(ctx context.Context, dir *node, info *ArrayInfo) error {
-	ns, err := t.children(ctx, dir)
+	ns, err := t.zarrChildren(ctx, dir)
 	if err != nil {
 		return err
 	}

@@ -153,8 +153,11 @@ func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*Server, 
 	// Opens wait for this: under NoOpen the first OPEN's ENOSYS decides
 	// for the whole connection.
 	m.serving, m.refused = choose(srv, cfg.Serving)
-	t.chunks.SetFiles(m.serving == Passthrough)
-	if m.serving != Passthrough {
+	// Under AsNpy no chunk is a file of its own: .npy files are read
+	// through the page cache, from chunks on the heap, and no chunk has a
+	// page cache of its own to be placed in (npy.go).
+	t.chunks.SetFiles(m.serving == Passthrough && !t.asNpy)
+	if m.serving != Passthrough && !t.asNpy {
 		// The page-cache paths: prefetched chunks go into the kernel's
 		// page cache before their first read.
 		t.chunks.SetPlacer(&m.place)

@@ -211,8 +211,11 @@ func (m *mount) replaced(ctx context.Context, t *Tree, ch *fusefs.Inode, n *node
 	old.stale.Store(true)
 	m.n.replaced.Add(1)
 	t.log.DebugContext(ctx, "file changed in the store: a new inode", "key", n.key, "was", old.n.version, "now", n.version)
-	if old.n.kind == kindChunk {
+	switch old.n.kind {
+	case kindChunk:
 		t.chunks.Forget(old.n.arr.a, old.n.arr.path, old.n.coords)
+	case kindNpy:
+		t.forgetNpy(old.n)
 	}
 	// ENOENT: the kernel has forgotten the inode already.
 	if e := ch.NotifyContent(0, 0); e != 0 && e != syscall.ENOENT {

@@ -31,6 +31,8 @@ func (t *Tree) readAt(ctx context.Context, n *node, dest []byte, off int64, pid 
 			err = nil
 		}
 		return dest[:k], presentedErr(n, err)
+	case kindNpy:
+		return t.readNpy(ctx, n, dest, off, pid)
 	}
 	return store.ReadRange(ctx, t.store, n.key, off, int64(len(dest)))
 }
@@ -94,6 +96,36 @@ func (t *Tree) ReadFile(ctx context.Context, p string) ([]byte, error) {
 		return nil, &iofs.PathError{Op: "read", Path: p, Err: fmt.Errorf("got %d bytes, want %d: %w", len(b), n.size, errShort)}
 	}
 	return b, nil
+}
+
+// CopyFile writes exactly the bytes ReadFile returns for p to w, a MiB at
+// a time, and returns how many it wrote: a .npy file of a large array need
+// not fit in memory, and its chunks are decoded ahead of the copy as ahead
+// of any sequential reader.
+func (t *Tree) CopyFile(ctx context.Context, w io.Writer, p string) (int64, error) {
+	n, err := t.lookup(ctx, p)
+	if err != nil {
+		return 0, err
+	}
+	if n.kind == kindDir {
+		return 0, &iofs.PathError{Op: "read", Path: n.key, Err: ErrIsDir}
+	}
+	buf := make([]byte, min(n.size, 1<<20))
+	var off int64
+	for off < n.size {
+		b, err := t.readAt(ctx, n, buf, off, 0)
+		if err != nil {
+			return off, err
+		}
+		if len(b) == 0 {
+			return off, &iofs.PathError{Op: "read", Path: p, Err: fmt.Errorf("got %d bytes, want %d: %w", off, n.size, errShort)}
+		}
+		if _, err := w.Write(b); err != nil {
+			return off, err
+		}
+		off += int64(len(b))
+	}
+	return off, nil
 }
 
 // errShort means a stored file changed size under the mount.

@@ -38,8 +38,9 @@ type testArray struct {
 // testStore is a store written at test time, with what each path must serve.
 type testStore struct {
 	root   string
-	stored map[string][]byte // every file as written
-	raw    map[string][]byte // chunk key -> decoded chunk bytes (raw arrays)
+	stored map[string][]byte     // every file as written
+	raw    map[string][]byte     // chunk key -> decoded chunk bytes (raw arrays)
+	arrays map[string]*testArray // the arrays add wrote, by path
 }
 
 func (s *testStore) write(t testing.TB, key string, b []byte) {
@@ -134,9 +135,14 @@ func (a *testArray) zarray(compressor string) []byte {
 	return b
 }
 
-// add writes a zlib-compressed array with all its chunks but the missing.
+// add writes a zlib-compressed array with all its chunks but the missing
+// (at the store root for path "").
 func (s *testStore) add(t testing.TB, a testArray) {
-	s.write(t, a.path+"/.zarray", a.zarray(`{"id": "zlib", "level": 1}`))
+	if s.arrays == nil {
+		s.arrays = map[string]*testArray{}
+	}
+	s.arrays[a.path] = &a
+	s.write(t, join(a.path, ".zarray"), a.zarray(`{"id": "zlib", "level": 1}`))
 	grid := make([]int, len(a.shape))
 	total := 1
 	for d := range grid {
@@ -167,8 +173,8 @@ func (s *testStore) add(t testing.TB, a testArray) {
 			continue
 		}
 		raw := a.chunk(coords)
-		s.write(t, a.path+"/"+key, zlibBytes(t, raw))
-		s.raw[a.path+"/"+key] = raw
+		s.write(t, join(a.path, key), zlibBytes(t, raw))
+		s.raw[join(a.path, key)] = raw
 	}
 }
 

@@ -13,7 +13,8 @@
 // A directory holding zarr.json is a v3 group or array (v3.go): zarr.json is
 // served rewritten, and a v3 array's chunk tree is computed from its
 // metadata (and shard indexes), not mirrored: a sharded array is presented
-// unsharded. With Config.AsV2, v3 nodes are presented as v2 ones instead.
+// unsharded. With Config.AsV2, v3 nodes are presented as v2 ones instead;
+// with Config.AsNpy, every array is one .npy file (npy.go).
 // A directory holding both .zarray and zarr.json presents its v2 view, and
 // serves zarr.json only where it describes the same decoded chunks
 // (mixed.go).
@@ -51,6 +52,15 @@ type Config struct {
 	// readers that only know v2. v3 arrays with no v2 equivalent are not
 	// shown (a Warn line, and zfuse info, say so).
 	AsV2 bool
+	// AsNpy presents every array as one NumPy .npy file, NAME.npy, with
+	// its attributes beside it as NAME.json, for readers of flat array
+	// files (npy.go). Arrays that have no fixed-size raw layout are not
+	// shown (a Warn line, and zfuse info, say so). It does not combine
+	// with AsV2.
+	AsNpy bool
+	// RootName is the name, without extension, of the files of an array
+	// at the store root under AsNpy. "" means "array".
+	RootName string
 	// Log receives Warn lines for arrays passed through and Error lines for
 	// failed requests. Nil means discard.
 	Log *slog.Logger
@@ -66,11 +76,13 @@ type Config struct {
 // else for the life of the Tree (then the store must not change while a
 // Tree uses it). A Tree is safe for concurrent use.
 type Tree struct {
-	store   store.Store   // immutable
-	chunks  Chunks        // immutable
-	log     *slog.Logger  // immutable
-	asV2    bool          // immutable
-	refresh time.Duration // immutable; 0: metadata is kept for ever
+	store    store.Store   // immutable
+	chunks   Chunks        // immutable
+	log      *slog.Logger  // immutable
+	asV2     bool          // immutable
+	asNpy    bool          // immutable
+	rootName string        // immutable: RootName under AsNpy
+	refresh  time.Duration // immutable; 0: metadata is kept for ever
 
 	loads  singleflight.Group // one metadata load per directory at a time
 	failed failures           // failed requests logged lately (errno)
@@ -98,7 +110,14 @@ func New(cfg Config) *Tree {
 	if cfg.Chunks == nil {
 		panic("fs: Config.Chunks is nil")
 	}
-	return &Tree{store: cfg.Store, chunks: cfg.Chunks, log: log, asV2: cfg.AsV2, refresh: max(cfg.Refresh, 0)}
+	if cfg.AsV2 && cfg.AsNpy {
+		panic("fs: Config.AsV2 and AsNpy are both set")
+	}
+	root := cfg.RootName
+	if root == "" {
+		root = "array"
+	}
+	return &Tree{store: cfg.Store, chunks: cfg.Chunks, log: log, asV2: cfg.AsV2, asNpy: cfg.AsNpy, rootName: root, refresh: max(cfg.Refresh, 0)}
 }
 
 // kind says how a path's bytes are produced.
@@ -109,6 +128,7 @@ const (
 	kindMeta               // metadata served from memory (rewritten or as stored)
 	kindChunk              // a chunk of a raw array: decoded on read
 	kindStored             // any other file: the stored bytes
+	kindNpy                // an array's .npy file (AsNpy): its header, then its chunks decoded on read (npy.go)
 )
 
 // A node is what one path serves. Nodes are immutable.
@@ -118,7 +138,7 @@ type node struct {
 	size    int64    // presented size
 	stored  int64    // size in the store (of a sharded array's chunk: its byte range in the shard)
 	version string   // the stored value's store.Entry.Version (of a sharded array's chunk: its shard's); "" for directories and metadata
-	data    []byte   // kindMeta: the bytes served; shared, never modified
+	data    []byte   // kindMeta: the bytes served; kindNpy: the header; shared, never modified
 	arr     *array   // the array this path is or lies in; nil outside arrays
 	rel     string   // path relative to arr's directory ("" for the directory itself)
 	coords  []int    // kindChunk: grid coordinates; kindDir in a v3 array: the coordinates its path fixes
@@ -153,6 +173,7 @@ type dirMeta struct {
 	files  map[string][]byte // metadata files served from memory in this directory, by name
 	hide   string            // a stored name not shown ("zarr.json" under AsV2)
 	skip   error             // non-nil: under AsV2, the directory is not shown, and why
+	npy    *npyFile          // under AsNpy, an array directory: what its .npy file holds
 	// zarrJSON, for a v2 array directory that also holds zarr.json, says
 	// what is served of it (mixed.go): "rewritten too", "as stored", or
 	// "hidden: " and why; "" when there is none.
@@ -184,6 +205,15 @@ func (t *Tree) child(ctx context.Context, dir *node, name string) (*node, error)
 	if !iofs.ValidPath(key) || name == "." {
 		return nil, &iofs.PathError{Op: "lookup", Path: key, Err: store.ErrOutside}
 	}
+	if t.asNpy {
+		return t.npyChild(ctx, dir, name)
+	}
+	return t.zarrChild(ctx, dir, name)
+}
+
+// zarrChild is child in the Zarr views (not AsNpy), for a valid name.
+func (t *Tree) zarrChild(ctx context.Context, dir *node, name string) (*node, error) {
+	key := join(dir.key, name)
 	if m := dir.m; m != nil {
 		if m.skip != nil || name == m.hide {
 			return nil, notExist(key)
@@ -272,12 +302,21 @@ func doubtful(err error) bool {
 
 // children lists what the directory dir holds, sorted by name.
 func (t *Tree) children(ctx context.Context, dir *node) ([]*node, error) {
+	if t.asNpy {
+		return t.npyChildren(ctx, dir)
+	}
+	return t.zarrChildren(ctx, dir)
+}
+
+// zarrChildren is children in the Zarr views (not AsNpy): for zfuse info,
+// the chunk files of an array under AsNpy too.
+func (t *Tree) zarrChildren(ctx context.Context, dir *node) ([]*node, error) {
 	ns, err := t.list(ctx, dir)
 	return slices.DeleteFunc(ns, func(n *node) bool { return n.m != nil && n.m.skip != nil }), err
 }
 
-// list is children with the directories that AsV2 does not show (for zfuse
-// info).
+// list is zarrChildren with the directories that AsV2 does not show (for
+// zfuse info).
 func (t *Tree) list(ctx context.Context, dir *node) ([]*node, error) {
 	var out []*node
 	if m := dir.m; m != nil {
@@ -409,15 +448,15 @@ func (t *Tree) loadDir(ctx context.Context, dir string) (*dirMeta, error) {
 		if err := t.besideV2(ctx, dir, m); err != nil { // mixed.go: a zarr.json beside the .zarray
 			return nil, err
 		}
-		return m, nil
+		return m, t.loadNpy(ctx, dir, m, x.stored)
 	}
 	return t.loadV3(ctx, dir)
 }
 
-// v2array is a v2 array and its .zarray as served.
+// v2array is a v2 array and its .zarray as served, and as stored.
 type v2array struct {
 	*array
-	meta []byte
+	meta, stored []byte
 }
 
 // loadArray reads and parses dir/.zarray; nil if there is none. Arrays
@@ -432,7 +471,7 @@ func (t *Tree) loadArray(ctx context.Context, dir string) (*v2array, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := &v2array{array: &array{path: storePath(dir)}, meta: b}
+	x := &v2array{array: &array{path: storePath(dir)}, meta: b, stored: b}
 	x.a, err = zarr.ParseV2(b)
 	switch {
 	case err != nil && errors.Is(err, zarr.ErrInvalid):
@@ -443,7 +482,7 @@ func (t *Tree) loadArray(ctx context.Context, dir string) (*v2array, error) {
 		x.why = x.a.PassThrough
 	}
 	if x.why != nil {
-		t.log.WarnContext(ctx, "array passed through unchanged", "key", dir, "err", x.why)
+		t.log.WarnContext(ctx, t.passedThrough(), "key", dir, "err", x.why)
 		return x, nil
 	}
 	// A legacy array's keys may be nested ("0/0"): zarr decides from the

@@ -98,8 +98,8 @@ func (t *Tree) loadV3(ctx context.Context, dir string) (*dirMeta, error) {
 		t.log.WarnContext(ctx, "v3 array not shown under --as-v2", "key", dir, "err", x.why)
 		return m, nil
 	case x.why != nil:
-		t.log.WarnContext(ctx, "array passed through unchanged", "key", dir, "err", x.why)
-		return m, nil
+		t.log.WarnContext(ctx, t.passedThrough(), "key", dir, "err", x.why)
+		return m, t.loadNpy(ctx, dir, m, b)
 	case !t.asV2:
 		r, err := zarr.RewriteV3(b, nil)
 		if err != nil {
@@ -108,7 +108,7 @@ func (t *Tree) loadV3(ctx context.Context, dir string) (*dirMeta, error) {
 		m.files = map[string][]byte{zarr.MetadataFile: r}
 	}
 	x.v3 = true
-	return m, nil
+	return m, t.loadNpy(ctx, dir, m, b)
 }
 
 // v3Group completes m for the group in dir whose zarr.json holds b. Its

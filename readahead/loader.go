@@ -221,7 +221,7 @@ func (l *Loader) Close() error {
 // are not affected. If ctx ends first, Chunk returns ctx.Err() and the load
 // goes on for other readers.
 func (l *Loader) Chunk(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32) ([]byte, error) {
-	c, _, err := l.get(ctx, a, path, coords, pid)
+	c, _, err := l.get(ctx, a, path, coords, pid, chunkRead)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +239,7 @@ func (l *Loader) ReadAt(ctx context.Context, a *zarr.Array, path string, coords 
 	if off >= a.ChunkLen() && a.PassThrough == nil {
 		return 0, io.EOF // direct I/O reads past the end: nothing to decode
 	}
-	c, id, err := l.get(ctx, a, path, coords, pid)
+	c, id, err := l.get(ctx, a, path, coords, pid, chunkRead)
 	if err != nil {
 		return 0, err
 	}
@@ -261,7 +261,7 @@ func (l *Loader) ReadAt(ctx context.Context, a *zarr.Array, path string, coords 
 // the File has no descriptor and is read with ReadAt. Errors are those of
 // Chunk.
 func (l *Loader) Open(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32) (*File, error) {
-	c, id, err := l.get(ctx, a, path, coords, pid)
+	c, id, err := l.get(ctx, a, path, coords, pid, chunkRead)
 	if err != nil {
 		return nil, err
 	}
@@ -336,8 +336,8 @@ func (l *Loader) SetFiles(on bool) {
 
 // get returns the chunk at coords with a reference the caller must
 // release, and the name it has in the tiers. It records the read for
-// readahead.
-func (l *Loader) get(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32) (*chunk, string, error) {
+// readahead as how says.
+func (l *Loader) get(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32, how reading) (*chunk, string, error) {
 	if a.PassThrough != nil {
 		return nil, "", &iofs.PathError{Op: "chunk", Path: join(path, a.ChunkKey(coords)), Err: a.PassThrough}
 	}
@@ -345,8 +345,8 @@ func (l *Loader) get(ctx context.Context, a *zarr.Array, path string, coords []i
 	l.reads.Add(1)
 	// Whether this read will wait is the policy's signal to look further
 	// ahead; decide it before the read changes what is where.
-	waited := !l.decoded.Has(r.id) && !l.staging.isReady(r.id)
-	if err := l.plan(a, path, pid, a.Linear(coords), waited); err != nil {
+	waited := how != unrecorded && !l.decoded.Has(r.id) && !l.staging.isReady(r.id)
+	if err := l.plan(a, path, pid, a.Linear(coords), waited, how); err != nil {
 		return nil, "", err
 	}
 	if c, ok, err := l.openStored(ctx, a, r); ok || err != nil {

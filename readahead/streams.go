@@ -93,14 +93,26 @@ type orderOnce struct {
 	order *nameOrder
 }
 
+// A reading says how a read counts for readahead.
+type reading int
+
+const (
+	chunkRead  reading = iota // of a chunk file: planned by Config.Policy, in grid and name order
+	flatRead                  // of the flat layout, covering the chunk's first run (flat.go)
+	unrecorded                // served, not recorded: flat reads of other runs
+)
+
 // plan records a read of chunk i by pid and starts prefetching what the
 // policy predicts.
-func (l *Loader) plan(a *zarr.Array, path string, pid uint32, i int64, waited bool) error {
+func (l *Loader) plan(a *zarr.Array, path string, pid uint32, i int64, waited bool, how reading) error {
 	r := &l.readers
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return ErrClosed
+	}
+	if how == unrecorded {
+		return nil
 	}
 	id := streamID{path, pid}
 	st := r.m[id]
@@ -113,6 +125,9 @@ func (l *Loader) plan(a *zarr.Array, path string, pid uint32, i int64, waited bo
 		// The array at path was read again, changed (zfuse --refresh):
 		// its name order, and where the reader is in it, start over.
 		*st = stream{of: a}
+	}
+	if how == flatRead {
+		st.noOrder = true // a flat reader names no chunk files
 	}
 	if st.order == nil && !st.noOrder && st.misses >= 3 {
 		// A reader with no grid pattern: compute the array's name order,
@@ -130,15 +145,19 @@ func (l *Loader) plan(a *zarr.Array, path string, pid uint32, i int64, waited bo
 		}
 		st.order, st.noOrder = o.order, o.order == nil
 	}
-	l.readPlacedLocked(a, path, st, i)
-	l.planLocked(a, path, st, i, waited)
+	pol := l.policyFor(a)
+	if how == flatRead {
+		pol = flatPolicy(pol, a, pol.MaxWindow > l.policy.withDefaults().MaxWindow)
+	}
+	l.readPlacedLocked(a, path, st, i, pol)
+	l.planLocked(a, path, st, i, waited, pol)
 	return nil
 }
 
 // readPlacedLocked tells the policy, when the reader reads chunk i, that it
 // has read the chunks planned before i and placed: their reads never reach
 // the Loader (the kernel has their pages). They leave the readahead budget.
-func (l *Loader) readPlacedLocked(a *zarr.Array, path string, st *stream, i int64) {
+func (l *Loader) readPlacedLocked(a *zarr.Array, path string, st *stream, i int64, pol Policy) {
 	k := slices.IndexFunc(st.pending, func(p pendingChunk) bool { return p.i == i })
 	if k < 0 {
 		return
@@ -147,15 +166,15 @@ func (l *Loader) readPlacedLocked(a *zarr.Array, path string, st *stream, i int6
 	st.pending = st.pending[k+1:]
 	for _, p := range before {
 		if l.staging.confirm(p.id) {
-			l.planLocked(a, path, st, p.i, false)
+			l.planLocked(a, path, st, p.i, false, pol)
 		}
 	}
 }
 
-// planLocked is plan with l.readers.mu held.
-func (l *Loader) planLocked(a *zarr.Array, path string, st *stream, i int64, waited bool) {
+// planLocked is plan with l.readers.mu held, planning with pol.
+func (l *Loader) planLocked(a *zarr.Array, path string, st *stream, i int64, waited bool, pol Policy) {
 	st.last = time.Now()
-	policy := l.policyFor(a)
+	policy := pol
 	s, pl := policy.Next(st.state, Access{Index: i, Len: a.NumChunks(), Waited: waited})
 	st.state = s
 	st.gridRun = run(st.gridRun, s)

@@ -75,7 +75,9 @@ func parseV2DType(raw json.RawMessage) (dataType, error) {
 			return dt, err
 		}
 		dt.DType, dt.structured, object = codec.DType{Kind: 'V', Size: size}, true, obj
-		dt.text = string(bytes.Join(bytes.Fields(raw), nil))
+		var buf bytes.Buffer
+		json.Compact(&buf, raw) // it parsed: valid JSON, whose strings keep their spaces
+		dt.text = buf.String()
 	}
 	switch {
 	case object:

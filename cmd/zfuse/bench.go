@@ -42,7 +42,12 @@ const (
 	readZarr   = "zarr"       // zarr-python, plane by plane
 	readLoader = "loader"     // a PyTorch DataLoader, 2 worker processes, shuffled planes
 	readRemote = "zarr-http"  // zarr-python, plane by plane, from a store served over HTTP with --latency (bench_remote.go)
+	readNpy    = "npy"        // the array's .npy file under --as-npy, read whole in order (1 MiB reads)
+	readMap    = "npy-map"    // the first eighth of the array along axis 0 through np.load(mmap_mode='r') of its .npy file
 )
+
+// allReaders are the readers of the matrix, in order.
+var allReaders = []string{readGrid, readList, readZarr, readLoader, readRemote, readNpy, readMap}
 
 // The sources a reader reads.
 const (
@@ -86,8 +91,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	one := func(words ...string) func(string) error {
 		return func(s string) error { return choice(new(string), words...).Set(s) }
 	}
-	readers := []string{readGrid, readList, readZarr, readLoader, readRemote}
-	list("readers", strings.Join(readers, ","), "readers to run, comma-separated", &b.readers, one(readers...))
+	list("readers", strings.Join(allReaders, ","), "readers to run, comma-separated", &b.readers, one(allReaders...))
 	list("codecs", "blosc,zstd", "compressed stores to read, comma-separated", &b.codecs, one("blosc", "zstd"))
 	list("chunks", "1MiB,64KiB", "chunk sizes, comma-separated (square planes of float32: 1MiB is 512x512, 64KiB 128x128)", &b.chunkSizes,
 		func(s string) error { _, err := chunkSide(s); return err })
@@ -233,9 +237,12 @@ func (b *bencher) round(ctx context.Context, set *storeSet) error {
 			continue
 		}
 		// The ceiling, the FUSE floor, and each reader decoding the
-		// stores itself.
-		if err := b.direct(ctx, set, reader, viaRaw, storeRaw); err != nil {
-			return err
+		// stores itself; the readers of .npy files have no ceiling (the
+		// store holds no .npy file), and their floor serves one.
+		if reader != readNpy && reader != readMap {
+			if err := b.direct(ctx, set, reader, viaRaw, storeRaw); err != nil {
+				return err
+			}
 		}
 		if err := b.viaFloor(ctx, set, reader); err != nil { // bench_floor.go
 			return err
@@ -286,7 +293,11 @@ func (b *bencher) viaMount(ctx context.Context, set *storeSet, reader, codec, se
 	if reader == readRemote {
 		source, requests = b.http.storeURL(set, codec), b.http.requests.Load()
 	}
-	m, err := b.mount(ctx, source, serving)
+	var view []string
+	if reader == readNpy || reader == readMap {
+		view = []string{"--as-npy"}
+	}
+	m, err := b.mount(ctx, source, serving, view...)
 	if err != nil {
 		return err
 	}
@@ -325,6 +336,21 @@ func (b *bencher) read(ctx context.Context, set *storeSet, reader, root string) 
 		return scanEpochs(ctx, root, names, b.epochs)
 	case readZarr, readRemote: // root: a directory, or for zarr-http a URL
 		return b.python3(ctx, "zarr", root, strconv.Itoa(b.epochs))
+	case readNpy, readMap:
+		// The store is an array at its root: its .npy file is the one
+		// file at the mount's root that ends in .npy.
+		es, err := os.ReadDir(root)
+		if err != nil {
+			return nil, err
+		}
+		i := slices.IndexFunc(es, func(e os.DirEntry) bool { return strings.HasSuffix(e.Name(), ".npy") })
+		if i < 0 {
+			return nil, fmt.Errorf("bench: no .npy file in %s", root)
+		}
+		if reader == readMap {
+			return b.python3(ctx, "npymap", filepath.Join(root, es[i].Name()), strconv.Itoa(b.epochs))
+		}
+		return scanEpochs(ctx, root, []string{es[i].Name()}, b.epochs)
 	}
 	return b.python3(ctx, "loader", root, strconv.Itoa(b.epochs), "2")
 }

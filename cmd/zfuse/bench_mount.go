@@ -36,24 +36,26 @@ type benchMount struct {
 
 // mountStats is what a mount used.
 type mountStats struct {
-	serving   string        // the serving path it chose
-	hwm       int64         // peak RSS (VmHWM)
-	memfdPeak int64         // the most bytes held outside the heap: memfds (passthrough), and pages pushed into the page cache not yet read (no-open)
-	cpu       time.Duration // user + system
-	reads     fs.Latency    // service times of its chunk READs
-	pushed    int64         // chunks it pushed into the page cache
+	serving    string        // the serving path it chose
+	hwm        int64         // peak RSS (VmHWM)
+	memfdPeak  int64         // the most bytes held outside the heap: memfds (passthrough), and pages pushed into the page cache not yet read (no-open)
+	cpu        time.Duration // user + system
+	reads      fs.Latency    // service times of its chunk READs
+	pushed     int64         // chunks it pushed into the page cache
+	storeReads int64         // stored values read (readahead.Stats.StoreReads)
 }
 
 // mount starts zfuse mount of store on a new mountpoint, with the bench's
-// loader flags and serving path, and returns once it is ready.
-func (b *bencher) mount(ctx context.Context, store, serving string) (*benchMount, error) {
+// loader flags, serving path and the flags view gives (--as-npy), and
+// returns once it is ready.
+func (b *bencher) mount(ctx context.Context, store, serving string, view ...string) (*benchMount, error) {
 	m, err := b.newMount()
 	if err != nil {
 		return nil, err
 	}
 	m.statsFile = filepath.Join(b.work, fmt.Sprintf("stats%d.json", b.mounts))
 	args := append([]string{"mount", "--log-level", "info", "--stats-file", m.statsFile}, b.lf.args()...)
-	args = append(args, "--serving", serving, store, m.dir)
+	args = append(append(args, view...), "--serving", serving, store, m.dir)
 	return m, m.start(ctx, b.exe, args)
 }
 
@@ -135,7 +137,7 @@ func (m *benchMount) stop() (mountStats, error) {
 		return st, fmt.Errorf("bench: the mount's stats: %w", err)
 	}
 	st.serving, st.memfdPeak = doc.Serve.Serving, doc.Stats.MemfdPeak+doc.Stats.PlacedPeak
-	st.reads, st.pushed = doc.Serve.ChunkReadTimes, doc.Serve.Pushed
+	st.reads, st.pushed, st.storeReads = doc.Serve.ChunkReadTimes, doc.Serve.Pushed, doc.Stats.StoreReads
 	return st, nil
 }
 

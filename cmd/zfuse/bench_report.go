@@ -96,8 +96,8 @@ func (b *bencher) report() {
 	}
 	fmt.Fprintf(b.out, "mounts: --decoder %s, --workers %d, budgets decoded %s, compressed %s, readahead %s; kernel readahead %s; a fresh mount for each reader, epochs in the same mount\n",
 		lf.decoder, lf.workers, lf.decoded, lf.compressed, lf.readahead, kra)
-	fmt.Fprintf(b.out, "stores in the page cache throughout; file tool: open, read whole, close each chunk file; zarr: zarr-python 2.13 plane by plane; loader: PyTorch DataLoader, 2 workers, shuffled planes\n")
-	fmt.Fprintf(b.out, "floor: a minimal FUSE server (zfuse bench floor) with the mounts' FUSE options and kernel readahead, serving the chunk files' names and sizes from one buffer it holds (OPEN answered ENOSYS); a fresh one for each reader\n")
+	fmt.Fprintf(b.out, "stores in the page cache throughout; file tool: open, read whole, close each chunk file; zarr: zarr-python 2.13 plane by plane; loader: PyTorch DataLoader, 2 workers, shuffled planes; npy: the array's .npy file (--as-npy) read whole; npy-map: its first eighth along axis 0 copied out of np.load(mmap_mode='r')\n")
+	fmt.Fprintf(b.out, "floor: a minimal FUSE server (zfuse bench floor) with the mounts' FUSE options and kernel readahead, serving the chunk files' names and sizes from one buffer it holds (OPEN answered ENOSYS), for npy and npy-map one file of the .npy file's size and header; a fresh one for each reader\n")
 	if b.http != nil {
 		fmt.Fprintf(b.out, "zarr-http: zarr-python plane by plane from the bench's HTTP server on 127.0.0.1, %v before each answer: over HTTP itself (fsspec, aiohttp; the chunks of a plane concurrently), and through a zfuse mount of the URL\n", b.latency)
 	}
@@ -206,6 +206,11 @@ func (b *bencher) targets() []benchTarget {
 				add(ch+" file tool via mount / the FUSE floor, cold"+on, mount(readGrid), floor(readGrid), 0, want)
 				add(ch+" file tool via mount / the FUSE floor, cold, listing order"+on, mount(readList), floor(readList), 0, want)
 			}
+			add(ch+" .npy file (--as-npy) / chunk files, read whole, cold"+on, mount(readNpy), mount(readGrid), 0, 0.8)
+			if t, ok := mapTarget(r.mounts[mount(readMap)], set); ok {
+				t.name = ch + " " + t.name + on
+				out = append(out, t)
+			}
 			http := cell{ch, codec, readRemote, viaHTTP, ""}
 			add(ch+" zarr-python via mount / over HTTP itself, epoch 1"+on, mount(readRemote), http, 0, 3)
 			add(ch+" zarr-python via mount / over HTTP itself, epoch 2"+on, mount(readRemote), http, 1, 10)
@@ -294,4 +299,29 @@ func (b *bencher) reportFloor() {
 	if len(lines) > 0 {
 		fmt.Fprintf(b.out, "\nthe FUSE floor, cold (epoch 1): %s\n", strings.Join(lines, "; "))
 	}
+}
+
+// mapTarget is the target of reading the first eighth of the array along
+// axis 0 through a memory map of its .npy file (readMap): the chunks the
+// mounts read from the store are at most twice those that part covers,
+// median over the mounts ms. ok is false when there were none.
+func mapTarget(ms []mountStats, set *storeSet) (t benchTarget, ok bool) {
+	if len(ms) == 0 || len(set.shape) == 0 {
+		return t, false
+	}
+	rows := max(1, set.shape[0]/8) // as bench.py npymap reads
+	covered := int64((rows + set.chunks[0] - 1) / set.chunks[0])
+	for i := 1; i < len(set.shape); i++ {
+		covered *= int64((set.shape[i] + set.chunks[i] - 1) / set.chunks[i])
+	}
+	xs := make([]float64, len(ms))
+	for i, m := range ms {
+		xs[i] = float64(m.storeReads) / float64(covered)
+	}
+	med, lo, hi := median(xs) // bench_compress.go
+	return benchTarget{
+		name: "1/8 through np.load(mmap_mode='r'): chunks read from the store / chunks it covers",
+		got:  fmt.Sprintf("%.2fx [%.2f-%.2f] of %d", med, lo, hi, covered),
+		want: "<= 2.00x", ok: med <= 2,
+	}, true
 }

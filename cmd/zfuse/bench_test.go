@@ -271,3 +271,40 @@ func TestBenchArgs(t *testing.T) {
 		t.Errorf("bench on an empty --store: %v", err)
 	}
 }
+
+// TestBenchNpyTargets: the targets of the .npy view, from the npy and
+// npy-map cells: a cold read of the .npy file at 0.8x the chunk files or
+// more, and a memory map of the first eighth reading at most twice the
+// chunks it covers from the store.
+func TestBenchNpyTargets(t *testing.T) {
+	fl := flag.NewFlagSet("", flag.ContinueOnError)
+	b := &bencher{lf: addLoaderFlags(fl), servings: []string{"auto"},
+		sets: []*storeSet{{name: "1MiB", shape: []int{64, 1024, 1024}, chunks: []int{1, 512, 512}}}}
+	mount := func(reader string) cell { return cell{"1MiB", "blosc", reader, viaMount, "auto"} }
+	find := func(name string) benchTarget {
+		for _, t := range b.targets() {
+			if strings.Contains(t.name, name) {
+				return t
+			}
+		}
+		t.Fatalf("no target %q in %v", name, b.targets())
+		return benchTarget{}
+	}
+	for _, tc := range []struct {
+		npy        float64 // cold GB/s of the .npy file; the chunk files read at 3
+		storeReads int64   // of the npy-map mount; the first eighth covers 8 planes of 4 chunks
+		npyOK      bool
+		mapOK      bool
+	}{{2.5, 60, true, true}, {2.3, 64, false, true}, {2.5, 65, true, false}} {
+		b.res = newBenchResults()
+		b.res.add(mount(readGrid), []float64{3, 9, 9})
+		b.res.add(mount(readNpy), []float64{tc.npy, 9, 9})
+		b.res.addMount(mount(readMap), mountStats{storeReads: tc.storeReads})
+		if got := find(".npy file"); got.ok != tc.npyOK {
+			t.Errorf("npy at %v GB/s: %+v, want met %v", tc.npy, got, tc.npyOK)
+		}
+		if got := find("mmap_mode"); got.ok != tc.mapOK || !strings.Contains(got.got, "of 32") {
+			t.Errorf("npy-map reading %d chunks: %+v, want met %v, of 32", tc.storeReads, got, tc.mapOK)
+		}
+	}
+}

@@ -81,8 +81,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fl := flag.NewFlagSet("zfuse "+cmd, flag.ContinueOnError)
 	level := levelFlag(slog.LevelInfo)
 	fl.Var(&level, "log-level", "log level, `debug|info|warn|error`")
-	var asV2, allowOther boolFlag
+	var asV2, asNpy, allowOther boolFlag
 	fl.Var(&asV2, "as-v2", "present Zarr v3 groups and arrays as Zarr v2 (.zgroup, .zarray, v2 chunk keys) for v2-only readers; v3 arrays with no v2 equivalent are not shown")
+	fl.Var(&asNpy, "as-npy", "present every array PARENT/NAME as one NumPy file PARENT/NAME.npy (header and the whole decoded array, for np.load(mmap_mode='r'), dd, pread) with its attributes in PARENT/NAME.json; an array at the root of SOURCE is named after SOURCE; arrays with no fixed-size raw layout are not shown")
 	lf := addLoaderFlags(fl)
 	mf := addMemoryFlags(fl) // memory.go: --memory-limit
 	sf := addSourceFlags(fl) // source.go: http(s):// and s3:// SOURCE
@@ -95,6 +96,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	lf.forSource(fl, fl.Arg(0))
+	if asV2 && asNpy {
+		return badUsage(cmd, "--as-v2 and --as-npy are two views: choose one")
+	}
 	var plan *memoryPlan
 	if cmd != "cat" {
 		p, err := planMemory(cmd, fl, lf, mf, os.DirFS("/")) // memory.go: fit the budgets to the memory limit
@@ -142,7 +146,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	lf.changing = sf.refresh > 0
 	loader, closeLoader := lf.loader(src, dec, log)
 	defer closeLoader()
-	tree := fs.New(fs.Config{Store: src, Chunks: m.chunks(loader), Log: log, AsV2: bool(asV2), Refresh: sf.refresh})
+	tree := fs.New(fs.Config{Store: src, Chunks: m.chunks(loader), Log: log, AsV2: bool(asV2), AsNpy: bool(asNpy),
+		RootName: npyRootName(fl.Arg(0)), Refresh: sf.refresh})
 	switch cmd {
 	case "mount":
 		if err := needArrays(ctx, tree, fl.Arg(0)); err != nil {
@@ -172,7 +177,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "cat":
 		return cat(ctx, stdout, tree, fl.Arg(1))
 	}
-	if err := info(ctx, stdout, tree, dec.router, lf.serving, fl.Arg(0)); err != nil {
+	if err := info(ctx, stdout, tree, dec.router, lf.serving, fl.Arg(0), viewFlag(bool(asV2), bool(asNpy))); err != nil {
 		return err
 	}
 	return plan.print(stdout)

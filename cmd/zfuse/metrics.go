@@ -489,6 +489,12 @@ func (c countedChunks) ReadAt(ctx context.Context, a *zarr.Array, path string, c
 	return n, err
 }
 
+func (c countedChunks) ReadPieces(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32, p []byte, ps []zarr.Piece) (int, error) {
+	n, err := c.Chunks.ReadPieces(ctx, a, path, coords, pid, p, ps)
+	c.count(int64(n), err)
+	return n, err
+}
+
 func (c countedChunks) Open(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32) (*readahead.File, error) {
 	f, err := c.Chunks.Open(ctx, a, path, coords, pid)
 	var n int64

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -18,9 +20,10 @@ import (
 	"github.com/zfuse/zfuse/zarr"
 )
 
-// cat writes exactly the bytes the mount serves at p.
+// cat writes exactly the bytes the mount serves at p, a MiB at a time (a
+// whole .npy file need not fit in memory).
 func cat(ctx context.Context, stdout io.Writer, tree *fs.Tree, p string) error {
-	b, err := tree.ReadFile(ctx, p)
+	_, err := tree.CopyFile(ctx, stdout, p)
 	switch {
 	case errors.Is(err, store.ErrOutside):
 		return fmt.Errorf("cat %s: refused: a path inside the store, relative to its root and without \"..\", is required (%w)", p, err)
@@ -30,8 +33,34 @@ func cat(ctx context.Context, stdout io.Writer, tree *fs.Tree, p string) error {
 	if err != nil {
 		return fmt.Errorf("cat %s: %w", p, err)
 	}
-	_, err = stdout.Write(b)
-	return err
+	return nil
+}
+
+// viewFlag names the flag of the view a tree presents, "" for the default.
+func viewFlag(asV2, asNpy bool) string {
+	switch {
+	case asV2:
+		return "--as-v2"
+	case asNpy:
+		return "--as-npy"
+	}
+	return ""
+}
+
+// npyRootName is the name (without .npy) of the file that an array at the
+// root of SOURCE becomes under --as-npy: SOURCE's last path element, or a
+// URL's, without ".zarr" (t2m.zarr is t2m.npy); "array" when there is none.
+func npyRootName(source string) string {
+	p := source
+	if _, rest, ok := strings.Cut(source, "://"); ok {
+		p, _, _ = strings.Cut(rest, "?")
+		p, _, _ = strings.Cut(p, "#")
+	}
+	name := strings.TrimSuffix(path.Base(strings.TrimRight(filepath.ToSlash(p), "/")), ".zarr")
+	if name == "" || name == "." || name == "/" || name == ".." {
+		return "array"
+	}
+	return name
 }
 
 // info prints one line per array: how it is stored and how it is
@@ -44,12 +73,13 @@ func cat(ctx context.Context, stdout io.Writer, tree *fs.Tree, p string) error {
 //
 // SOURCE (source) holding no array is an error that says what it holds
 // (noArrays). Over HTTP, which cannot list chunk keys, STORED says "not
-// listed" rather than counting none.
+// listed" rather than counting none. Under --as-npy (view), PRESENTED
+// names the array's .npy file, or says why the array is not shown.
 //
 // A last line says which serving path zfuse mount --serving would use on
 // this machine (fs.ProbeServing mounts an empty file system to ask the
 // kernel), and why not the one asked for.
-func info(ctx context.Context, stdout io.Writer, tree *fs.Tree, r *gpu.Router, serving fs.Serving, source string) error {
+func info(ctx context.Context, stdout io.Writer, tree *fs.Tree, r *gpu.Router, serving fs.Serving, source, view string) error {
 	arrays, err := tree.Arrays(ctx)
 	if err != nil {
 		return err
@@ -86,7 +116,9 @@ func info(ctx context.Context, stdout io.Writer, tree *fs.Tree, r *gpu.Router, s
 		how, decoder := "raw", decoderOf(in.Array, r)
 		switch {
 		case in.Hidden != nil:
-			how, decoder = "not shown (--as-v2): "+in.Hidden.Error(), "-"
+			how, decoder = "not shown ("+view+"): "+in.Hidden.Error(), "-"
+		case in.Npy != "":
+			how = "raw, as " + in.Npy
 		case in.PassThrough != nil:
 			how, decoder = "passed through: "+in.PassThrough.Error(), "-"
 		}

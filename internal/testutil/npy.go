@@ -31,7 +31,7 @@ func ReadNPY(path string) (NPY, error) {
 	if err != nil {
 		return NPY{}, err
 	}
-	a, err := parseNPY(b)
+	a, err := ParseNPY(b)
 	if err != nil {
 		return a, fmt.Errorf("%s: %w", path, err)
 	}
@@ -44,9 +44,9 @@ var (
 	npyShape   = regexp.MustCompile(`'shape':\s*\(([^)]*)\)`)
 )
 
-// parseNPY parses the bytes of a .npy file. Data aliases b. For arrays of
+// ParseNPY parses the bytes of a .npy file. Data aliases b. For arrays of
 // fixed-size elements the payload must be exactly shape × item size.
-func parseNPY(b []byte) (NPY, error) {
+func ParseNPY(b []byte) (NPY, error) {
 	var a NPY
 	if len(b) < 10 || !bytes.HasPrefix(b, []byte("\x93NUMPY")) {
 		return a, errors.New("not a .npy file")

@@ -113,7 +113,7 @@ func TestParseNPY(t *testing.T) {
 		{"truncated header", npyFile(1, head("'<i4'", false, ""), nil)[:20], NPY{}, true},
 		{"not npy", []byte("PK\x03\x04 a zip file"), NPY{}, true},
 	} {
-		a, err := parseNPY(tt.file)
+		a, err := ParseNPY(tt.file)
 		if tt.err {
 			if err == nil {
 				t.Errorf("%s: no error", tt.name)

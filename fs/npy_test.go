@@ -1,0 +1,339 @@
+package fs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	iofs "io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/zfuse/zfuse/internal/testutil"
+	"github.com/zfuse/zfuse/readahead"
+)
+
+// flat returns a's elements in one buffer in its order, as its .npy file
+// holds them: the values, and 0 (the fill value) in missing chunks.
+func (a *testArray) flat() []byte {
+	is, n := itemSize(a.dtype), prod(a.shape)
+	out := make([]byte, n*is)
+	idx := make([]int, len(a.shape))
+	for lin := range n {
+		r := lin
+		for k := range a.shape {
+			d := len(a.shape) - 1 - k
+			if a.order == "F" {
+				d = k
+			}
+			idx[d] = r % a.shape[d]
+			r /= a.shape[d]
+		}
+		parts := make([]string, len(idx))
+		for d, i := range idx {
+			parts[d] = strconv.Itoa(i / a.chunks[d])
+		}
+		if slices.Contains(a.missing, strings.Join(parts, ".")) || slices.Contains(a.missing, strings.Join(parts, "/")) {
+			continue
+		}
+		encode(out[lin*is:], a.dtype, a.value(idx))
+	}
+	return out
+}
+
+// checkNpy checks that b is the .npy file of a: a header numpy can read
+// saying a's dtype, order and shape, the data 64-byte aligned, then a's
+// elements.
+func checkNpy(t *testing.T, name string, a *testArray, b []byte) {
+	t.Helper()
+	f, err := testutil.ParseNPY(b)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	fortran := a.order == "F" && len(a.shape) > 1 && a.shape[0] > 1 && a.shape[1] > 1
+	if f.Descr != a.dtype || f.Fortran != fortran || !slices.Equal(f.Shape, a.shape) {
+		t.Errorf("%s: descr %q, fortran %v, shape %v; want %q, %v, %v", name, f.Descr, f.Fortran, f.Shape, a.dtype, fortran, a.shape)
+	}
+	if h := len(b) - len(f.Data); h%64 != 0 {
+		t.Errorf("%s: data at %d, not 64-byte aligned", name, h)
+	}
+	if want := a.flat(); !bytes.Equal(f.Data, want) {
+		i := 0
+		for i < min(len(f.Data), len(want)) && f.Data[i] == want[i] {
+			i++
+		}
+		t.Errorf("%s: %d bytes of data, want %d; they differ from byte %d on", name, len(f.Data), len(want), i)
+	}
+}
+
+// npyArrays are the arrays of newTestStore that the .npy view shows, by
+// the path of their file.
+var npyArrays = map[string]string{"temp.npy": "temp", "group/nested.npy": "group/nested", "legacy.npy": "legacy", "scalar.npy": "scalar"}
+
+// TestNpyTree: under AsNpy every raw array is one .npy file holding its
+// elements (fill values for a missing chunk, order F, 0-d), with its
+// attributes beside it; groups are directories without their Zarr
+// metadata; arrays that cannot be presented raw are not shown, and say
+// why; stat never decodes; byte ranges at any offset read the same bytes;
+// a corrupt chunk fails the reads of its range only, naming its key.
+func TestNpyTree(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	tr, logs := newTestTree(t, s, func(c *Config) { c.AsNpy = true })
+	loader := tr.chunks.(*readahead.Loader)
+	for dir, want := range map[string][]string{
+		".":     {"README.txt", "corrupt.json", "corrupt.npy", "group", "legacy.json", "legacy.npy", "scalar.json", "scalar.npy", "temp.json", "temp.npy"},
+		"group": {"nested.json", "nested.npy"},
+	} {
+		if got := childNames(t, tr, dir); !slices.Equal(got, want) {
+			t.Errorf("%s lists %v, want %v", dir, got, want)
+		}
+	}
+	sizes := map[string]int64{}
+	for p, arr := range npyArrays {
+		n, err := tr.lookup(ctx, p)
+		if err != nil {
+			t.Fatalf("lookup %s: %v", p, err)
+		}
+		sizes[p] = n.size
+		if want := int64(128 + len(s.arrays[arr].flat())); n.size != want {
+			t.Errorf("%s: size %d, want %d", p, n.size, want)
+		}
+	}
+	if st := loader.Stats(); st.Reads != 0 {
+		t.Errorf("listing and stat read %d chunks, want none", st.Reads)
+	}
+	for p, arr := range npyArrays {
+		b, err := tr.ReadFile(ctx, p)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		checkNpy(t, p, s.arrays[arr], b)
+		r, n := rand.New(rand.NewPCG(1, uint64(len(p)))), mustLookup(t, tr, p)
+		for range 50 {
+			off, k := r.Int64N(int64(len(b))+1), r.Int64N(40)+1
+			got, err := tr.readAt(ctx, n, make([]byte, k), off, 0)
+			if want := b[min(off, int64(len(b))):min(off+k, int64(len(b)))]; err != nil || !bytes.Equal(got, want) {
+				t.Errorf("%s [%d, +%d): %x, %v; want %x", p, off, k, got, err, want)
+			}
+		}
+	}
+	if b, err := tr.ReadFile(ctx, "temp.json"); err != nil || string(b) != `{"units": "K"}` {
+		t.Errorf("temp.json: %q, %v; want the .zattrs as stored", b, err)
+	}
+	if b, err := tr.ReadFile(ctx, "scalar.json"); err != nil || string(b) != "{}" {
+		t.Errorf("scalar.json: %q, %v; want {}", b, err)
+	}
+	for _, p := range []string{"temp", "temp/0.0", "odd.npy", "odd", "bad.npy", ".zgroup", ".zattrs", ".zmetadata", "group/.zgroup", "nosuch.npy"} {
+		if _, err := tr.ReadFile(ctx, p); !errors.Is(err, iofs.ErrNotExist) {
+			t.Errorf("%s: %v, want it not shown", p, err)
+		}
+	}
+	for _, key := range []string{"odd", "bad"} {
+		if !strings.Contains(logs.String(), `msg="array not shown under --as-npy" key=`+key) {
+			t.Errorf("no Warn line says %s is not shown:\n%s", key, logs)
+		}
+	}
+	// corrupt: 4 |u1 in chunks of 2, chunk 1 garbage; the data starts at 128.
+	c := mustLookup(t, tr, "corrupt.npy")
+	if got, err := tr.readAt(ctx, c, make([]byte, 130), 0, 0); err != nil || !bytes.Equal(got[128:], []byte{7, 8}) {
+		t.Errorf("corrupt.npy, header and chunk 0: %x, %v", got, err)
+	}
+	if _, err := tr.readAt(ctx, c, make([]byte, 1), 129, 0); err != nil {
+		t.Errorf("corrupt.npy, chunk 0 alone: %v", err)
+	}
+	if _, err := tr.readAt(ctx, c, make([]byte, 1), 131, 0); err == nil || !strings.Contains(err.Error(), "corrupt/1") {
+		t.Errorf("corrupt.npy, chunk 1: %v, want an error naming corrupt/1", err)
+	}
+	arrays, err := tr.Arrays(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range arrays {
+		want := map[string]string{"temp": "temp.npy", "group/nested": "group/nested.npy", "legacy": "legacy.npy", "scalar": "scalar.npy", "corrupt": "corrupt.npy"}[in.Path]
+		if in.Npy != want || (want == "") != (in.Hidden != nil) {
+			t.Errorf("Arrays: %s as %q, hidden %v; want %q", in.Path, in.Npy, in.Hidden, want)
+		}
+		if in.Path == "temp" && in.Chunks != 8 {
+			t.Errorf("Arrays: temp has %d chunks, want 8 (the chunk files of the Zarr view)", in.Chunks)
+		}
+	}
+}
+
+func mustLookup(t *testing.T, tr *Tree, p string) *node {
+	t.Helper()
+	n, err := tr.lookup(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestNpyRoot: a store whose root is an array is one file, named by
+// RootName.
+func TestNpyRoot(t *testing.T) {
+	s := &testStore{root: t.TempDir(), stored: map[string][]byte{}, raw: map[string][]byte{}}
+	s.add(t, testArray{path: "", shape: []int{3, 4}, chunks: []int{2, 3}, dtype: "<f8", order: "C", sep: ".",
+		value: func(i []int) float64 { return float64(i[0]) - float64(i[1])/4 }})
+	tr, _ := newTestTree(t, s, func(c *Config) { c.AsNpy, c.RootName = true, "t2m" })
+	if got := childNames(t, tr, "."); !slices.Equal(got, []string{"t2m.json", "t2m.npy"}) {
+		t.Errorf("root lists %v, want t2m.json t2m.npy", got)
+	}
+	b, err := tr.ReadFile(context.Background(), "t2m.npy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkNpy(t, "t2m.npy", s.arrays[""], b)
+	if _, err := tr.ReadFile(context.Background(), "0.0"); !errors.Is(err, iofs.ErrNotExist) {
+		t.Errorf("a chunk of the root array: %v, want it not shown", err)
+	}
+	arrays, err := tr.Arrays(context.Background())
+	if err != nil || len(arrays) != 1 || arrays[0].Npy != "t2m.npy" {
+		t.Errorf("Arrays: %+v, %v", arrays, err)
+	}
+}
+
+// TestNpyMount reads the .npy files through a real mount on every serving
+// path: whole, by pread at odd offsets, and through a shared memory map;
+// all through READ and the page cache (no chunk is passed through). A
+// corrupt chunk's pages are EIO, and the pages of the other chunks read.
+func TestNpyMount(t *testing.T) {
+	servings(t, func(t *testing.T, serving Serving) {
+		s := newTestStore(t)
+		// Three chunks of 8 KiB from byte 128 on: pages 0 and 1 of the
+		// file hold chunk 0 alone, page 5 chunk 2 alone.
+		s.add(t, testArray{path: "broken", shape: []int{3 * 8192}, chunks: []int{8192}, dtype: "|u1", order: "C", sep: ".",
+			value: func(i []int) float64 { return float64(i[0] % 251) }})
+		s.write(t, "broken/1", []byte("this is not zlib"))
+		tr, logs := newTestTree(t, s, func(c *Config) { c.AsNpy = true })
+		dir, srv := mountServing(t, tr, false, serving, false)
+		for p, arr := range npyArrays {
+			b := read(t, dir, p)
+			checkNpy(t, p, s.arrays[arr], b)
+			f, err := os.Open(filepath.Join(dir, p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for off := int64(1); off < int64(len(b)); off += 37 {
+				got := make([]byte, 13)
+				n, err := f.ReadAt(got, off)
+				if want := b[off:min(off+13, int64(len(b)))]; n != len(want) || !bytes.Equal(got[:n], want) {
+					t.Fatalf("%s: pread [%d, +13): %d bytes %v", p, off, n, err)
+				}
+			}
+			m, err := syscall.Mmap(int(f.Fd()), 0, len(b), syscall.PROT_READ, syscall.MAP_SHARED)
+			if err != nil {
+				t.Fatalf("%s: mmap: %v", p, err)
+			}
+			if !bytes.Equal(m, b) {
+				t.Errorf("%s: the memory map differs from read(2)", p)
+			}
+			syscall.Munmap(m)
+			f.Close()
+		}
+		f, err := os.Open(filepath.Join(dir, "broken.npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		want := s.arrays["broken"].flat()
+		for _, r := range []struct {
+			off int64
+			ok  bool
+		}{{128, true}, {9000, false}, {21000, true}, {5000, true}, {16000, false}} {
+			got := make([]byte, 10)
+			_, err := f.ReadAt(got, r.off)
+			switch {
+			case r.ok && (err != nil || !bytes.Equal(got, want[r.off-128:r.off-118])):
+				t.Errorf("broken.npy [%d, +10), a page of a good chunk: %v, %v", r.off, got, err)
+			case !r.ok && !errors.Is(err, syscall.EIO):
+				t.Errorf("broken.npy [%d, +10), in the corrupt chunk's pages: %v, want EIO", r.off, err)
+			}
+		}
+		if !strings.Contains(logs.String(), "broken/1") {
+			t.Errorf("no log line names the corrupt chunk broken/1:\n%s", logs)
+		}
+		if st := srv.Stats(); st.PassthroughOpens != 0 || st.Reads == 0 {
+			t.Errorf("%v: %d passthrough opens, %d READs: want .npy files read through READ", serving, st.PassthroughOpens, st.Reads)
+		}
+	})
+}
+
+// TestNpyRefresh: under Refresh, an array whose metadata changes (it
+// grows, every chunk rewritten) is another .npy file, with a new inode,
+// never a mix: the chunks of the old version that the Loader still holds
+// (read in part) are not served as the new version's, and a reader that
+// holds the old file open gets the old bytes or ESTALE.
+func TestNpyRefresh(t *testing.T) {
+	const interval = 200 * time.Millisecond
+	servings(t, func(t *testing.T, serving Serving) {
+		st := &testStore{root: t.TempDir(), stored: map[string][]byte{}, raw: map[string][]byte{}}
+		// 16×1024 <i4 in 8×256 chunks: a row is 4 KiB, the first page of
+		// the file holds part of row 0, which lies in chunks 0.0 to 0.3.
+		st.add(t, testArray{path: "temp", shape: []int{16, 1024}, chunks: []int{8, 256}, dtype: "<i4", order: "C", sep: ".",
+			value: func(i []int) float64 { return float64(i[0]*10000 + i[1]) }})
+		tr, _ := newTestTree(t, st, func(c *Config) { c.AsNpy, c.Refresh = true, interval })
+		dir, srv := mountServing(t, tr, false, serving, false)
+		a := st.arrays["temp"]
+		held, err := os.Open(filepath.Join(dir, "temp.npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer held.Close()
+		// The first page only (no kernel readahead): chunks 0.0 to 0.3
+		// are decoded and, read in part, kept by the Loader.
+		if err := unix.Fadvise(int(held.Fd()), 0, 0, unix.FADV_RANDOM); err != nil {
+			t.Fatal(err)
+		}
+		row := make([]byte, 28)
+		if _, err := held.ReadAt(row, 128); err != nil || !bytes.Equal(row, a.flat()[:28]) {
+			t.Fatalf("temp.npy, row 0: %v, %v", row, err)
+		}
+		fi, err := held.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ino := fi.Sys().(*syscall.Stat_t).Ino
+		grown := *a
+		grown.shape = []int{24, 1024}
+		grown.value = func(i []int) float64 { return float64(-i[0]*10000 - i[1] - 1) }
+		for r := range 3 {
+			for c := range 4 {
+				replace(t, st.root, "temp/"+strconv.Itoa(r)+"."+strconv.Itoa(c), zlibBytes(t, grown.chunk([]int{r, c})))
+			}
+		}
+		replace(t, st.root, "temp/.zarray", grown.zarray(`{"id": "zlib", "level": 1}`))
+		size := int64(128 + len(grown.flat()))
+		for deadline := time.Now().Add(20 * interval); ; {
+			fi, err := os.Stat(filepath.Join(dir, "temp.npy"))
+			if err == nil && fi.Size() == size {
+				if fi.Sys().(*syscall.Stat_t).Ino == ino {
+					t.Errorf("temp.npy changed, but kept its inode %d", ino)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("temp.npy not refreshed within %v: %v, %v", 20*interval, fi, err)
+			}
+			time.Sleep(interval / 4) // polling the mount, as a reader would
+		}
+		checkNpy(t, "temp.npy, grown", &grown, read(t, dir, "temp.npy"))
+		old := make([]byte, 28)
+		if _, err := held.ReadAt(old, 128+8192); err == nil && !bytes.Equal(old, a.flat()[8192:8192+28]) {
+			t.Errorf("temp.npy held open across the change: row 2 reads %v, not the old row", old)
+		} else if err != nil && !errors.Is(err, syscall.ESTALE) {
+			t.Errorf("temp.npy held open across the change: %v, want the old bytes or ESTALE", err)
+		}
+		if r := srv.Stats().Replaced; r < 1 {
+			t.Errorf("Replaced = %d, want the .npy file", r)
+		}
+	})
+}
