@@ -52,7 +52,7 @@ type faultProxy struct {
 	rate    float64    // of requests that get it
 	rng     *rand.Rand
 	burst   int             // requests left in a 5xx burst
-	served  map[string]bool // paths answered whole at least once (etag changes only those)
+	served  map[string]time.Time // paths answered whole at least once, and when first (etag changes only those)
 	faulted map[string]bool // requests whose last answer was a fault (so the next is a retry)
 	stats   faultStats
 }
@@ -68,7 +68,7 @@ type faultStats struct {
 func startFaultProxy(t testing.TB, target string, seed uint64) *faultProxy {
 	t.Helper()
 	p := &faultProxy{target: strings.TrimPrefix(target, "http://"), closed: make(chan struct{}),
-		rng: rand.New(rand.NewPCG(seed, 15)), served: map[string]bool{}, faulted: map[string]bool{}}
+		rng: rand.New(rand.NewPCG(seed, 15)), served: map[string]time.Time{}, faulted: map[string]bool{}}
 	p.tr = &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true, Proxy: nil}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -93,7 +93,7 @@ func (p *faultProxy) inject(kind string, rate float64) {
 	defer p.mu.Unlock()
 	p.kind, p.rate, p.burst = kind, rate, 0
 	if kind == "" {
-		p.served = map[string]bool{}
+		p.served = map[string]time.Time{}
 	}
 	p.faulted = map[string]bool{}
 	p.stats = faultStats{ByKind: map[string]int{}}
@@ -246,7 +246,9 @@ func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if ok && (r.Method == http.MethodHead || len(body) > 0) {
 		p.mu.Lock()
-		p.served[r.URL.Path] = true
+		if _, ok := p.served[r.URL.Path]; !ok {
+			p.served[r.URL.Path] = time.Now()
+		}
 		p.mu.Unlock()
 	}
 	if r.Method != http.MethodHead {
@@ -272,11 +274,20 @@ func (p *faultProxy) draw(n int) int {
 	return p.rng.IntN(n)
 }
 
+// servedBefore reports whether path was first answered a while ago. A
+// value changed for a request racing the first one (two in flight for the
+// same key) could reach the mount first, and be the first version it sees,
+// and so the one it rightly serves: the test would count its bytes wrong.
 func (p *faultProxy) servedBefore(path string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.served[path]
+	at, ok := p.served[path]
+	return ok && time.Since(at) > servedSettle
 }
+
+// servedSettle is how long after a path's first answer its value may change:
+// longer than any first answer takes to reach the mount.
+const servedSettle = 50 * time.Millisecond
 
 // forward sends r to the server unchanged (the S3 signature covers its
 // headers and Host) and reads the whole answer.
