@@ -16,6 +16,7 @@ package cache
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/dgraph-io/ristretto/v2"
@@ -41,6 +42,9 @@ type Cache struct {
 	rc     *ristretto.Cache[string, []byte] // nil when New's budget was <= 0; owns the budget
 	max    atomic.Int64                     // the budget: New's, or as SetMaxBytes changed it
 	flight Flight[[]byte]                   // one load per key at a time
+
+	life   sync.RWMutex // held for reading by each use of rc, for writing by Close
+	closed bool         // under life: Close has run
 
 	// Counters, updated atomically.
 	hits, misses, loads, loadErrors, rejected atomic.Int64
@@ -89,18 +93,35 @@ func (c *Cache) lookup(key string) ([]byte, bool) {
 }
 
 func (c *Cache) get(key string) ([]byte, bool) {
-	if c.rc == nil {
+	if !c.enter() {
 		return nil, false
 	}
+	defer c.life.RUnlock()
 	return c.rc.Get(key)
+}
+
+// enter reports whether the cache keeps values and is not closed, and then
+// holds the read lock that makes Close wait until the caller's call of rc
+// is done (RUnlock): ristretto must not be used while it closes.
+func (c *Cache) enter() bool {
+	if c.rc == nil {
+		return false
+	}
+	c.life.RLock()
+	if c.closed {
+		c.life.RUnlock()
+		return false
+	}
+	return true
 }
 
 // has reports whether a value is kept under key, without counting a hit or
 // a miss and without telling the admission policy.
 func (c *Cache) has(key string) bool {
-	if c.rc == nil {
+	if !c.enter() {
 		return false
 	}
+	defer c.life.RUnlock()
 	_, ok := c.rc.GetTTL(key)
 	return ok
 }
@@ -111,9 +132,10 @@ func (c *Cache) has(key string) bool {
 // dropped or rejected by the admission policy. add reports false if it was
 // dropped at once.
 func (c *Cache) add(key string, v []byte) bool {
-	if c.rc == nil {
+	if !c.enter() {
 		return false
 	}
+	defer c.life.RUnlock()
 	return c.rc.Set(key, v, int64(cap(v)))
 }
 
@@ -122,7 +144,8 @@ func (c *Cache) add(key string, v []byte) bool {
 // it loaded, and the next Load loads again.
 func (c *Cache) Delete(key string) {
 	c.flight.Forget(key)
-	if c.rc != nil {
+	if c.enter() {
+		defer c.life.RUnlock()
 		c.rc.Wait()
 		c.rc.Del(key)
 	}
@@ -130,7 +153,8 @@ func (c *Cache) Delete(key string) {
 
 // wait blocks until every earlier add has been applied (kept or rejected).
 func (c *Cache) wait() {
-	if c.rc != nil {
+	if c.enter() {
+		defer c.life.RUnlock()
 		c.rc.Wait()
 	}
 }
@@ -174,13 +198,14 @@ func (c *Cache) Load(ctx context.Context, key string, load func(context.Context)
 // process needs the memory back (memory pressure), and ristretto would
 // only evict as values are added.
 func (c *Cache) SetMaxBytes(n int64) {
-	if c.rc == nil {
+	if !c.enter() {
 		return
 	}
+	defer c.life.RUnlock()
 	n = max(n, 0)
 	old := c.max.Swap(n)
 	c.rc.UpdateMaxCost(max(n, 1)) // ristretto: 1 byte keeps nothing, 0 would be no limit
-	if n < old && c.used() > 0 {
+	if n < old && c.usedLocked() > 0 {
 		c.rc.Clear()
 	}
 }
@@ -190,9 +215,15 @@ func (c *Cache) SetMaxBytes(n int64) {
 // an admitted value just before it drops the victims that made room for it,
 // so for an instant its map may hold both.)
 func (c *Cache) used() int64 {
-	if c.rc == nil {
+	if !c.enter() {
 		return 0
 	}
+	defer c.life.RUnlock()
+	return c.usedLocked()
+}
+
+// usedLocked is used, for a caller that entered.
+func (c *Cache) usedLocked() int64 {
 	// Read the additions first: every eviction that made room for an
 	// addition counted here happened before it, so the difference never
 	// overstates what was kept at some instant.
@@ -204,7 +235,13 @@ func (c *Cache) used() int64 {
 // Close stops the cache's goroutines and drops every value. Afterwards Get
 // misses, add drops, and Load loads every time.
 func (c *Cache) Close() {
-	if c.rc != nil {
+	if c.rc == nil {
+		return
+	}
+	c.life.Lock()
+	defer c.life.Unlock()
+	if !c.closed {
+		c.closed = true
 		c.rc.Close()
 	}
 }
@@ -231,10 +268,11 @@ func (c *Cache) Stats() Stats {
 		Used:       c.used(),
 		Max:        c.max.Load(),
 	}
-	if c.rc != nil {
+	if c.enter() {
 		m := c.rc.Metrics
 		s.Rejected = c.rejected.Load() + int64(m.SetsDropped())
 		s.Evicted = int64(m.KeysEvicted())
+		c.life.RUnlock()
 	}
 	return s
 }
