@@ -51,9 +51,9 @@ type faultProxy struct {
 	kind    string     // the fault injected; "" for none
 	rate    float64    // of requests that get it
 	rng     *rand.Rand
-	burst   int             // requests left in a 5xx burst
+	burst   int                  // requests left in a 5xx burst
 	served  map[string]time.Time // paths answered whole at least once, and when first (etag changes only those)
-	faulted map[string]bool // requests whose last answer was a fault (so the next is a retry)
+	faulted map[string]bool      // requests whose last answer was a fault (so the next is a retry)
 	stats   faultStats
 }
 
