@@ -16,13 +16,14 @@ import (
 // procSample is what /proc says of a process at one moment.
 type procSample struct {
 	RSS     int64 // VmRSS, bytes
-	Memfd   int64 // the sizes of its memfd descriptors (decoded chunks held for FUSE passthrough)
+	Memfd   int64 // the sizes of its chunk files (memfds, or tmpfs files in /dev/shm: decoded chunks held for FUSE passthrough)
 	Threads int64
 	FDs     int // open descriptors other than memfds
 }
 
 // sampleProc reads /proc/PID: RSS, threads, and its descriptors, the
-// memfds ("/memfd:..." links) by size apart.
+// chunk files ("/memfd:..." links, or the mount's unnamed tmpfs files,
+// "/dev/shm/#N (deleted)") by size apart.
 func sampleProc(pid int) (procSample, error) {
 	var s procSample
 	var err error
@@ -45,7 +46,7 @@ func sampleProc(pid int) (procSample, error) {
 		if err != nil {
 			continue // closed meanwhile
 		}
-		if !strings.HasPrefix(link, "/memfd:") {
+		if !strings.HasPrefix(link, "/memfd:") && !strings.HasPrefix(link, "/dev/shm/") {
 			s.FDs++
 			continue
 		}
