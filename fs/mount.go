@@ -42,6 +42,9 @@ type MountConfig struct {
 	// noIntroduce keeps the mount from looking chunk files up itself (as
 	// for a /dev/fd/N mountpoint), so tests can see the fallback.
 	noIntroduce bool
+	// onLookup, if set, sees the process ID of the caller of each LOOKUP,
+	// so tests can tell who looked a file up.
+	onLookup func(pid uint32)
 }
 
 // Attribute and entry timeouts: the tree never changes while mounted,
@@ -132,7 +135,7 @@ func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*Server, 
 		timeout, negative := min(attrTimeout, t.refresh), min(negativeTimeout, t.refresh)
 		opts.EntryTimeout, opts.AttrTimeout, opts.NegativeTimeout = &timeout, &timeout, &negative
 	}
-	m := &mount{born: time.Now(), ready: make(chan struct{})}
+	m := &mount{born: time.Now(), ready: make(chan struct{}), onLookup: cfg.onLookup}
 	m.place.n = &m.n
 	if !strings.HasPrefix(dir, "/dev/fd/") && !cfg.noIntroduce { // a descriptor mounted elsewhere has no path to look up through
 		if abs, err := filepath.Abs(dir); err == nil {
@@ -150,6 +153,10 @@ func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*Server, 
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
+	go func() {
+		srv.Wait()
+		m.place.look.close()
+	}()
 	// Opens wait for this: under NoOpen the first OPEN's ENOSYS decides
 	// for the whole connection.
 	m.serving, m.refused = choose(srv, cfg.Serving)

@@ -94,6 +94,8 @@ type mount struct {
 
 	n     serveCounters
 	place placer // chunk files the kernel may know, to push chunks into
+
+	onLookup func(pid uint32) // MountConfig.onLookup
 }
 
 // A chunkHandle is one open of a chunk file under Passthrough: the open
@@ -226,6 +228,14 @@ func (m *mount) replaced(ctx context.Context, t *Tree, ch *fusefs.Inode, n *node
 
 func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
 	d.m.n.lookups.Add(1)
+	if c, ok := fuse.FromContext(ctx); ok {
+		if int64(c.Pid) == d.m.place.look.pid.Load() {
+			d.m.n.introduced.Add(1)
+		}
+		if d.m.onLookup != nil {
+			d.m.onLookup(c.Pid)
+		}
+	}
 	dn, err := d.node(ctx)
 	if err != nil {
 		return nil, d.t.errno(ctx, "lookup", join(d.cur().key, name), err)

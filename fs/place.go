@@ -3,8 +3,6 @@ package fs
 import (
 	"sync"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/zarr"
 )
@@ -18,8 +16,9 @@ import (
 // and os.ReadDir list); a chunk of any other file is refused and waits in
 // staging for its READ. It is safe for concurrent use.
 type placer struct {
-	n   *serveCounters // the mount's
-	mnt string         // the mountpoint, to look files up through; "" when it cannot be (/dev/fd/N)
+	n    *serveCounters // the mount's
+	mnt  string         // the mountpoint, to look files up through; "" when it cannot be (/dev/fd/N)
+	look looker         // looks them up, from a child process
 
 	mu    sync.Mutex
 	nodes map[chunkID]*fileNode // chunk files with an inode, by chunk: the kernel may know them
@@ -107,29 +106,47 @@ func (p *placer) node(a *zarr.Array, i int64) *fileNode {
 	return p.nodes[chunkID{a, i}]
 }
 
+// Expect starts the lookup of chunk i of a (see introduce) where the
+// kernel does not know its file yet, without waiting: readahead calls it
+// as it plans the chunk, so that by the time the chunk is decoded its file
+// is known and Place can push it.
+func (p *placer) Expect(a *zarr.Array, i int64) {
+	if p.node(a, i) == nil {
+		if path, ok := p.path(a, i); ok {
+			p.look.ask(path)
+		}
+	}
+}
+
 // introduce makes the kernel know the file of chunk i of a, in a directory
-// it knows, by looking it up through the mount (a stat, answered by this
-// mount's LOOKUP, which gives it an inode) and returns it, or nil. A reader
-// that opens chunk files by name without listing them (zarr-python) would
-// otherwise meet each file's first LOOKUP and READ, one after another,
-// with its pages pushed only once it had asked; now it finds both cached.
+// it knows, by looking it up through the mount (a stat from a child
+// process, see looker, answered by this mount's LOOKUP, which gives it an
+// inode) and returns it, or nil. A reader that opens chunk files by name
+// without listing them (zarr-python) would otherwise meet each file's
+// first LOOKUP and READ, one after another, with its pages pushed only
+// once it had asked; now it finds both cached.
 func (p *placer) introduce(a *zarr.Array, i int64) *fileNode {
+	path, ok := p.path(a, i)
+	if !ok || !p.look.look(path) {
+		return nil
+	}
+	return p.node(a, i)
+}
+
+// path is the path of chunk i of a through the mount, if a's directory is
+// one the kernel may know and the mount has a path.
+func (p *placer) path(a *zarr.Array, i int64) (string, bool) {
 	p.mu.Lock()
 	d, ok := p.dirs[a]
 	p.mu.Unlock()
 	if !ok || p.mnt == "" {
-		return nil
+		return "", false
 	}
 	rel := a.ChunkKey(a.Coords(i))
 	if !d.v3 {
 		rel, _, _ = a.StoredKey(a.Coords(i))
 	}
-	var st unix.Stat_t
-	if unix.Stat(p.mnt+"/"+join(d.key, rel), &st) != nil {
-		return nil
-	}
-	p.n.introduced.Add(1)
-	return p.node(a, i)
+	return p.mnt + "/" + join(d.key, rel), true
 }
 
 // chunkID names the chunk a chunk file serves.

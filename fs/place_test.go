@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -38,7 +39,14 @@ func TestPush(t *testing.T) {
 				}
 				t.Cleanup(func() { ds.Close() })
 				loader := testLoader(t, ds, nil)
-				mnt, srv := mountWith(t, New(Config{Store: ds, Chunks: loader}), MountConfig{Serving: serving, noIntroduce: tt.noIntroduce})
+				var own atomic.Int64 // LOOKUPs from this process: the test's reads, never the mount's own
+				self := uint32(os.Getpid())
+				onLookup := func(pid uint32) {
+					if pid == self {
+						own.Add(1)
+					}
+				}
+				mnt, srv := mountWith(t, New(Config{Store: ds, Chunks: loader}), MountConfig{Serving: serving, noIntroduce: tt.noIntroduce, onLookup: onLookup})
 				if listed {
 					if es, err := os.ReadDir(filepath.Join(mnt, "a")); err != nil || len(es) != n+1 {
 						t.Fatalf("listing: %d entries, %v", len(es), err)
@@ -64,6 +72,12 @@ func TestPush(t *testing.T) {
 					}
 					if listed && ss.Introduced != 0 || !listed && ss.Introduced < n/2 {
 						t.Errorf("%d files looked up by the mount itself, listed %v", ss.Introduced, listed)
+					}
+					// The mount's lookups come from its child (looker): a
+					// thread of the server inside its own mount would make
+					// it unkillable.
+					if !listed && own.Load() > n/2 {
+						t.Errorf("%d LOOKUPs from the serving process itself, %d introduced: the mount looked files up from its own threads", own.Load(), ss.Introduced)
 					}
 				default:
 					if ss.Pushed > 2 || ls.PlaceRefused == 0 || ss.ChunkReads < n-2 {

@@ -218,3 +218,92 @@ func TestStuckMountpoint(t *testing.T) {
 		t.Errorf("gave up after %v", took)
 	}
 }
+
+// TestKillWhileLookingUp: zfuse SIGKILLed while it looks chunk files up
+// through its own mount (to push prefetched chunks into the page cache of
+// files a reader opens by name, without listing) exits, and its readers
+// get errors, within seconds, every time. A thread of the server waiting
+// inside its own mount once made it unkillable, and the mount and every
+// reader hung for good (the kernel waits for an answer only the dead
+// server could give); the lookups now come from a child process.
+func TestKillWhileLookingUp(t *testing.T) {
+	dir := stores(t, "load")
+	src := filepath.Join(dir, "src")
+	// Every chunk file of v2.zarr/small (12x8x2 chunks of 4 KiB), by name,
+	// in grid order, as zarr-python opens them, from one process (readahead
+	// follows processes), round and round, dropping the page cache after
+	// each round; it ends at the first error.
+	script := `import os, sys
+d = os.path.join(sys.argv[1], "v2.zarr", "small")
+while True:
+    for i in range(12):
+        for j in range(8):
+            for k in range(2):
+                try:
+                    open(os.path.join(d, f"{i}.{j}.{k}"), "rb").read()
+                except OSError:
+                    sys.exit(0)
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3")
+`
+	for round := range 20 {
+		m := mount(t, src, "--readahead", "4MiB")
+		reader := exec.Command(testutil.Python, "-c", script, m.Dir)
+		if err := reader.Start(); err != nil {
+			t.Fatal(err)
+		}
+		readerDone := make(chan error, 1)
+		go func() { readerDone <- reader.Wait() }()
+		time.Sleep(time.Duration(100+round*37) * time.Millisecond)
+		if err := m.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-m.exited:
+		case <-time.After(15 * time.Second):
+			abortConnection(t, m.Dir)
+			reader.Process.Kill()
+			<-m.exited
+			<-readerDone
+			t.Fatalf("round %d: zfuse still alive 15 s after SIGKILL (a thread inside its own mount?); aborted the connection", round)
+		}
+		select {
+		case <-readerDone:
+		case <-time.After(15 * time.Second):
+			abortConnection(t, m.Dir)
+			reader.Process.Kill()
+			<-readerDone
+			t.Fatalf("round %d: a reader still reading 15 s after zfuse was killed", round)
+		}
+		if err := exec.Command("fusermount3", "-u", "-z", m.Dir).Run(); err != nil {
+			t.Fatalf("round %d: clearing the stale mount: %v", round, err)
+		}
+	}
+}
+
+// abortConnection aborts the FUSE connection of the mount at dir
+// (/sys/fs/fuse/connections/N/abort, N its device's minor number; fusectl
+// mounted there first where it is not), so that a hung test can end.
+func abortConnection(t *testing.T, dir string) {
+	t.Helper()
+	if es, _ := os.ReadDir("/sys/fs/fuse/connections"); len(es) == 0 {
+		exec.Command("mount", "-t", "fusectl", "none", "/sys/fs/fuse/connections").Run()
+	}
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) > 4 && fields[4] == dir {
+			_, minor, _ := strings.Cut(fields[2], ":")
+			if err := os.WriteFile("/sys/fs/fuse/connections/"+minor+"/abort", []byte("1"), 0); err != nil {
+				t.Errorf("aborting the connection of %s: %v", dir, err)
+			}
+			return
+		}
+	}
+}

@@ -119,6 +119,10 @@ type Placer interface {
 	// a, whose key prefix in the store is path, and reports whether they
 	// are placed. data is valid only during the call.
 	Place(a *zarr.Array, path string, i int64, data []byte) bool
+	// Expect says that chunk i of a is planned and will be offered once
+	// decoded, so the Placer can get ready for it meanwhile (fs looks its
+	// file up). It must not wait.
+	Expect(a *zarr.Array, i int64)
 }
 
 // placing holds the Placer in use.

@@ -17,16 +17,30 @@ import (
 type pageCache struct {
 	refuse func(i int64) bool
 
-	mu sync.Mutex
-	m  map[int64][]byte
+	mu         sync.Mutex
+	m          map[int64][]byte
+	expected   map[int64]bool // Expect'ed chunks
+	unexpected int            // chunks offered that were not Expect'ed first
+}
+
+func (p *pageCache) Expect(a *zarr.Array, i int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.expected == nil {
+		p.expected = map[int64]bool{}
+	}
+	p.expected[i] = true
 }
 
 func (p *pageCache) Place(a *zarr.Array, path string, i int64, data []byte) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.expected[i] {
+		p.unexpected++
+	}
 	if p.refuse != nil && p.refuse(i) {
 		return false
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.m == nil {
 		p.m = map[int64][]byte{}
 	}
@@ -82,6 +96,9 @@ func TestLoaderPlaced(t *testing.T) {
 				t.Logf("%d of %d chunks asked for; %v", asked, a.NumChunks(), st)
 				if asked > 80+int(st.PlaceRefused) {
 					t.Errorf("the reader asked the Loader for %d of 400 chunks, want at most 80 and those refused (%d)", asked, st.PlaceRefused)
+				}
+				if pc.unexpected > 0 {
+					t.Errorf("%d chunks offered to the Placer without Expect first", pc.unexpected)
 				}
 				if st.PlacedPeak == 0 || st.PlacedPeak > st.ReadaheadBudget {
 					t.Errorf("pushed unread at most %d bytes, budget %d", st.PlacedPeak, st.ReadaheadBudget)

@@ -29,6 +29,13 @@ type prefetched struct {
 // happens, so no reader waits for ever.
 func (l *Loader) prefetch(a *zarr.Array, path string, batch []prefetched) {
 	ctx := l.ctx
+	if pl := l.placer.Load(); pl != nil {
+		for _, p := range batch {
+			if p.place {
+				pl.p.Expect(a, p.i)
+			}
+		}
+	}
 	srcs := make([]stored, len(batch))
 	errs := make([]error, len(batch))
 	ready := make([]chan struct{}, len(batch)) // closed when srcs[k], errs[k] are set
