@@ -104,7 +104,7 @@ soak:
 bench:
 	$(GO) test -run '^$$' -bench . -count 6 ./codec ./readahead
 
-# bench-mount: the README's Performance table. zfuse bench writes a 1 GiB
+# bench-mount: the tables of docs/performance.md. zfuse bench writes a 1 GiB
 # float32 array with zarr-python (Blosc-lz4, Zstd, uncompressed; needs
 # make deps), mounts each store with zfuse, and compares the mount with
 # reading the files directly and with zarr-python. As root it also raises
@@ -117,7 +117,7 @@ bench-mount: build
 bench-c:
 	/usr/bin/python3 codec/testdata/bench_c.py
 
-# bench-compress: the README's Compress table. zfuse bench compress writes a
+# bench-compress: the table of docs/compress.md. zfuse bench compress writes a
 # 1 GiB float32 array uncompressed with zarr-python, then in alternating
 # rounds times Blosc-lz4 encoding (zfuse's pool against numcodecs 0.11 with
 # as many Blosc threads), the Blosc-lz4 and Zstd ratios against c-blosc and

@@ -1,14 +1,21 @@
-// Package cache holds byte-budgeted caches of immutable values: zfuse keeps
-// one for compressed values (it saves store reads) and one for decoded chunks.
+// Package cache holds zfuse's byte-budgeted caches and Flight, the
+// load-once helper both use: one load per key at a time, shared by every
+// reader that wants that key, and outliving any one of them.
 //
-// The one fact to know: values are immutable. A value handed to the cache or
-// returned by it is shared by every reader and must never be written to; the
-// garbage collector frees it once nothing refers to it.
+// Cache is the compressed tier (values as stored). It sits on ristretto
+// (TinyLFU admission, sampled LFU eviction), so an offered value may be
+// rejected and a kept one evicted at any time; admission keeps a scan
+// larger than the budget from evicting the values read again. Its values
+// are immutable slices shared by every reader: nobody may write to one, and
+// an evicted one is freed by the garbage collector once unreferenced.
 //
-// A Cache sits on ristretto (TinyLFU admission, sampled LFU eviction), so an
-// offered value may be dropped or rejected, and kept values may be evicted at
-// any time. Load adds the other half: one load per key at a time, shared by
-// every reader that wants that key, and outliving any one of them.
+// LRU is the decoded tier (and the shard-index cache): an exact LRU, so a
+// value added stays until it is evicted to make room, removed, replaced or
+// closed, and a caller can rely on what it just added. Each value that
+// leaves is passed once to the Drop callback, outside the lock: readahead
+// releases the tier's reference to its chunk there, and the last reference
+// returns the decode buffer to its pool, or the chunk's file to be reused
+// or closed.
 //
 // cache imports nothing else of zfuse.
 package cache

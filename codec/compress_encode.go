@@ -117,7 +117,8 @@ func zstdEncode(dst, src []byte, level int, crc bool) ([]byte, error) {
 			zstd.WithZeroFrames(true), // an empty chunk is one empty frame, as ZSTD_compress writes
 			// Entropy-code literals even when no match is found: float
 			// data has few matches but skewed bytes (1.29x smaller for the
-			// README's benchmark array, where the default stores it raw).
+			// benchmark array of docs/performance.md, where the default
+			// stores it raw).
 			zstd.WithAllLitEntropyCompression(true),
 			// One segment: the frame header always holds the content size,
 			// which numcodecs 0.11 needs (klauspost leaves it out below
@@ -185,7 +186,7 @@ var (
 // zlibEncode appends the zlib stream of src at level (-1 default, 0..9)
 // to dst, as Python's zlib.compress writes it. It is the standard
 // library's deflate: klauspost's levels 1 to 6 store noisy float data
-// uncompressed (ratio 1.01 for the README's benchmark chunks, where C zlib
+// uncompressed (ratio 1.01 for docs/performance.md's benchmark chunks, where C zlib
 // level 1 gets 1.35 and the standard library 1.29).
 func zlibEncode(dst, src []byte, level int) ([]byte, error) {
 	return deflate(dst, src, level, &zlibWriters, func(w io.Writer, l int) (deflater, error) { return zlib.NewWriterLevel(w, l) })

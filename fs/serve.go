@@ -15,8 +15,8 @@ import (
 )
 
 // Serving is how the mount gets a chunk's decoded bytes to a reader. Each
-// costs FUSE round trips differently (measured in the README's
-// Performance section); a mount uses one, for every file:
+// costs FUSE round trips differently (measured in docs/performance.md);
+// a mount uses one, for every file:
 //
 //   - Passthrough: OPEN replies with a backing file, a memfd the chunk was
 //     decoded into (or the stored file of a chunk stored uncompressed), and
@@ -73,8 +73,8 @@ func (s *Serving) Set(v string) error {
 
 // choose decides the serving path of a mount that asked for want, given
 // what the kernel agreed to at FUSE INIT. Auto takes NoOpen, which the
-// README's measurements found as fast as Passthrough on a chunk's first
-// read and faster on every later one (no OPEN, no RELEASE, no memfd to
+// measurements of docs/performance.md found as fast as Passthrough on a
+// chunk's first read and faster on every later one (no OPEN, no RELEASE, no memfd to
 // allocate and free), and whose page cache the kernel can reclaim, where
 // memfds stay pinned. Passthrough is probed by registering a backing file
 // with the kernel (refused without CAP_SYS_ADMIN, before Linux 6.9, or

@@ -25,7 +25,7 @@ var faultRate = map[string]float64{faultHang: 0.05, fault429: 0.05, fault5xx: 0.
 // proxy injects it, and every read either returns the source's bytes or
 // fails with EIO; then, with the faults stopped and no remount, the same
 // reads all succeed. The proxy counts requests, faults and retries; the
-// table is logged (go test -v) for the README. To look closer:
+// table is logged (go test -v) for docs/reliability.md. To look closer:
 // ZFUSE_FAULT_SEED repeats a schedule, ZFUSE_FAULT_ONLY=KIND runs one kind,
 // ZFUSE_FAULT_TRACE=1 prints every request and its fault to stderr.
 func TestFaultInjection(t *testing.T) {

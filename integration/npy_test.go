@@ -85,8 +85,8 @@ func TestNpyFixtures(t *testing.T) {
 	})
 }
 
-// buildNpyread compiles testdata/npyread.c, the README's C example, and
-// returns the binary.
+// buildNpyread compiles testdata/npyread.c, the C example of
+// docs/zarr-v3-and-views.md, and returns the binary.
 func buildNpyread(t *testing.T) string {
 	t.Helper()
 	cc, err := exec.LookPath("cc")

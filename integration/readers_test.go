@@ -71,7 +71,8 @@ func noErrors(t *testing.T, m *mounted) {
 // same), and netCDF4-python gets exactly what zarr-python reads from the
 // original, dimensions named by _ARRAY_DIMENSIONS. Without the mount,
 // ncdump reads every compressed variable of the original as wrong values
-// and exits 0: the README's example of why the mount matters.
+// and exits 0: the example in docs/usage.md (Readers) of why the mount
+// matters.
 func TestReadersNetCDF(t *testing.T) {
 	dir := readers(t)
 	needTool(t, "ncdump", "netCDF-C's ncdump (Debian's netcdf-bin)")

@@ -8,11 +8,14 @@
 // them as one batch, on every core or the GPU, before they are asked for.
 //
 // The one fact to know: the Loader owns three byte budgets. Chunks that have
-// been read live in the decoded tier (a cache.Cache); chunks prefetched but
-// not yet read wait in a staging area of their own, never in the decoded
-// tier, whose admission policy rejects keys nobody has read; stored values
-// live in the compressed tier, so a chunk evicted after decoding costs a
-// decode but no store read. Every chunk returned is immutable and shared.
+// been read live in the decoded tier (a cache.LRU); chunks prefetched but
+// not yet read wait in a staging area of their own, so that prefetching
+// never evicts what readers are using; stored values live in the compressed
+// tier (a cache.Cache), so a chunk evicted after decoding costs a decode but
+// no store read. Decoded chunks are immutable and shared inside the Loader,
+// and leave it only as copies: Chunk returns one, ReadAt and ReadPieces copy
+// into the caller's buffer, a Placer sees the bytes only during Place, and a
+// File from Open holds its chunk until Close.
 //
 // readahead imports cache, codec, store and zarr of zfuse.
 package readahead

@@ -65,7 +65,7 @@ type Config struct {
 // compressed tier (values as stored), and staging (chunks prefetched and
 // not yet read). It is safe for concurrent use; Close stops its goroutines.
 //
-// Where decoded bytes live depends on who serves them. Read hands out
+// Where decoded bytes live depends on who serves them. ReadAt copies
 // bytes from the heap for the kernel's page cache to keep, and drops its
 // own copy once the kernel has every byte of a chunk, so the bytes are
 // held once (in the page cache). Open hands out a file (with Config.Files
@@ -213,7 +213,7 @@ func (l *Loader) Close() error {
 // a.ChunkLen() bytes.
 // pid names the reader (the process behind the FUSE request); each reader of
 // each array gets its own readahead. The decoded tier keeps the chunk; the
-// caller owns the slice, a copy.
+// caller gets its own copy, which it may modify.
 //
 // The stored value is path + "/" + a.StoredKey(coords): for v2 arrays that
 // is the chunk key ("0.3", or the legacy nested "0/3" where the metadata

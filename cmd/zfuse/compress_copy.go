@@ -42,8 +42,8 @@ import (
 // it wrote, for --finish.
 
 // chunkSource returns decoded source chunks (readahead.Loader.Chunk): the
-// slice is shared and must not be modified; a missing chunk satisfies
-// errors.Is(err, fs.ErrNotExist).
+// slice is the caller's own copy, which it may modify; a missing chunk
+// satisfies errors.Is(err, fs.ErrNotExist).
 type chunkSource interface {
 	Chunk(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32) ([]byte, error)
 }

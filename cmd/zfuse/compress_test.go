@@ -492,10 +492,11 @@ func TestCompressFlagsFitSource(t *testing.T) {
 	}
 }
 
-// TestCompressREADMEDelta runs the README's example as written, in a
-// directory holding in.zarr, a store that mixes floats and integers:
-// delta applies to the integer array, the float array is written without
-// it, and both the log and the summary say so; every chunk reads back.
+// TestCompressREADMEDelta runs docs/compress.md's example (once the
+// README's) as written, in a directory holding in.zarr, a store that
+// mixes floats and integers: delta applies to the integer array, the
+// float array is written without it, and both the log and the summary say
+// so; every chunk reads back.
 func TestCompressREADMEDelta(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
@@ -517,7 +518,7 @@ func TestCompressREADMEDelta(t *testing.T) {
 	write("count/0", string(count))
 	write("count/1", string(count))
 	var out, errOut bytes.Buffer
-	// README: zfuse compress --chunks 24x256x256 --codec delta,blosc:zstd:5:bitshuffle in.zarr out.zarr
+	// docs/compress.md: zfuse compress --chunks 24x256x256 --codec delta,blosc:zstd:5:bitshuffle in.zarr out.zarr
 	args := strings.Fields("compress --chunks 24x256x256 --codec delta,blosc:zstd:5:bitshuffle in.zarr out.zarr")
 	if err := run(context.Background(), args, &out, &errOut); err != nil {
 		t.Fatalf("zfuse %s: %v\n%s", strings.Join(args, " "), err, errOut.String())

@@ -33,14 +33,14 @@ import (
 // kernel's charges for sockets and FUSE requests. The peak usage of a
 // mount scanning an array of 4 times a 256 MiB limit with four readers
 // stayed under the limit on every serving path, local and remote, at this
-// share (README, Operations).
+// share (docs/operations.md).
 const memoryShare = 0.75
 
 // ownMemory is what the mount holds besides its budgets, counted against
 // the limit before them: the Go runtime and the binary, go-fuse's request
 // buffers, the pooled buffers kept for the next decodes and reads (up to
 // 32 and 16 MiB), stored values being fetched. Measured as the peak usage
-// of the cgroup less the budgets, on small budgets (README, Operations).
+// of the cgroup less the budgets, on small budgets (docs/operations.md).
 const ownMemory = 40 << 20
 
 // freeFiles is what passthrough holds besides: chunk files kept for the

@@ -191,9 +191,9 @@ func (p prefaultPool) Batch(d codec.Decoder) codec.BatchDecoder { return p.p.Bat
 // prefault is a Decoder that maps the whole of dst into memory with one
 // madvise(MADV_POPULATE_WRITE) before decoding into it. A decoded chunk is
 // usually fresh memory (the decoded tier keeps it), and touching it page
-// by page costs a page fault per 4 KiB: on the 2-core VM of the README
-// those faults cost about as much as the decoding; populating the range in
-// one call roughly halves them. Where the kernel lacks it (before Linux
+// by page costs a page fault per 4 KiB: on the 2-core VM of
+// docs/performance.md those faults cost about as much as the decoding;
+// populating the range in one call roughly halves them. Where the kernel lacks it (before Linux
 // 5.14) the call fails and nothing changes. It runs on the pool's workers,
 // so the faults are taken in parallel too.
 type prefault struct{ d codec.Decoder }
