@@ -21,8 +21,8 @@ const module = "github.com/zfuse/zfuse/"
 var allowed = map[string][]string{
 	"codec":       {},
 	"gpu":         {"codec"},
-	"cache":       {},
-	"store":       {},
+	"cache":       {"internal/flight"},
+	"store":       {"internal/flight"},
 	"zarr":        {"codec"},
 	"readahead":   {"cache", "codec", "store", "zarr"},
 	"fs":          {"readahead", "zarr", "store", "codec", "internal/mountinfo"},

@@ -10,7 +10,8 @@
 // any time. Load adds the other half: one load per key at a time, shared by
 // every reader that wants that key, and outliving any one of them.
 //
-// cache imports nothing else of zfuse.
+// cache imports nothing else of zfuse but internal/flight, the load-once
+// helper.
 package cache
 
 import (
@@ -20,6 +21,8 @@ import (
 	"sync/atomic"
 
 	"github.com/dgraph-io/ristretto/v2"
+
+	"github.com/zfuse/zfuse/internal/flight"
 )
 
 // A Config sizes a Cache.
@@ -41,7 +44,7 @@ type Config struct {
 type Cache struct {
 	rc     *ristretto.Cache[string, []byte] // nil when New's budget was <= 0; owns the budget
 	max    atomic.Int64                     // the budget: New's, or as SetMaxBytes changed it
-	flight Flight[[]byte]                   // one load per key at a time
+	flight flight.Group[[]byte]             // one load per key at a time
 
 	life   sync.RWMutex // held for reading by each use of rc, for writing by Close
 	closed bool         // under life: Close has run
