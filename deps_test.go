@@ -25,7 +25,7 @@ var allowed = map[string][]string{
 	"store":       {"internal/flight"},
 	"zarr":        {"codec"},
 	"readahead":   {"cache", "codec", "store", "zarr"},
-	"fs":          {"readahead", "zarr", "store", "codec", "internal/mountinfo"},
+	"fs":          {"readahead", "zarr", "store", "codec", "internal/flight", "internal/mountinfo"},
 	"cmd/zfuse":   {"*"},
 	"integration": {},
 	testutil:      {},
