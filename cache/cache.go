@@ -17,7 +17,8 @@
 // returns the decode buffer to its pool, or the chunk's file to be reused
 // or closed.
 //
-// cache imports nothing else of zfuse.
+// cache imports nothing else of zfuse but internal/flight, the load-once
+// helper.
 package cache
 
 import (
@@ -27,6 +28,8 @@ import (
 	"sync/atomic"
 
 	"github.com/dgraph-io/ristretto/v2"
+
+	"github.com/zfuse/zfuse/internal/flight"
 )
 
 // A Config sizes a Cache.
@@ -48,7 +51,7 @@ type Config struct {
 type Cache struct {
 	rc     *ristretto.Cache[string, []byte] // nil when New's budget was <= 0; owns the budget
 	max    atomic.Int64                     // the budget: New's, or as SetMaxBytes changed it
-	flight Flight[[]byte]                   // one load per key at a time
+	flight flight.Group[[]byte]             // one load per key at a time
 
 	life   sync.RWMutex // held for reading by each use of rc, for writing by Close
 	closed bool         // under life: Close has run

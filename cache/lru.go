@@ -5,6 +5,8 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+
+	"github.com/zfuse/zfuse/internal/flight"
 )
 
 // An LRUConfig sizes an LRU.
@@ -31,8 +33,8 @@ type LRUConfig[V any] struct {
 // values as stored. Values are immutable. An LRU is safe for concurrent
 // use.
 type LRU[V comparable] struct {
-	cfg    LRUConfig[V] // immutable
-	flight Flight[V]    // one load per key at a time
+	cfg    LRUConfig[V]    // immutable
+	flight flight.Group[V] // one load per key at a time
 
 	mu       sync.Mutex               // guards the fields below
 	maxBytes int64                    // the budget: cfg.MaxBytes, or as SetMaxBytes changed it
@@ -163,7 +165,7 @@ func (c *LRU[V]) Delete(key string) bool {
 }
 
 // Load returns the value under key, calling load to produce it on a miss,
-// once for all concurrent callers (see Flight), and keeps what it loads.
+// once for all concurrent callers (see package flight), and keeps what it loads.
 func (c *LRU[V]) Load(ctx context.Context, key string, load func(context.Context) (V, error)) (V, error) {
 	if v, ok := c.lookup(key); ok {
 		return v, nil

@@ -13,6 +13,8 @@ import (
 
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/zfuse/zfuse/internal/mountinfo"
 )
 
 // MountConfig configures Mount.
@@ -223,59 +225,35 @@ func SetKernelReadahead(dir string, n int64) (bdi string, fromKB int64, err erro
 // Mounted reports whether dir is a mount point, from /proc/self/mountinfo
 // (see mountDevice: it does not stat dir, so a stale mount counts).
 func Mounted(dir string) (bool, error) {
-	dev, err := mountinfo(dir)
+	dev, err := topDevice(dir)
 	return dev != "", err
 }
 
 // mountDevice returns the device number ("0:52") of the file system mounted
 // at dir.
 func mountDevice(dir string) (string, error) {
-	dev, err := mountinfo(dir)
+	dev, err := topDevice(dir)
 	if err == nil && dev == "" {
 		err = fmt.Errorf("%s is not in /proc/self/mountinfo", dir)
 	}
 	return dev, err
 }
 
-// mountinfo returns the device number of the top file system mounted at
+// topDevice returns the device number of the top file system mounted at
 // dir, from /proc/self/mountinfo, or "" if none is. It does not stat dir:
 // that would fill the kernel's attribute cache for the mount's root for an
 // hour, and a stale mount (its server killed) would then look alive to stat.
-func mountinfo(dir string) (string, error) {
-	abs, err := filepath.Abs(dir)
+// The symlinks of dir's parents are resolved, as the kernel names mount
+// points.
+func topDevice(dir string) (string, error) {
+	abs, err := mountinfo.Resolve(dir)
 	if err != nil {
 		return "", err
 	}
-	if parent, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
-		abs = filepath.Join(parent, filepath.Base(abs))
-	}
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	ms, err := mountinfo.Read()
 	if err != nil {
 		return "", err
 	}
-	dev := ""
-	for line := range strings.Lines(string(b)) {
-		// Field 3 is MAJOR:MINOR, field 5 the mount point (octal escapes
-		// for spaces and the like). The last match is the top mount.
-		if f := strings.Fields(line); len(f) > 4 && unescapeMountinfo(f[4]) == abs {
-			dev = f[2]
-		}
-	}
-	return dev, nil
-}
-
-// unescapeMountinfo undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMountinfo(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if c, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(c))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	m, _ := mountinfo.Top(ms, abs)
+	return m.Dev, nil
 }

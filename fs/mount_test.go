@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/zfuse/zfuse/internal/testutil"
 	"github.com/zfuse/zfuse/readahead"
@@ -316,4 +317,65 @@ func TestInterruptedOpen(t *testing.T) {
 			t.Errorf("no request counted as interrupted: %+v", st)
 		}
 	})
+}
+
+// TestInterruptedLookup: a reader killed while its LOOKUP waits for a slow
+// metadata read (a remote .zarray) gets out at once (the kernel interrupts
+// the LOOKUP: EINTR) instead of waiting the read out, and the load goes
+// on for another reader of the same directory, from the one store read.
+func TestInterruptedLookup(t *testing.T) {
+	s := newTestStore(t)
+	ds, err := store.Dir(s.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ds.Close() })
+	g := &gatedStore{DirStore: ds, key: "temp/.zarray", gate: make(chan struct{}), started: make(chan struct{})}
+	tr := New(Config{Store: g, Chunks: testLoader(t, g, nil)})
+	mnt, _ := mountServing(t, tr, false, NoOpen, false)
+	t.Cleanup(func() { // before the unmount, which a waiting LOOKUP keeps busy
+		select {
+		case <-g.gate:
+		default:
+			close(g.gate)
+		}
+	})
+	p := filepath.Join(mnt, "temp")
+
+	killed := exec.Command("stat", p)
+	if err := killed.Start(); err != nil {
+		t.Fatal(err)
+	}
+	<-g.started // its LOOKUP waits for the metadata read
+	other := make(chan error, 1)
+	go func() {
+		fi, err := os.Stat(p)
+		if err == nil && !fi.IsDir() {
+			err = errors.New("not a directory")
+		}
+		other <- err
+	}()
+	killed.Process.Kill()
+	exited := make(chan error, 1)
+	go func() { exited <- killed.Wait() }()
+	select {
+	case err := <-exited:
+		if err == nil {
+			t.Error("the killed reader exited 0")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the killed reader still waits for the metadata read (its LOOKUP was not interrupted)")
+	}
+	select {
+	case err := <-other:
+		t.Fatalf("the other reader finished before the store read: %v", err)
+	default:
+	}
+	close(g.gate)
+	if err := <-other; err != nil {
+		t.Errorf("the other reader: %v", err)
+	}
+	if n := g.reads.Load(); n != 1 {
+		t.Errorf("%d store reads of temp/.zarray, want 1", n)
+	}
 }

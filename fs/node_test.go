@@ -215,11 +215,6 @@ func checkChunkReads(t *testing.T, serving Serving, s *testStore, key, path stri
 }
 
 func TestMountDevice(t *testing.T) {
-	for in, want := range map[string]string{`/a\040b`: "/a b", `/x\134y`: `/x\y`, `/plain`: "/plain", `/odd\04`: `/odd\04`} {
-		if got := unescapeMountinfo(in); got != want {
-			t.Errorf("unescapeMountinfo(%q) = %q, want %q", in, got, want)
-		}
-	}
 	s := newTestStore(t)
 	tr, _ := newTestTree(t, s)
 	mnt := mountTree(t, tr, false)

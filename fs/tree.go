@@ -33,8 +33,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
-	"golang.org/x/sync/singleflight"
 
+	"github.com/zfuse/zfuse/internal/flight"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/zarr"
 )
@@ -84,10 +84,10 @@ type Tree struct {
 	rootName string        // immutable: RootName under AsNpy
 	refresh  time.Duration // immutable; 0: metadata is kept for ever
 
-	loads  singleflight.Group // one metadata load per directory at a time
-	failed failures           // failed requests logged lately (errno)
-	dirs   sync.Map           // directory key -> loaded[*dirMeta]
-	metas  sync.Map           // .zmetadata key -> loaded[[]byte], presented
+	loads  flight.Group[*dirMeta] // one metadata load per directory at a time
+	failed failures               // failed requests logged lately (errno)
+	dirs   sync.Map               // directory key -> loaded[*dirMeta]
+	metas  sync.Map               // .zmetadata key -> loaded[[]byte], presented
 }
 
 // A loaded value is metadata as read at a time.
@@ -419,21 +419,19 @@ func (t *Tree) dirMeta(ctx context.Context, dir string) (*dirMeta, error) {
 	if v, ok := t.dirs.Load(dir); ok && t.fresh(v.(loaded[*dirMeta]).at) {
 		return v.(loaded[*dirMeta]).v, nil
 	}
-	v, err, _ := t.loads.Do(dir, func() (any, error) {
+	// An interrupted LOOKUP returns at once (EINTR); the load goes on,
+	// for the others waiting and for the next LOOKUP.
+	return t.loads.Do(ctx, dir, func(ctx context.Context) (*dirMeta, error) {
 		if v, ok := t.dirs.Load(dir); ok && t.fresh(v.(loaded[*dirMeta]).at) {
 			return v.(loaded[*dirMeta]).v, nil
 		}
 		at := time.Now()
-		m, err := t.loadDir(context.WithoutCancel(ctx), dir)
+		m, err := t.loadDir(ctx, dir)
 		if err == nil {
 			t.dirs.Store(dir, loaded[*dirMeta]{m, at})
 		}
 		return m, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return v.(*dirMeta), nil
 }
 
 // loadDir reads a directory's metadata: .zarray (v2; and what is served of

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	zfs "github.com/zfuse/zfuse/fs"
+	"github.com/zfuse/zfuse/internal/mountinfo"
 )
 
 // statTimeout bounds how long checkMountpoint waits for stat of the
@@ -42,23 +42,23 @@ func checkMountpoint(log *slog.Logger, dir string) error {
 	switch {
 	case errors.Is(err, syscall.ENOTCONN):
 		m := mountOf(dir)
-		if m.fstype != "fuse.zfuse" {
-			return fmt.Errorf("mountpoint %s is a stale FUSE mount (%s; its server died); clear it with: fusermount3 -u %s", dir, m.fstype, dir)
+		if m.FSType != "fuse.zfuse" {
+			return fmt.Errorf("mountpoint %s is a stale FUSE mount (%s; its server died); clear it with: fusermount3 -u %s", dir, m.FSType, dir)
 		}
 		if err := unmountStale(dir); err != nil {
 			return fmt.Errorf("mountpoint %s is a stale zfuse mount (its zfuse died) that could not be cleared (%v); clear it with: fusermount3 -u -z %s", dir, err, dir)
 		}
-		log.Warn("cleared a stale mount a zfuse that died left on the mountpoint", "mountpoint", dir, "source", m.source)
+		log.Warn("cleared a stale mount a zfuse that died left on the mountpoint", "mountpoint", dir, "source", m.Source)
 		if fi, err = statWithin(dir, statTimeout); err != nil {
 			return fmt.Errorf("mountpoint: %w", err)
 		}
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		m := mountOf(dir)
-		if m.fstype == "" {
+		if m.FSType == "" {
 			return fmt.Errorf("mountpoint %s does not answer within %v: the file system it lies in is stuck", dir, statTimeout)
 		}
 		return fmt.Errorf("mountpoint %s does not answer within %v: the server of the %s mount there (%s) is stuck; as root, abort it with: echo 1 > /sys/fs/fuse/connections/%s/abort; then clear it with: fusermount3 -u -z %s",
-			dir, statTimeout, m.fstype, m.source, m.minor(), dir)
+			dir, statTimeout, m.FSType, m.Source, m.Minor(), dir)
 	case err != nil:
 		return fmt.Errorf("mountpoint: %w", err)
 	}
@@ -117,48 +117,19 @@ func unmountStale(dir string) error {
 	return nil
 }
 
-// A mountEntry is what /proc/self/mountinfo says of the mount at a
-// directory; empty fields where it says nothing.
-type mountEntry struct {
-	dev    string // MAJOR:MINOR
-	fstype string // "fuse.zfuse" for ours
-	source string
-}
-
-// minor is the minor device number, which names a FUSE mount's connection
-// in /sys/fs/fuse/connections.
-func (m mountEntry) minor() string {
-	_, minor, _ := strings.Cut(m.dev, ":")
-	return minor
-}
-
 // mountOf returns the top mount at dir, from /proc/self/mountinfo (which
-// does not stat dir, so a stale or stuck mount does not hang it).
-func mountOf(dir string) mountEntry {
+// does not stat dir, so a stale or stuck mount does not hang it), or the
+// zero Mount. It resolves no symlinks: that would stat dir's parents,
+// which may lie in the stuck file system.
+func mountOf(dir string) mountinfo.Mount {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return mountEntry{}
+		return mountinfo.Mount{}
 	}
-	f, err := os.Open("/proc/self/mountinfo")
+	ms, err := mountinfo.Read()
 	if err != nil {
-		return mountEntry{}
+		return mountinfo.Mount{}
 	}
-	defer f.Close()
-	var m mountEntry
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// ID PARENT MAJOR:MINOR ROOT MOUNTPOINT OPTIONS [TAGS...] - FSTYPE SOURCE SUPER
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		f, g := strings.Fields(pre), strings.Fields(post)
-		if ok && len(f) > 4 && len(g) > 1 && unescapeOctal(f[4]) == abs {
-			m = mountEntry{dev: f[2], fstype: g[0], source: unescapeOctal(g[1])}
-		}
-	}
+	m, _ := mountinfo.Top(ms, abs)
 	return m
-}
-
-// unescapeOctal undoes mountinfo's escapes (\040 for a space).
-func unescapeOctal(s string) string {
-	r := strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`)
-	return r.Replace(s)
 }

@@ -196,10 +196,10 @@ func onZfuseMount(p string) error {
 	for d := abs; ; d = filepath.Dir(d) {
 		m := mountOf(d) // mountpoint.go
 		switch {
-		case m.fstype == "fuse.zfuse" || m.fstype == "fuse":
+		case m.FSType == "fuse.zfuse" || m.FSType == "fuse":
 			return nil
-		case m.fstype != "":
-			return fmt.Errorf("warmup: %s is not on a zfuse mount (it is on %s, a %s file system): warmup reads chunk files through a mount so that the mount decodes them into its caches; mount the store (zfuse mount SOURCE MOUNTPOINT) and warm MOUNTPOINT or a path under it", p, d, m.fstype)
+		case m.FSType != "":
+			return fmt.Errorf("warmup: %s is not on a zfuse mount (it is on %s, a %s file system): warmup reads chunk files through a mount so that the mount decodes them into its caches; mount the store (zfuse mount SOURCE MOUNTPOINT) and warm MOUNTPOINT or a path under it", p, d, m.FSType)
 		case d == filepath.Dir(d):
 			return nil // no mount table to ask: let the reads tell
 		}

@@ -22,7 +22,8 @@
 // it was last validated. One process at a time uses a
 // directory (an flock on the lock file); a second is refused with ErrBusy.
 //
-// diskcache imports only package store of zfuse.
+// diskcache imports only package store of zfuse, and internal/flight (the
+// load-once helper).
 package diskcache
 
 import (
@@ -45,8 +46,7 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sync/singleflight"
-
+	"github.com/zfuse/zfuse/internal/flight"
 	"github.com/zfuse/zfuse/store"
 )
 
@@ -95,8 +95,8 @@ type Store struct {
 	maxAge time.Duration
 	keep   func(string) bool
 	log    *slog.Logger
-	lock   *os.File // holds the flock
-	group  singleflight.Group
+	lock   *os.File             // holds the flock
+	group  flight.Group[[]byte] // one load per entry file at a time
 
 	mu      sync.Mutex        // guards the fields below
 	entries map[string]*entry // by file name
@@ -327,28 +327,22 @@ func (s *Store) name(id string) string {
 func (s *Store) path(name string) string { return filepath.Join(s.dir, name[:2], name) }
 
 // read returns [off, off+n) of key's value (n < 0: all of it), from disk
-// or the inner store; one load per value at a time. A load runs without
-// the caller's context, as the loads of package readahead do: another
-// reader may be waiting for it.
+// or the inner store; one load per value at a time (package flight: it
+// runs without the caller's cancellation, as another reader may be
+// waiting for it).
 func (s *Store) read(ctx context.Context, key string, off, n int64) ([]byte, error) {
 	id := s.id(key, off, n)
 	name := s.name(id)
-	ch := s.group.DoChan(name, func() (any, error) {
-		return s.load(context.WithoutCancel(ctx), key, off, n, id, name)
+	b, shared, err := s.group.DoShared(ctx, name, func(ctx context.Context) ([]byte, error) {
+		return s.load(ctx, key, off, n, id, name)
 	})
-	select {
-	case r := <-ch:
-		if r.Err != nil {
-			return nil, r.Err
-		}
-		b := r.Val.([]byte)
-		if r.Shared {
-			b = slices.Clone(b) // each caller owns its slice
-		}
-		return b, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err != nil {
+		return nil, err
 	}
+	if shared {
+		b = slices.Clone(b) // each caller owns its slice
+	}
+	return b, nil
 }
 
 // load is read's work.

@@ -1,0 +1,157 @@
+// Package flight runs at most one load per key at a time and shares its
+// result with every caller that asks for that key meanwhile: the load-once
+// helper behind every cache of zfuse (decoded chunks, stored values, shard
+// indexes, a directory's metadata).
+//
+// The one fact to know: a caller whose ctx ends gets ctx.Err() at once,
+// and the load goes on for the others and for the cache. The load runs
+// with the first caller's context values but without its cancellation
+// (context.WithoutCancel), rather than until the last waiter leaves,
+// because its result is kept: the reader who was interrupted (a FUSE
+// request the kernel interrupts on a signal) usually asks again at once.
+//
+// It imports nothing else of zfuse.
+package flight
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+)
+
+// A Group deduplicates the loads of values of type V by key. The zero
+// Group is ready to use; it is safe for concurrent use.
+type Group[V any] struct {
+	forgets atomic.Int64 // Forget calls
+
+	mu    sync.Mutex          // guards calls and each call's counts
+	calls map[string]*call[V] // the loads running, by key; a Forget drops one early
+}
+
+// A call is one load.
+type call[V any] struct {
+	done chan struct{} // closed once the fields below are set
+
+	// Set before done is closed, read-only after.
+	v      V
+	err    error
+	panic  *PanicError // load panicked
+	shared bool        // more than one caller asked for this load
+
+	// Guarded by Group.mu.
+	callers  int  // callers that joined this load
+	waiting  int  // callers that have not left it for their ctx
+	finished bool // load returned: every caller waiting takes its result
+}
+
+// A PanicError is the value a caller panics with when the load it waited
+// for panicked: the load's panic value and its stack.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (p *PanicError) Error() string {
+	return fmt.Sprintf("flight: load panicked: %v\n\n%s", p.Value, p.Stack)
+}
+
+// Unwrap returns the panic value if it is an error.
+func (p *PanicError) Unwrap() error {
+	err, _ := p.Value.(error)
+	return err
+}
+
+// errGoexit is the error of a load that called runtime.Goexit.
+var errGoexit = errors.New("flight: load called runtime.Goexit")
+
+// Forget makes the next Do for key call load again rather than wait for a
+// call already running: the value behind key changed while it ran.
+func (g *Group[V]) Forget(key string) {
+	g.forgets.Add(1)
+	g.mu.Lock()
+	delete(g.calls, key)
+	g.mu.Unlock()
+}
+
+// Forgets counts the Forget calls so far. A load during which it changed
+// may have loaded a value forgotten meanwhile: a cache does not keep it.
+func (g *Group[V]) Forgets() int64 { return g.forgets.Load() }
+
+// Do returns load's result for key, calling load unless a call for key is
+// already running, in which case it waits for that one. If ctx ends first,
+// Do returns ctx.Err() at once and the load goes on. If load panics, every
+// caller still waiting panics with a *PanicError; with none waiting, the
+// load's goroutine does, so that the bug is not lost.
+func (g *Group[V]) Do(ctx context.Context, key string, load func(context.Context) (V, error)) (V, error) {
+	v, _, err := g.DoShared(ctx, key, load)
+	return v, err
+}
+
+// DoShared is Do, and reports whether the value may have gone to more than
+// one caller (who then must not change it, or must copy it).
+func (g *Group[V]) DoShared(ctx context.Context, key string, load func(context.Context) (V, error)) (v V, shared bool, err error) {
+	g.mu.Lock()
+	c, ok := g.calls[key]
+	if !ok {
+		if g.calls == nil {
+			g.calls = make(map[string]*call[V])
+		}
+		c = &call[V]{done: make(chan struct{})}
+		g.calls[key] = c
+		go g.run(context.WithoutCancel(ctx), key, c, load) // ends when load returns
+	}
+	c.callers++
+	c.waiting++
+	g.mu.Unlock()
+
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		g.mu.Lock()
+		finished := c.finished
+		if !finished {
+			c.waiting--
+		}
+		g.mu.Unlock()
+		if !finished {
+			var zero V
+			return zero, false, ctx.Err()
+		}
+		<-c.done // closed right after finished is set
+	}
+	if c.panic != nil {
+		panic(c.panic)
+	}
+	return c.v, c.shared, c.err
+}
+
+// run calls load for c and publishes its result.
+func (g *Group[V]) run(ctx context.Context, key string, c *call[V], load func(context.Context) (V, error)) {
+	returned := false
+	defer func() {
+		if !returned {
+			if r := recover(); r != nil {
+				c.panic = &PanicError{Value: r, Stack: debug.Stack()}
+			} else {
+				c.err = errGoexit
+			}
+		}
+		g.mu.Lock()
+		if g.calls[key] == c {
+			delete(g.calls, key)
+		}
+		c.shared = c.callers > 1
+		c.finished = true
+		waiting := c.waiting
+		g.mu.Unlock()
+		close(c.done)
+		if c.panic != nil && waiting == 0 {
+			panic(c.panic)
+		}
+	}()
+	c.v, c.err = load(ctx)
+	returned = true
+}

@@ -1,0 +1,248 @@
+package flight
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+)
+
+// gate returns a load that counts its calls in n, blocks until release
+// is closed, records whether its ctx had ended then, and returns v, err.
+func gate(n *atomic.Int32, release <-chan struct{}, ended *atomic.Bool, v int, err error) func(context.Context) (int, error) {
+	return func(ctx context.Context) (int, error) {
+		n.Add(1)
+		<-release
+		ended.Store(ctx.Err() != nil)
+		return v, err
+	}
+}
+
+func TestDedup(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g Group[int]
+		var n atomic.Int32
+		var ended atomic.Bool
+		release := make(chan struct{})
+		const callers = 8
+		got := make([]int, callers)
+		shared := make([]bool, callers)
+		var wg sync.WaitGroup
+		for i := range callers {
+			wg.Go(func() {
+				v, s, err := g.DoShared(t.Context(), "k", gate(&n, release, &ended, 42, nil))
+				if err != nil {
+					t.Errorf("caller %d: %v", i, err)
+				}
+				got[i], shared[i] = v, s
+			})
+		}
+		synctest.Wait() // every caller waits for the one load
+		if c := n.Load(); c != 1 {
+			t.Errorf("%d loads for %d callers of one key, want 1", c, callers)
+		}
+		close(release)
+		wg.Wait()
+		for i := range callers {
+			if got[i] != 42 || !shared[i] {
+				t.Errorf("caller %d got %d, shared %v; want 42, shared", i, got[i], shared[i])
+			}
+		}
+		// The load is over: the next Do loads again, unshared.
+		v, s, err := g.DoShared(t.Context(), "k", func(context.Context) (int, error) { return 7, nil })
+		if v != 7 || s || err != nil {
+			t.Errorf("Do after the load: %d, shared %v, %v; want 7, unshared, nil", v, s, err)
+		}
+	})
+}
+
+func TestKeysIndependent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g Group[int]
+		var n atomic.Int32
+		var ended atomic.Bool
+		release := make(chan struct{})
+		var wg sync.WaitGroup
+		for _, k := range []string{"a", "b"} {
+			wg.Go(func() { g.Do(t.Context(), k, gate(&n, release, &ended, 1, nil)) })
+		}
+		synctest.Wait()
+		if c := n.Load(); c != 2 {
+			t.Errorf("%d loads for two keys, want 2", c)
+		}
+		close(release)
+		wg.Wait()
+	})
+}
+
+// TestCallerCancel: the caller whose ctx ends returns at once, while the
+// load, whose own ctx does not end, goes on and serves the others.
+func TestCallerCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g Group[int]
+		var n atomic.Int32
+		var ended atomic.Bool
+		release := make(chan struct{})
+		type key struct{}
+		ctx, cancel := context.WithCancel(context.WithValue(t.Context(), key{}, "v"))
+		left := make(chan error, 1)
+		go func() {
+			_, err := g.Do(ctx, "k", func(ctx context.Context) (int, error) {
+				if ctx.Value(key{}) != "v" {
+					t.Errorf("the load lost the first caller's context values")
+				}
+				return gate(&n, release, &ended, 42, nil)(ctx)
+			})
+			left <- err
+		}()
+		synctest.Wait()
+		other := make(chan int, 1)
+		go func() {
+			v, err := g.Do(t.Context(), "k", gate(&n, release, &ended, -1, nil))
+			if err != nil {
+				t.Errorf("the caller that stayed: %v", err)
+			}
+			other <- v
+		}()
+		synctest.Wait()
+		cancel()
+		synctest.Wait() // the load is still blocked
+		select {
+		case err := <-left:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("cancelled caller got %v, want context.Canceled", err)
+			}
+		default:
+			t.Fatalf("the cancelled caller still waits for the load")
+		}
+		close(release)
+		if v := <-other; v != 42 {
+			t.Errorf("the caller that stayed got %d, want 42 (the first load's value)", v)
+		}
+		if n.Load() != 1 || ended.Load() {
+			t.Errorf("%d loads, load's ctx ended %v; want 1 load whose ctx did not end", n.Load(), ended.Load())
+		}
+	})
+}
+
+// TestAllLeave: when every caller left, the load still finishes (for the
+// cache it fills), and a caller arriving meanwhile joins it.
+func TestAllLeave(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g Group[int]
+		var n atomic.Int32
+		var ended atomic.Bool
+		release := make(chan struct{})
+		finished := make(chan struct{})
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() {
+			g.Do(ctx, "k", func(ctx context.Context) (int, error) {
+				defer close(finished)
+				return gate(&n, release, &ended, 42, nil)(ctx)
+			})
+		}()
+		synctest.Wait()
+		cancel()
+		synctest.Wait()
+		late := make(chan int, 1)
+		go func() {
+			v, _ := g.Do(t.Context(), "k", gate(&n, release, &ended, -1, nil))
+			late <- v
+		}()
+		synctest.Wait()
+		close(release)
+		<-finished
+		if v := <-late; v != 42 || n.Load() != 1 || ended.Load() {
+			t.Errorf("late caller got %d after %d loads (ctx ended %v); want 42 from the one load, ctx alive", v, n.Load(), ended.Load())
+		}
+	})
+}
+
+func TestError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g Group[int]
+		var n atomic.Int32
+		var ended atomic.Bool
+		release := make(chan struct{})
+		errBad := errors.New("bad value")
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Go(func() {
+				if _, err := g.Do(t.Context(), "k", gate(&n, release, &ended, 0, errBad)); !errors.Is(err, errBad) {
+					t.Errorf("Do: %v, want the load's error", err)
+				}
+			})
+		}
+		synctest.Wait()
+		close(release)
+		wg.Wait()
+		if n.Load() != 1 {
+			t.Errorf("%d loads, want 1", n.Load())
+		}
+	})
+}
+
+func TestPanic(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g Group[int]
+		release := make(chan struct{})
+		errBoom := errors.New("boom")
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Go(func() {
+				defer func() {
+					p, ok := recover().(*PanicError)
+					if !ok || !errors.Is(p, errBoom) || len(p.Stack) == 0 {
+						t.Errorf("a caller of a panicking load panicked with %v, want a *PanicError of boom with a stack", p)
+					}
+				}()
+				g.Do(t.Context(), "k", func(context.Context) (int, error) {
+					<-release
+					panic(errBoom)
+				})
+				t.Errorf("Do returned from a panicking load")
+			})
+		}
+		synctest.Wait()
+		close(release)
+		wg.Wait()
+		// The key is free again.
+		if v, err := g.Do(t.Context(), "k", func(context.Context) (int, error) { return 1, nil }); v != 1 || err != nil {
+			t.Errorf("Do after a panic: %d, %v", v, err)
+		}
+	})
+}
+
+// TestForget: after Forget, a caller starts a load of its own rather than
+// wait for the one running, and Forgets tells the running one.
+func TestForget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g Group[int]
+		var n atomic.Int32
+		var ended atomic.Bool
+		release := make(chan struct{})
+		before := g.Forgets()
+		first := make(chan int, 1)
+		go func() {
+			v, _ := g.Do(t.Context(), "k", gate(&n, release, &ended, 1, nil))
+			first <- v
+		}()
+		synctest.Wait()
+		g.Forget("k")
+		second := make(chan int, 1)
+		go func() {
+			v, _ := g.Do(t.Context(), "k", gate(&n, release, &ended, 2, nil))
+			second <- v
+		}()
+		synctest.Wait()
+		if n.Load() != 2 || g.Forgets() != before+1 {
+			t.Errorf("%d loads after a Forget, Forgets %d→%d; want 2 loads, one Forget", n.Load(), before, g.Forgets())
+		}
+		close(release)
+		if a, b := <-first, <-second; a != 1 || b != 2 {
+			t.Errorf("got %d and %d, want 1 (the load forgotten) and 2", a, b)
+		}
+	})
+}
