@@ -65,7 +65,7 @@ func newMetrics(addr string) *metrics {
 	}, []string{"codec", "decoder"})
 	m.storeRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "zfuse_store_requests_total",
-		Help: "Calls of the store backend (read, read_range, stat, list): for http and s3 one request each, with its retries, unless the backend answers from what it has seen (metadata documents, sizes).",
+		Help: "Calls of the store backend (read, read_range, stat, list, open): for http and s3 one request each, with its retries, unless the backend answers from what it has seen (metadata documents, sizes).",
 	}, []string{"backend", "op"})
 	m.storeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "zfuse_store_errors_total",
@@ -366,104 +366,27 @@ func (m *metrics) backoff(backend string) remote.Backoff {
 	return remote.Backoff{OnRetry: func(error) { c.Inc() }}
 }
 
-// store wraps src to count and time its requests as backend.
+// store wraps src to count and time its requests as backend. The
+// wrapper is store.Observe's: it has the optional interfaces src has.
 func (m *metrics) store(src source, backend string) source {
 	if m == nil {
 		return src
 	}
-	return &observedStore{src, backend, m}
-}
-
-// An observedStore is a source whose requests are counted and timed. It
-// has every optional method of a store, falling back where src lacks one
-// as package store's functions do.
-type observedStore struct {
-	src     source
-	backend string
-	m       *metrics
-}
-
-var (
-	_ store.RangeReader  = (*observedStore)(nil)
-	_ store.Lister       = (*observedStore)(nil)
-	_ store.Stater       = (*observedStore)(nil)
-	_ store.Versioner    = (*observedStore)(nil)
-	_ store.BufferReader = (*observedStore)(nil)
-)
-
-// observe records one request of op that started at start and read n bytes.
-func (o *observedStore) observe(op string, start time.Time, n int, err error) {
-	o.m.storeRequests.WithLabelValues(o.backend, op).Inc()
-	o.m.storeSeconds.WithLabelValues(o.backend, op).Observe(time.Since(start).Seconds())
-	if n > 0 {
-		o.m.storeBytes.WithLabelValues(o.backend).Add(float64(n))
-	}
-	if err != nil && !errors.Is(err, iofs.ErrNotExist) && !errors.Is(err, store.ErrNotModified) && !errors.Is(err, context.Canceled) {
-		o.m.storeErrors.WithLabelValues(o.backend, op).Inc()
-	}
-}
-
-func (o *observedStore) Close() error { return o.src.Close() }
-
-func (o *observedStore) ReadKey(ctx context.Context, key string) ([]byte, error) {
-	start := time.Now()
-	b, err := o.src.ReadKey(ctx, key)
-	o.observe("read", start, len(b), err)
-	return b, err
-}
-
-func (o *observedStore) ReadKeyRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
-	start := time.Now()
-	b, err := store.ReadRange(ctx, o.src, key, off, n)
-	o.observe("read_range", start, len(b), err)
-	return b, err
-}
-
-func (o *observedStore) ReadKeyInto(ctx context.Context, key string, off, n int64, get func(int) []byte) ([]byte, error) {
-	start := time.Now()
-	b, err := store.ReadInto(ctx, o.src, key, off, n, get)
-	op := "read"
-	if n >= 0 {
-		op = "read_range"
-	}
-	o.observe(op, start, len(b), err)
-	return b, err
-}
-
-func (o *observedStore) ReadKeyVersion(ctx context.Context, key string, off, n int64, have string) ([]byte, string, error) {
-	v, ok := o.src.(store.Versioner)
-	if !ok {
-		if n < 0 {
-			b, err := o.ReadKey(ctx, key)
-			return b, "", err
+	bytes := m.storeBytes.WithLabelValues(backend)
+	obs := func(op, key string, n int64, d time.Duration, err error) {
+		if op == "list" && errors.Is(err, store.ErrNotSupported) {
+			return // no request: the backend cannot list
 		}
-		b, err := o.ReadKeyRange(ctx, key, off, n)
-		return b, "", err
+		m.storeRequests.WithLabelValues(backend, op).Inc()
+		m.storeSeconds.WithLabelValues(backend, op).Observe(d.Seconds())
+		if n > 0 {
+			bytes.Add(float64(n))
+		}
+		if err != nil && !errors.Is(err, iofs.ErrNotExist) && !errors.Is(err, store.ErrNotModified) && !errors.Is(err, context.Canceled) {
+			m.storeErrors.WithLabelValues(backend, op).Inc()
+		}
 	}
-	start := time.Now()
-	b, version, err := v.ReadKeyVersion(ctx, key, off, n, have)
-	op := "read"
-	if n >= 0 {
-		op = "read_range"
-	}
-	o.observe(op, start, len(b), err)
-	return b, version, err
-}
-
-func (o *observedStore) List(ctx context.Context, dir string) ([]store.Entry, error) {
-	start := time.Now()
-	es, err := store.List(ctx, o.src, dir)
-	if !errors.Is(err, store.ErrNotSupported) {
-		o.observe("list", start, 0, err)
-	}
-	return es, err
-}
-
-func (o *observedStore) Stat(ctx context.Context, name string) (store.Entry, error) {
-	start := time.Now()
-	e, err := store.Stat(ctx, o.src, name)
-	o.observe("stat", start, 0, err)
-	return e, err
+	return store.Observe(src, obs).(source) // src is an io.Closer: so is its observed store
 }
 
 // chunks wraps the chunk source of the tree to count bytes served and

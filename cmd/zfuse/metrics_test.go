@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/zfuse/zfuse/codec"
 	"github.com/zfuse/zfuse/readahead"
+	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/zarr"
 )
 
@@ -89,6 +92,64 @@ zfuse_chunk_reads_total 3
 	for _, p := range problems {
 		if strings.HasPrefix(p.Metric, "zfuse_") {
 			t.Errorf("lint: %s: %s", p.Metric, p.Text)
+		}
+	}
+}
+
+// TestMetricsStore: --metrics counts and times the store's requests by
+// backend and op, counts bytes read, and errors other than a missing key;
+// the observed store keeps the store's optional interfaces (a directory
+// opens its files, for passthrough of chunks stored uncompressed).
+func TestMetricsStore(t *testing.T) {
+	m := newMetrics("127.0.0.1:0")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "k"), []byte("12345"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := store.Dir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := m.store(d, "dir")
+	defer src.Close()
+	if _, ok := src.(store.FileOpener); !ok {
+		t.Error("the observed directory store is not a FileOpener")
+	}
+	ctx := context.Background()
+	src.ReadKey(ctx, "k")
+	src.ReadKey(ctx, "missing")
+	src.ReadKey(ctx, "../outside")
+	store.ReadRange(ctx, src, "k", 1, 2)
+	store.List(ctx, src, ".")
+	for k, want := range map[string]float64{
+		`zfuse_store_requests_total{backend="dir",op="read"}`:       3,
+		`zfuse_store_requests_total{backend="dir",op="read_range"}`: 1,
+		`zfuse_store_requests_total{backend="dir",op="list"}`:       1,
+		`zfuse_store_errors_total{backend="dir",op="read"}`:         1,
+		`zfuse_store_read_bytes_total{backend="dir"}`:               7,
+	} {
+		name, labels, _ := strings.Cut(k, "{")
+		var got float64
+		fams, err := m.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fams {
+			for _, mt := range f.GetMetric() {
+				if f.GetName() != name {
+					continue
+				}
+				var ls []string
+				for _, l := range mt.GetLabel() {
+					ls = append(ls, l.GetName()+`="`+l.GetValue()+`"`)
+				}
+				if strings.Join(ls, ",")+"}" == labels {
+					got = mt.GetCounter().GetValue()
+				}
+			}
+		}
+		if got != want {
+			t.Errorf("%s = %v, want %v", k, got, want)
 		}
 	}
 }
