@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/zfuse/zfuse/codec"
 	"github.com/zfuse/zfuse/fs"
 	"github.com/zfuse/zfuse/gpu"
 	"github.com/zfuse/zfuse/readahead"
@@ -31,9 +29,9 @@ import (
 // them are snapshots of counters the mount keeps anyway (readahead.Stats,
 // the GPU decoder's and the disk cache's Stats), read at each scrape by a
 // prometheus.Collector; what needs an observation per event (decode
-// seconds per batch, store request latency) is taken by wrappers at the
-// boundaries this file sets up (the batch decoder, the store, the chunk
-// source), never inside the loader.
+// seconds per batch, store request latency) is reported by hooks: the
+// loader's Config.Decoded (the decode time it measures anyway), the
+// store's (store.Observe) and a wrapper of the chunk source.
 
 // A metrics is the registry of one command; nil when --metrics is not set
 // (then every wrapper returns what it was given).
@@ -331,30 +329,16 @@ func (s *snapshots) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// decoder wraps the batch decoder of array a to observe each batch's time
-// as zfuse_decode_batch_seconds{codec, decoder}. which is the router's
-// word for a ("gpu: ...", "cpu: ..."); decoder is gpu or cpu.
-func (m *metrics) decoder(a *zarr.Array, d codec.BatchDecoder, which string) codec.BatchDecoder {
+// decoded returns the loader's Config.Decoded that observes each batch's
+// decode time as zfuse_decode_batch_seconds{codec, decoder}, decoder as
+// the array's route says (cpu, gpu); nil without --metrics.
+func (m *metrics) decoded() func(*zarr.Array, readahead.Route, time.Duration) {
 	if m == nil {
-		return d
+		return nil
 	}
-	name := "cpu" // "cpu: ...", "cpu,inner-by-range: ..."
-	if strings.HasPrefix(which, "gpu") {
-		name = "gpu"
+	return func(a *zarr.Array, r readahead.Route, took time.Duration) {
+		m.decodeSeconds.WithLabelValues(a.Codecs, r.Decoder).Observe(took.Seconds())
 	}
-	return timedBatch{d, m.decodeSeconds.WithLabelValues(a.Codecs, name)}
-}
-
-type timedBatch struct {
-	d   codec.BatchDecoder
-	obs prometheus.Observer
-}
-
-func (t timedBatch) DecodeBatch(ctx context.Context, jobs []codec.Job) error {
-	start := time.Now()
-	err := t.d.DecodeBatch(ctx, jobs)
-	t.obs.Observe(time.Since(start).Seconds())
-	return err
 }
 
 // backoff returns b counting retries for backend.

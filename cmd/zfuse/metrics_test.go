@@ -10,16 +10,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/zfuse/zfuse/codec"
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/zarr"
 )
 
 // TestMetricsCollector: the collector reports the loader's snapshot as it
-// is at each scrape, the batch decoder wrapper files each batch under its
-// codec and decoder (gpu or cpu, whatever the router's reason says after
-// it), and every metric passes Prometheus' own lint (names, units, _total).
+// is at each scrape, the loader's hook files each batch decoded under its
+// codec and the decoder its route names (gpu or cpu, sharded or not), and
+// every metric passes Prometheus' own lint (names, units, _total).
 func TestMetricsCollector(t *testing.T) {
 	m := newMetrics("127.0.0.1:0")
 	st := readahead.Stats{Reads: 3, DecodedHits: 1, PrefetchUsed: 2, DecodedUsed: 5 << 20, DecodedBudget: 1 << 30,
@@ -34,9 +33,10 @@ func TestMetricsCollector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, why := range []string{"cpu: zstd has no GPU kernel", "cpu,inner-by-range: no GPU", "gpu: lz4"} {
-		d := m.decoder(a, codec.Batch(a.Decoder()), why)
-		d.DecodeBatch(context.Background(), []codec.Job{{Dst: make([]byte, 0, 16)}}) // fails: no source; still a batch
+	decoded := m.decoded()
+	for _, r := range []readahead.Route{{Decoder: "cpu", Why: "zstd has no GPU kernel"},
+		{Decoder: "cpu", Why: "no GPU", Shards: "inner-by-range"}, {Decoder: "gpu", Why: "lz4"}} {
+		decoded(a, r, time.Millisecond)
 	}
 
 	want := `
