@@ -225,7 +225,7 @@ func (l *Loader) decode(ctx context.Context, a *zarr.Array, refs []chunkRef, src
 	start := time.Now()
 	switch {
 	case route.Decoder == "none":
-	case route.Batch == nil:
+	case route.Shards == "whole-shard":
 		// Codecs over the whole shard: each chunk is cut from its shard.
 		for i := range jobs {
 			jobs[i].Dst, jobs[i].Err = a.DecodeFromShard(jobs[i].Dst, jobs[i].Src, refs[i].coords)
