@@ -112,49 +112,50 @@ func (r *Router) cpuBatch(d codec.Decoder) codec.BatchDecoder {
 	return r.cpu.Batch(d)
 }
 
-// Batch returns the BatchDecoder for arrays decoded by d. compressor is the
-// array's compressor configuration (a v2 .zarray "compressor" or the v3
-// blosc codec's configuration), or nil when unknown; it lets a Blosc array
-// whose cname has no GPU kernel go straight to the CPU.
-func (r *Router) Batch(d codec.Decoder, compressor codec.Config) codec.BatchDecoder {
+// Route returns the BatchDecoder for arrays decoded by d, which decoder it
+// is, "gpu" (in Auto mode: with batches under MinBatchBytes on the CPU) or
+// "cpu", and why, in a few words: "blosc lz4 shuffle", "zstd has no GPU
+// kernel", "no GPU", "the GPU failed (see the log)", "--decoder cpu"; why
+// there is no GPU is NoGPU's, for the log. compressor is the array's
+// compressor configuration (a v2 .zarray "compressor" or the v3 blosc
+// codec's configuration), or nil when unknown; it lets a Blosc array whose
+// cname has no GPU kernel go straight to the CPU.
+func (r *Router) Route(d codec.Decoder, compressor codec.Config) (b codec.BatchDecoder, decoder, why string) {
 	cpu := r.cpuBatch(d)
-	if r.gpu == nil || r.mode == CPU {
-		return cpu
-	}
-	if _, ok := gpuPath(d, compressor); !ok {
-		return cpu
-	}
-	min := r.minBytes
-	if r.mode == GPU {
-		min = 0
-	}
-	b, ok := r.gpu.batch(d, cpu, min)
-	if !ok {
-		return cpu
-	}
-	return b
-}
-
-// Why says which decoder Batch picks for d and why, for `zfuse info`:
-// "gpu: blosc lz4 shuffle", "cpu: zstd has no GPU kernel", "cpu: no GPU",
-// "cpu: the GPU failed (see the log)", "cpu: --decoder cpu". It is short:
-// why there is no GPU is NoGPU's, for the log.
-func (r *Router) Why(d codec.Decoder, compressor codec.Config) string {
 	if r.mode == CPU {
-		return "cpu: --decoder cpu"
+		return cpu, "cpu", "--decoder cpu"
 	}
 	what, ok := gpuPath(d, compressor)
 	switch {
 	case !ok:
-		return "cpu: " + what + " has no GPU kernel"
+		return cpu, "cpu", what + " has no GPU kernel"
 	case r.gpu == nil && Absent(r.noGPU):
-		return "cpu: no GPU"
+		return cpu, "cpu", "no GPU"
 	case r.gpu == nil:
-		return "cpu: the GPU failed (see the log)"
-	case r.mode == Auto:
-		return fmt.Sprintf("gpu: %s (batches under %d MiB on the CPU)", what, r.minBytes>>20)
+		return cpu, "cpu", "the GPU failed (see the log)"
 	}
-	return "gpu: " + what
+	min, why := int64(0), what
+	if r.mode == Auto {
+		min, why = r.minBytes, fmt.Sprintf("%s (batches under %d MiB on the CPU)", what, r.minBytes>>20)
+	}
+	g, ok := r.gpu.batch(d, cpu, min)
+	if !ok { // not reached: gpuPath and batch know the same pipelines
+		return cpu, "cpu", what + " has no GPU kernel"
+	}
+	return g, "gpu", why
+}
+
+// Batch returns Route's BatchDecoder.
+func (r *Router) Batch(d codec.Decoder, compressor codec.Config) codec.BatchDecoder {
+	b, _, _ := r.Route(d, compressor)
+	return b
+}
+
+// Why says which decoder Route picks for d and why, for `zfuse info`:
+// "gpu: blosc lz4 shuffle", "cpu: zstd has no GPU kernel", "cpu: no GPU".
+func (r *Router) Why(d codec.Decoder, compressor codec.Config) string {
+	_, decoder, why := r.Route(d, compressor)
+	return decoder + ": " + why
 }
 
 // gpuPath describes d's pipeline ("blosc lz4 bitshuffle", "lz4") and says

@@ -19,7 +19,7 @@ func TestReadAllocs(t *testing.T) {
 	a, s := benchStore(t, 1024, 1<<14, true) // 64 KiB chunks, ~35 KiB stored
 	pool := codec.NewPool(2)
 	t.Cleanup(func() { pool.Close() })
-	l := New(Config{Store: s, Decoder: func(a *zarr.Array) codec.BatchDecoder { return pool.Batch(a.Decoder()) },
+	l := New(Config{Store: s, Decoder: func(a *zarr.Array) Route { return Route{Decoder: "cpu", Batch: pool.Batch(a.Decoder())} },
 		DecodedBudget: 8 << 20, ReadaheadBudget: 4 << 20})
 	t.Cleanup(func() { l.Close() })
 	ctx := context.Background()

@@ -53,10 +53,10 @@ func BenchmarkLoaderSequential(b *testing.B) {
 	b.Cleanup(func() { pool.Close() })
 	decoders := []struct {
 		name string
-		d    func(*zarr.Array) codec.BatchDecoder
+		d    func(*zarr.Array) Route
 	}{
 		{"loop", nil},
-		{"pool", func(a *zarr.Array) codec.BatchDecoder { return pool.Batch(a.Decoder()) }},
+		{"pool", func(a *zarr.Array) Route { return Route{Decoder: "cpu", Batch: pool.Batch(a.Decoder())} }},
 	}
 	for _, d := range decoders {
 		b.Run(d.name, func(b *testing.B) {

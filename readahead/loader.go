@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/zfuse/zfuse/cache"
-	"github.com/zfuse/zfuse/codec"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/zarr"
 )
@@ -24,10 +23,16 @@ var ErrClosed = errors.New("readahead: loader closed")
 // turns its tier off (for ReadaheadBudget: no prefetch).
 type Config struct {
 	Store store.Store // where stored chunk values are read
-	// Decoder returns the batch decoder for an array's chunks: a CPU pool,
-	// or a GPU decoder. Nil means codec.Batch(a.Decoder()). It is called
-	// once per array.
-	Decoder func(*zarr.Array) codec.BatchDecoder
+	// Decoder returns the batch decoder for an array's chunks, a CPU pool
+	// or a GPU decoder, as a Route whose Decoder ("cpu", "gpu") and Why
+	// say which and why. It is called once per array, through RouteOf:
+	// not for arrays stored uncompressed or with codecs over whole
+	// shards. Nil means codec.Batch(a.Decoder()) on the CPU.
+	Decoder func(*zarr.Array) Route
+	// Decoded, if not nil, is told of each batch of an array's chunks
+	// decoded (not of arrays stored uncompressed), with its route and the
+	// wall time it took: the time Stats.Decode adds up, measured once.
+	Decoded func(a *zarr.Array, r Route, took time.Duration)
 
 	// Files keeps decoded chunks in memfds, decoded straight into them,
 	// instead of on the heap: files that the kernel reads itself through
@@ -75,8 +80,9 @@ type Config struct {
 type Loader struct {
 	// Immutable after New.
 	store       store.Store
-	decoder     func(*zarr.Array) codec.BatchDecoder
-	decodedOff  bool // no decoded tier: every read loads
+	decoder     func(*zarr.Array) Route                          // Config.Decoder, nil or not (RouteOf)
+	onDecoded   func(a *zarr.Array, r Route, took time.Duration) // Config.Decoded; nil: none
+	decodedOff  bool                                             // no decoded tier: every read loads
 	policy      Policy
 	ttl         time.Duration
 	log         *slog.Logger
@@ -101,9 +107,9 @@ type Loader struct {
 	places placeQueue              // decoded chunks to place, in order (prefetch.go)
 
 	// Each with its own lock.
-	readers readers       // whom readahead follows, and whether the Loader is closed (streams.go)
-	batch   batchDecoders // each array's batch decoder (source.go)
-	decodes decodeCounts  // the decoding done, by codec pipeline (stats.go)
+	readers readers      // whom readahead follows, and whether the Loader is closed (streams.go)
+	routes  routes       // each array's route (source.go)
+	decodes decodeCounts // the decoding done, by codec pipeline (stats.go)
 
 	latency atomic.Int64 // moving average of store reads' time, ns (policyFor)
 
@@ -145,15 +151,13 @@ func New(cfg Config) *Loader {
 	l := &Loader{
 		store:      cfg.Store,
 		decoder:    cfg.Decoder,
+		onDecoded:  cfg.Decoded,
 		decodedOff: cfg.DecodedBudget <= 0,
 		policy:     cfg.Policy,
 		ttl:        cfg.TTL,
 		log:        cfg.Log,
 		ctx:        ctx,
 		cancel:     cancel,
-	}
-	if l.decoder == nil {
-		l.decoder = func(a *zarr.Array) codec.BatchDecoder { return codec.Batch(a.Decoder()) }
 	}
 	if l.ttl <= 0 {
 		l.ttl = 30 * time.Second

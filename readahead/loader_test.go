@@ -150,12 +150,12 @@ func readChunk(t testing.TB, l *Loader, a *zarr.Array, path string, i int64, pid
 }
 
 func TestLoaderSequential(t *testing.T) {
-	decoders := map[string]func(*zarr.Array) codec.BatchDecoder{
+	decoders := map[string]func(*zarr.Array) Route{
 		"loop": nil,
-		"pool": func(a *zarr.Array) codec.BatchDecoder {
+		"pool": func(a *zarr.Array) Route {
 			p := codec.NewPool(2)
 			t.Cleanup(func() { p.Close() })
-			return p.Batch(a.Decoder())
+			return Route{Decoder: "cpu", Batch: p.Batch(a.Decoder())}
 		},
 	}
 	for name, dec := range decoders {

@@ -181,7 +181,8 @@ func (l *Loader) servesStored(a *zarr.Array) bool {
 }
 
 // decode decodes the chunks refs of a from srcs (as encoded returned them)
-// in one batch with a's batch decoder, and records the time. Each chunk
+// in one batch, as a's route says, and records the time (the one
+// measurement of it: Stats.Decode and Config.Decoded). Each chunk
 // comes back with one reference, the caller's, or with the reason it did
 // not decode to exactly ChunkLen bytes. Chunks are decoded into buffers
 // from the pool, or, with Config.Files, straight into the mapped files
@@ -195,7 +196,8 @@ func (l *Loader) decode(ctx context.Context, a *zarr.Array, refs []chunkRef, src
 	mfs := make([]*memFile, n)   // with Config.Files: the files decoded into
 	maps := make([][]byte, n)    // their mappings, dropped once decoded
 	fileErrs := make([]error, n) // why a file could not be had
-	isRaw, files := raw(a), l.files.Load()
+	route := l.route(a)
+	isRaw, files := route.Decoder == "none", l.files.Load()
 	for i := range jobs {
 		jobs[i].Src = srcs[i].b
 		switch {
@@ -222,14 +224,14 @@ func (l *Loader) decode(ctx context.Context, a *zarr.Array, refs []chunkRef, src
 	}
 	start := time.Now()
 	switch {
-	case isRaw:
-	case a.WholeShard():
+	case route.Decoder == "none":
+	case route.Shards == "whole-shard":
 		// Codecs over the whole shard: each chunk is cut from its shard.
 		for i := range jobs {
 			jobs[i].Dst, jobs[i].Err = a.DecodeFromShard(jobs[i].Dst, jobs[i].Src, refs[i].coords)
 		}
 	default:
-		if err := l.batchDecoder(a).DecodeBatch(ctx, jobs); err != nil {
+		if err := route.Batch.DecodeBatch(ctx, jobs); err != nil {
 			for i := range jobs {
 				if jobs[i].Err == nil && len(jobs[i].Dst) == 0 {
 					jobs[i].Err = err // not reached
@@ -238,6 +240,9 @@ func (l *Loader) decode(ctx context.Context, a *zarr.Array, refs []chunkRef, src
 		}
 	}
 	took := time.Since(start)
+	if l.onDecoded != nil && route.Decoder != "none" {
+		l.onDecoded(a, route, took)
+	}
 	for _, m := range maps {
 		unmap(m)
 	}
@@ -277,24 +282,24 @@ func (l *Loader) decode(ctx context.Context, a *zarr.Array, refs []chunkRef, src
 	return cs, errs
 }
 
-// batchDecoders holds each array's batch decoder, made once per array.
-type batchDecoders struct {
+// routes holds each array's route, decided once per array.
+type routes struct {
 	mu sync.Mutex // guards m
-	m  map[*zarr.Array]codec.BatchDecoder
+	m  map[*zarr.Array]Route
 }
 
-// batchDecoder returns a's batch decoder, made once per array.
-func (l *Loader) batchDecoder(a *zarr.Array) codec.BatchDecoder {
-	b := &l.batch
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	d, ok := b.m[a]
+// route returns a's route (RouteOf), decided once per array.
+func (l *Loader) route(a *zarr.Array) Route {
+	rs := &l.routes
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	r, ok := rs.m[a]
 	if !ok {
-		if b.m == nil {
-			b.m = map[*zarr.Array]codec.BatchDecoder{}
+		if rs.m == nil {
+			rs.m = map[*zarr.Array]Route{}
 		}
-		d = l.decoder(a)
-		b.m[a] = d
+		r = RouteOf(a, l.decoder)
+		rs.m[a] = r
 	}
-	return d
+	return r
 }

@@ -135,7 +135,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer dec.Close()
-	dec.observe = m.decoder
+	dec.decoded = m.decoded()
 	cached, disk, err := withDiskCache(src, fl.Arg(0), sf, log) // source.go: --cache-dir
 	if err != nil {
 		src.Close()
@@ -177,7 +177,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "cat":
 		return cat(ctx, stdout, tree, fl.Arg(1))
 	}
-	if err := info(ctx, stdout, tree, dec.router, lf.serving, fl.Arg(0), viewFlag(bool(asV2), bool(asNpy))); err != nil {
+	if err := info(ctx, stdout, tree, dec, lf.serving, fl.Arg(0), viewFlag(bool(asV2), bool(asNpy))); err != nil {
 		return err
 	}
 	return plan.print(stdout)

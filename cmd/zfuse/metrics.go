@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/zfuse/zfuse/codec"
 	"github.com/zfuse/zfuse/fs"
 	"github.com/zfuse/zfuse/gpu"
 	"github.com/zfuse/zfuse/readahead"
@@ -31,9 +29,9 @@ import (
 // them are snapshots of counters the mount keeps anyway (readahead.Stats,
 // the GPU decoder's and the disk cache's Stats), read at each scrape by a
 // prometheus.Collector; what needs an observation per event (decode
-// seconds per batch, store request latency) is taken by wrappers at the
-// boundaries this file sets up (the batch decoder, the store, the chunk
-// source), never inside the loader.
+// seconds per batch, store request latency) is reported by hooks: the
+// loader's Config.Decoded (the decode time it measures anyway), the
+// store's (store.Observe) and a wrapper of the chunk source.
 
 // A metrics is the registry of one command; nil when --metrics is not set
 // (then every wrapper returns what it was given).
@@ -65,7 +63,7 @@ func newMetrics(addr string) *metrics {
 	}, []string{"codec", "decoder"})
 	m.storeRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "zfuse_store_requests_total",
-		Help: "Calls of the store backend (read, read_range, stat, list): for http and s3 one request each, with its retries, unless the backend answers from what it has seen (metadata documents, sizes).",
+		Help: "Calls of the store backend (read, read_range, stat, list, open): for http and s3 one request each, with its retries, unless the backend answers from what it has seen (metadata documents, sizes).",
 	}, []string{"backend", "op"})
 	m.storeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "zfuse_store_errors_total",
@@ -331,30 +329,16 @@ func (s *snapshots) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// decoder wraps the batch decoder of array a to observe each batch's time
-// as zfuse_decode_batch_seconds{codec, decoder}. which is the router's
-// word for a ("gpu: ...", "cpu: ..."); decoder is gpu or cpu.
-func (m *metrics) decoder(a *zarr.Array, d codec.BatchDecoder, which string) codec.BatchDecoder {
+// decoded returns the loader's Config.Decoded that observes each batch's
+// decode time as zfuse_decode_batch_seconds{codec, decoder}, decoder as
+// the array's route says (cpu, gpu); nil without --metrics.
+func (m *metrics) decoded() func(*zarr.Array, readahead.Route, time.Duration) {
 	if m == nil {
-		return d
+		return nil
 	}
-	name := "cpu" // "cpu: ...", "cpu,inner-by-range: ..."
-	if strings.HasPrefix(which, "gpu") {
-		name = "gpu"
+	return func(a *zarr.Array, r readahead.Route, took time.Duration) {
+		m.decodeSeconds.WithLabelValues(a.Codecs, r.Decoder).Observe(took.Seconds())
 	}
-	return timedBatch{d, m.decodeSeconds.WithLabelValues(a.Codecs, name)}
-}
-
-type timedBatch struct {
-	d   codec.BatchDecoder
-	obs prometheus.Observer
-}
-
-func (t timedBatch) DecodeBatch(ctx context.Context, jobs []codec.Job) error {
-	start := time.Now()
-	err := t.d.DecodeBatch(ctx, jobs)
-	t.obs.Observe(time.Since(start).Seconds())
-	return err
 }
 
 // backoff returns b counting retries for backend.
@@ -366,104 +350,27 @@ func (m *metrics) backoff(backend string) remote.Backoff {
 	return remote.Backoff{OnRetry: func(error) { c.Inc() }}
 }
 
-// store wraps src to count and time its requests as backend.
+// store wraps src to count and time its requests as backend. The
+// wrapper is store.Observe's: it has the optional interfaces src has.
 func (m *metrics) store(src source, backend string) source {
 	if m == nil {
 		return src
 	}
-	return &observedStore{src, backend, m}
-}
-
-// An observedStore is a source whose requests are counted and timed. It
-// has every optional method of a store, falling back where src lacks one
-// as package store's functions do.
-type observedStore struct {
-	src     source
-	backend string
-	m       *metrics
-}
-
-var (
-	_ store.RangeReader  = (*observedStore)(nil)
-	_ store.Lister       = (*observedStore)(nil)
-	_ store.Stater       = (*observedStore)(nil)
-	_ store.Versioner    = (*observedStore)(nil)
-	_ store.BufferReader = (*observedStore)(nil)
-)
-
-// observe records one request of op that started at start and read n bytes.
-func (o *observedStore) observe(op string, start time.Time, n int, err error) {
-	o.m.storeRequests.WithLabelValues(o.backend, op).Inc()
-	o.m.storeSeconds.WithLabelValues(o.backend, op).Observe(time.Since(start).Seconds())
-	if n > 0 {
-		o.m.storeBytes.WithLabelValues(o.backend).Add(float64(n))
-	}
-	if err != nil && !errors.Is(err, iofs.ErrNotExist) && !errors.Is(err, store.ErrNotModified) && !errors.Is(err, context.Canceled) {
-		o.m.storeErrors.WithLabelValues(o.backend, op).Inc()
-	}
-}
-
-func (o *observedStore) Close() error { return o.src.Close() }
-
-func (o *observedStore) ReadKey(ctx context.Context, key string) ([]byte, error) {
-	start := time.Now()
-	b, err := o.src.ReadKey(ctx, key)
-	o.observe("read", start, len(b), err)
-	return b, err
-}
-
-func (o *observedStore) ReadKeyRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
-	start := time.Now()
-	b, err := store.ReadRange(ctx, o.src, key, off, n)
-	o.observe("read_range", start, len(b), err)
-	return b, err
-}
-
-func (o *observedStore) ReadKeyInto(ctx context.Context, key string, off, n int64, get func(int) []byte) ([]byte, error) {
-	start := time.Now()
-	b, err := store.ReadInto(ctx, o.src, key, off, n, get)
-	op := "read"
-	if n >= 0 {
-		op = "read_range"
-	}
-	o.observe(op, start, len(b), err)
-	return b, err
-}
-
-func (o *observedStore) ReadKeyVersion(ctx context.Context, key string, off, n int64, have string) ([]byte, string, error) {
-	v, ok := o.src.(store.Versioner)
-	if !ok {
-		if n < 0 {
-			b, err := o.ReadKey(ctx, key)
-			return b, "", err
+	bytes := m.storeBytes.WithLabelValues(backend)
+	obs := func(op, key string, n int64, d time.Duration, err error) {
+		if op == "list" && errors.Is(err, store.ErrNotSupported) {
+			return // no request: the backend cannot list
 		}
-		b, err := o.ReadKeyRange(ctx, key, off, n)
-		return b, "", err
+		m.storeRequests.WithLabelValues(backend, op).Inc()
+		m.storeSeconds.WithLabelValues(backend, op).Observe(d.Seconds())
+		if n > 0 {
+			bytes.Add(float64(n))
+		}
+		if err != nil && !errors.Is(err, iofs.ErrNotExist) && !errors.Is(err, store.ErrNotModified) && !errors.Is(err, context.Canceled) {
+			m.storeErrors.WithLabelValues(backend, op).Inc()
+		}
 	}
-	start := time.Now()
-	b, version, err := v.ReadKeyVersion(ctx, key, off, n, have)
-	op := "read"
-	if n >= 0 {
-		op = "read_range"
-	}
-	o.observe(op, start, len(b), err)
-	return b, version, err
-}
-
-func (o *observedStore) List(ctx context.Context, dir string) ([]store.Entry, error) {
-	start := time.Now()
-	es, err := store.List(ctx, o.src, dir)
-	if !errors.Is(err, store.ErrNotSupported) {
-		o.observe("list", start, 0, err)
-	}
-	return es, err
-}
-
-func (o *observedStore) Stat(ctx context.Context, name string) (store.Entry, error) {
-	start := time.Now()
-	e, err := store.Stat(ctx, o.src, name)
-	o.observe("stat", start, 0, err)
-	return e, err
+	return store.Observe(src, obs).(source) // src is an io.Closer: so is its observed store
 }
 
 // chunks wraps the chunk source of the tree to count bytes served and

@@ -2,21 +2,23 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/zfuse/zfuse/codec"
 	"github.com/zfuse/zfuse/readahead"
+	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/zarr"
 )
 
 // TestMetricsCollector: the collector reports the loader's snapshot as it
-// is at each scrape, the batch decoder wrapper files each batch under its
-// codec and decoder (gpu or cpu, whatever the router's reason says after
-// it), and every metric passes Prometheus' own lint (names, units, _total).
+// is at each scrape, the loader's hook files each batch decoded under its
+// codec and the decoder its route names (gpu or cpu, sharded or not), and
+// every metric passes Prometheus' own lint (names, units, _total).
 func TestMetricsCollector(t *testing.T) {
 	m := newMetrics("127.0.0.1:0")
 	st := readahead.Stats{Reads: 3, DecodedHits: 1, PrefetchUsed: 2, DecodedUsed: 5 << 20, DecodedBudget: 1 << 30,
@@ -31,9 +33,10 @@ func TestMetricsCollector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, why := range []string{"cpu: zstd has no GPU kernel", "cpu,inner-by-range: no GPU", "gpu: lz4"} {
-		d := m.decoder(a, codec.Batch(a.Decoder()), why)
-		d.DecodeBatch(context.Background(), []codec.Job{{Dst: make([]byte, 0, 16)}}) // fails: no source; still a batch
+	decoded := m.decoded()
+	for _, r := range []readahead.Route{{Decoder: "cpu", Why: "zstd has no GPU kernel"},
+		{Decoder: "cpu", Why: "no GPU", Shards: "inner-by-range"}, {Decoder: "gpu", Why: "lz4"}} {
+		decoded(a, r, time.Millisecond)
 	}
 
 	want := `
@@ -89,6 +92,64 @@ zfuse_chunk_reads_total 3
 	for _, p := range problems {
 		if strings.HasPrefix(p.Metric, "zfuse_") {
 			t.Errorf("lint: %s: %s", p.Metric, p.Text)
+		}
+	}
+}
+
+// TestMetricsStore: --metrics counts and times the store's requests by
+// backend and op, counts bytes read, and errors other than a missing key;
+// the observed store keeps the store's optional interfaces (a directory
+// opens its files, for passthrough of chunks stored uncompressed).
+func TestMetricsStore(t *testing.T) {
+	m := newMetrics("127.0.0.1:0")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "k"), []byte("12345"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := store.Dir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := m.store(d, "dir")
+	defer src.Close()
+	if _, ok := src.(store.FileOpener); !ok {
+		t.Error("the observed directory store is not a FileOpener")
+	}
+	ctx := context.Background()
+	src.ReadKey(ctx, "k")
+	src.ReadKey(ctx, "missing")
+	src.ReadKey(ctx, "../outside")
+	store.ReadRange(ctx, src, "k", 1, 2)
+	store.List(ctx, src, ".")
+	for k, want := range map[string]float64{
+		`zfuse_store_requests_total{backend="dir",op="read"}`:       3,
+		`zfuse_store_requests_total{backend="dir",op="read_range"}`: 1,
+		`zfuse_store_requests_total{backend="dir",op="list"}`:       1,
+		`zfuse_store_errors_total{backend="dir",op="read"}`:         1,
+		`zfuse_store_read_bytes_total{backend="dir"}`:               7,
+	} {
+		name, labels, _ := strings.Cut(k, "{")
+		var got float64
+		fams, err := m.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fams {
+			for _, mt := range f.GetMetric() {
+				if f.GetName() != name {
+					continue
+				}
+				var ls []string
+				for _, l := range mt.GetLabel() {
+					ls = append(ls, l.GetName()+`="`+l.GetValue()+`"`)
+				}
+				if strings.Join(ls, ",")+"}" == labels {
+					got = mt.GetCounter().GetValue()
+				}
+			}
+		}
+		if got != want {
+			t.Errorf("%s = %v, want %v", k, got, want)
 		}
 	}
 }

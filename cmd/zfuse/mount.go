@@ -115,7 +115,7 @@ func (m *modeFlag) Set(s string) error {
 type decoders struct {
 	pool    *codec.Pool
 	router  *gpu.Router
-	observe func(a *zarr.Array, d codec.BatchDecoder, why string) codec.BatchDecoder // nil, or --metrics timing batches (metrics.go)
+	decoded func(*zarr.Array, readahead.Route, time.Duration) // nil, or --metrics timing each batch decoded (metrics.go)
 }
 
 // decoders starts the CPU pool and, unless --decoder cpu, opens the GPU.
@@ -156,14 +156,13 @@ func (d *decoders) Close() {
 	d.pool.Close()
 }
 
-// batch returns the batch decoder of a's chunks: the GPU or the CPU pool,
-// as the router decides from a's codec and compressor configuration.
-func (d *decoders) batch(a *zarr.Array) codec.BatchDecoder {
-	b := d.router.Batch(a.Decoder(), a.Compressor())
-	if d.observe != nil {
-		return d.observe(a, b, d.router.Why(a.Decoder(), a.Compressor()))
-	}
-	return b
+// route returns the batch decoder of a's chunks, the GPU or the CPU pool,
+// as the router decides from a's codec and compressor configuration, and
+// says which and why: the loader's Config.Decoder, which
+// readahead.RouteOf asks of arrays that need a batch decoder.
+func (d *decoders) route(a *zarr.Array) readahead.Route {
+	b, decoder, why := d.router.Route(a.Decoder(), a.Compressor())
+	return readahead.Route{Decoder: decoder, Why: why, Batch: b}
 }
 
 // loader returns the chunk loader over s, decoding with dec, and a
@@ -171,7 +170,8 @@ func (d *decoders) batch(a *zarr.Array) codec.BatchDecoder {
 func (f *loaderFlags) loader(s store.Store, dec *decoders, log *slog.Logger) (*readahead.Loader, func()) {
 	l := readahead.New(readahead.Config{
 		Store:            s,
-		Decoder:          dec.batch,
+		Decoder:          dec.route,
+		Decoded:          dec.decoded,
 		DecodedBudget:    int64(f.decoded),
 		CompressedBudget: int64(f.compressed),
 		ReadaheadBudget:  int64(f.readahead),

@@ -13,9 +13,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/zfuse/zfuse/cache"
-	"github.com/zfuse/zfuse/codec"
 	"github.com/zfuse/zfuse/fs"
-	"github.com/zfuse/zfuse/gpu"
+	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/zarr"
 )
@@ -79,7 +78,7 @@ func npyRootName(source string) string {
 // A last line says which serving path zfuse mount --serving would use on
 // this machine (fs.ProbeServing mounts an empty file system to ask the
 // kernel), and why not the one asked for.
-func info(ctx context.Context, stdout io.Writer, tree *fs.Tree, r *gpu.Router, serving fs.Serving, source, view string) error {
+func info(ctx context.Context, stdout io.Writer, tree *fs.Tree, dec *decoders, serving fs.Serving, source, view string) error {
 	arrays, err := tree.Arrays(ctx)
 	if err != nil {
 		return err
@@ -113,7 +112,7 @@ func info(ctx context.Context, stdout io.Writer, tree *fs.Tree, r *gpu.Router, s
 		case in.Stored > 0 && in.PassThrough == nil:
 			ratio = fmt.Sprintf("%.2f", float64(in.Presented)/float64(in.Stored))
 		}
-		how, decoder := "raw", decoderOf(in.Array, r)
+		how, decoder := "raw", decoderOf(in.Array, dec)
 		switch {
 		case in.Hidden != nil:
 			how, decoder = "not shown ("+view+"): "+in.Hidden.Error(), "-"
@@ -144,29 +143,19 @@ func info(ctx context.Context, stdout io.Writer, tree *fs.Tree, r *gpu.Router, s
 	return err
 }
 
-// decoderOf says what decodes a's chunks and why: r.Why ("gpu: blosc lz4
-// shuffle", "cpu: zstd has no GPU kernel", "cpu: no GPU: <reason>"), or
-// "none" for chunks stored uncompressed, which are served as stored. For a
-// sharded array it adds whether an inner chunk is read by range (its
-// shard's index cached: "cpu,inner-by-range: ...") or needs its whole
-// shard (codecs over the whole shard, which the CPU undoes chunk by chunk:
-// "cpu,whole-shard").
-func decoderOf(a *zarr.Array, r *gpu.Router) string {
-	switch {
-	case a == nil || a.Decoder() == nil:
+// decoderOf says what decodes a's chunks and why, as the loader decides
+// it (readahead.RouteOf): the router's choice ("gpu: blosc lz4 shuffle",
+// "cpu: zstd has no GPU kernel", "cpu: no GPU"), or "none: stored
+// uncompressed" for chunks served as stored. For a sharded array it adds
+// whether an inner chunk is read by range (its shard's index cached:
+// "cpu,inner-by-range: ...") or needs its whole shard (codecs over the
+// whole shard, which the CPU undoes chunk by chunk: "cpu,whole-shard").
+// "-" where there is no array to decode.
+func decoderOf(a *zarr.Array, dec *decoders) string {
+	if a == nil || a.Decoder() == nil {
 		return "-"
-	case a.WholeShard():
-		return "cpu,whole-shard"
 	}
-	why := "none: stored uncompressed"
-	if _, raw := a.Decoder().(codec.Raw); !raw {
-		why = r.Why(a.Decoder(), a.Compressor())
-	}
-	if a.Shard() != nil {
-		which, reason, _ := strings.Cut(why, ":")
-		why = which + ",inner-by-range:" + reason
-	}
-	return why
+	return readahead.RouteOf(a, dec.route).String()
 }
 
 // dims formats a shape as "100x200" ("()" for 0-d).
