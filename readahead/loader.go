@@ -26,7 +26,8 @@ type Config struct {
 	Store store.Store // where stored chunk values are read
 	// Decoder returns the batch decoder for an array's chunks: a CPU pool,
 	// or a GPU decoder. Nil means codec.Batch(a.Decoder()). It is called
-	// once per array.
+	// once per array, and again for an array read after those of 1024
+	// others (maxBatchDecoders).
 	Decoder func(*zarr.Array) codec.BatchDecoder
 
 	// Files keeps decoded chunks in memfds, decoded straight into them,

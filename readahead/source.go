@@ -277,20 +277,28 @@ func (l *Loader) decode(ctx context.Context, a *zarr.Array, refs []chunkRef, src
 	return cs, errs
 }
 
-// batchDecoders holds each array's batch decoder, made once per array.
+// batchDecoders holds the batch decoders of the arrays read lately, made
+// once per array. Under zfuse --refresh every metadata read is a new
+// *zarr.Array, so a table keeping them all would grow for the life of the
+// mount; at maxBatchDecoders arrays it starts over instead (a decoder is
+// cheap to make again).
 type batchDecoders struct {
 	mu sync.Mutex // guards m
 	m  map[*zarr.Array]codec.BatchDecoder
 }
 
-// batchDecoder returns a's batch decoder, made once per array.
+// maxBatchDecoders bounds the arrays batchDecoders holds decoders for.
+const maxBatchDecoders = 1024
+
+// batchDecoder returns a's batch decoder, made once per array (see
+// batchDecoders).
 func (l *Loader) batchDecoder(a *zarr.Array) codec.BatchDecoder {
 	b := &l.batch
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	d, ok := b.m[a]
 	if !ok {
-		if b.m == nil {
+		if b.m == nil || len(b.m) >= maxBatchDecoders {
 			b.m = map[*zarr.Array]codec.BatchDecoder{}
 		}
 		d = l.decoder(a)
