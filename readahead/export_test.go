@@ -4,9 +4,7 @@ package readahead
 // for; how many name orders it keeps, and their bytes; and how many it
 // has computed.
 func (l *Loader) arrayTables() (decoders, orders int, orderBytes, computed int64) {
-	l.batch.mu.Lock()
-	decoders = len(l.batch.m)
-	l.batch.mu.Unlock()
+	decoders = int(l.batch.len())
 	st := l.readers.orders.Stats()
 	return decoders, int(st.Items), st.Used, st.Loads
 }

@@ -306,3 +306,10 @@ func (l *Loader) batchDecoder(a *zarr.Array) codec.BatchDecoder {
 	}
 	return d
 }
+
+// len returns the arrays b holds decoders for.
+func (b *batchDecoders) len() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return int64(len(b.m))
+}
