@@ -160,5 +160,7 @@ func (f *fileNode) OnForget() {
 // OnForget drops d, an array's directory, from the placer once the kernel
 // has forgotten it.
 func (d *dirNode) OnForget() {
-	d.m.place.setDir(d.cur(), nil)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.m.place.setDir(d.n, nil) // under d.mu, as node's calls are
 }
