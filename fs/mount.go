@@ -148,9 +148,7 @@ func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*Server, 
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
-	if root.m != nil && root.m.arr != nil && root.m.arr.raw() {
-		m.place.addDir(root.m.arr, root.key) // a store whose root is an array
-	}
+	m.place.setDir(nil, root) // a store whose root is an array
 	srv, err := fusefs.Mount(dir, newDirNode(t, root, m), opts)
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)

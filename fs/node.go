@@ -55,6 +55,7 @@ func (d *dirNode) node(ctx context.Context) (*node, error) {
 		return nil, err
 	}
 	d.mu.Lock()
+	d.m.place.setDir(d.n, cur) // a new array, perhaps: the placer follows
 	d.n, d.at = cur, at
 	d.mu.Unlock()
 	return cur, nil
@@ -177,9 +178,7 @@ func (m *mount) inode(ctx context.Context, parent *fusefs.Inode, t *Tree, n *nod
 	}
 	if n.kind == kindDir {
 		ch := parent.NewInode(ctx, newDirNode(t, n, m), fusefs.StableAttr{Mode: fuse.S_IFDIR})
-		if n.m != nil && n.m.arr != nil && n.m.arr.raw() {
-			m.place.addDir(n.m.arr, n.key)
-		}
+		m.place.setDir(nil, n)
 		return ch
 	}
 	f := &fileNode{t: t, n: n, m: m}

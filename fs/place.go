@@ -50,23 +50,36 @@ func (p *placer) add(f *fileNode) {
 	p.nodes[f.chunkID()] = f
 }
 
-// addDir records the directory of a raw array, given an inode.
-func (p *placer) addDir(x *array, key string) {
+// setDir records that a directory whose node was old (nil: a new inode)
+// now serves cur (nil: the kernel forgot it): the directory of cur's
+// array, if raw, replaces old's. Under Config.Refresh each metadata read
+// is a new array, so the entries follow the kernel's directories, not
+// every array the tree ever read.
+func (p *placer) setDir(old, cur *node) {
+	was, now := rawArray(old), rawArray(cur)
+	if was == now {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.dirs == nil {
-		p.dirs = map[*zarr.Array]arrayDir{}
+	if was != nil && p.dirs[was.a].key == old.key {
+		delete(p.dirs, was.a)
 	}
-	p.dirs[x.a] = arrayDir{key, x.v3}
+	if now != nil {
+		if p.dirs == nil {
+			p.dirs = map[*zarr.Array]arrayDir{}
+		}
+		p.dirs[now.a] = arrayDir{cur.key, now.v3}
+	}
 }
 
-// removeDir forgets the directory key of a, which the kernel forgot.
-func (p *placer) removeDir(a *zarr.Array, key string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.dirs[a].key == key {
-		delete(p.dirs, a)
+// rawArray returns the array n, a directory, is, if it is presented raw;
+// else nil.
+func rawArray(n *node) *array {
+	if n == nil || n.m == nil || n.m.arr == nil || !n.m.arr.raw() {
+		return nil
 	}
+	return n.m.arr
 }
 
 // remove forgets f, which the kernel forgot.
@@ -164,7 +177,7 @@ func (f *fileNode) OnForget() {
 // OnForget drops d, an array's directory, from the placer once the kernel
 // has forgotten it.
 func (d *dirNode) OnForget() {
-	if n := d.cur(); n.m != nil && n.m.arr != nil && n.m.arr.raw() {
-		d.m.place.removeDir(n.m.arr.a, n.key)
-	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.m.place.setDir(d.n, nil) // under d.mu, as node's calls are
 }

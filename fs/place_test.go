@@ -2,16 +2,20 @@ package fs
 
 import (
 	"bytes"
+	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/zfuse/zfuse/internal/testutil"
 	"github.com/zfuse/zfuse/store"
+	"github.com/zfuse/zfuse/zarr"
 )
 
 // TestPush: on the page-cache serving paths, a sequential reader reads
@@ -159,5 +163,56 @@ func TestPassthroughDirectRelease(t *testing.T) {
 			t.Fatalf("round %d: a buffered read beside an O_DIRECT close: %d bytes, %v", i, len(got), err)
 		}
 		<-done
+	}
+}
+
+// TestPlacerDirsRefresh: under Config.Refresh every metadata read of an
+// array directory is a new *zarr.Array (here rewritten a thousand times,
+// with the same shape and new ones). The placer's table of array
+// directories keeps one entry for the directory, for the array it serves
+// now, and none once the kernel forgets it.
+func TestPlacerDirsRefresh(t *testing.T) {
+	st := newTestStore(t)
+	tr, _ := newTestTree(t, st, func(c *Config) { c.Refresh = time.Nanosecond }) // every lookup reads metadata again
+	ctx := context.Background()
+	root, err := tr.root(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := tr.child(ctx, root, "temp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &mount{}
+	m.place.setDir(nil, n) // as mount.inode does for the directory's inode
+	d := newDirNode(tr, n, m)
+	dirs := func() map[*zarr.Array]arrayDir {
+		m.place.mu.Lock()
+		defer m.place.mu.Unlock()
+		return maps.Clone(m.place.dirs)
+	}
+	arrays := map[*zarr.Array]bool{}
+	for i := range 1000 {
+		x := *st.arrays["temp"]
+		if i%2 == 1 {
+			x.shape = []int{6 + i%9, 7} // a new shape
+		}
+		replace(t, st.root, "temp/.zarray", x.zarray(`{"id": "zlib", "level": 1}`))
+		cur, err := d.node(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := rawArray(cur).a
+		arrays[a] = true
+		if got := dirs(); len(got) != 1 || got[a] != (arrayDir{key: "temp"}) {
+			t.Fatalf("after %d metadata reads: the placer's directories are %v; want temp's, for the array it serves now", i+1, got)
+		}
+	}
+	if len(arrays) < 1000 {
+		t.Fatalf("%d arrays for 1000 metadata reads: was the metadata read again?", len(arrays))
+	}
+	d.OnForget()
+	if got := dirs(); len(got) != 0 {
+		t.Errorf("the kernel forgot the directory; the placer still has %v", got)
 	}
 }

@@ -25,7 +25,8 @@ type Config struct {
 	Store store.Store // where stored chunk values are read
 	// Decoder returns the batch decoder for an array's chunks, a CPU pool
 	// or a GPU decoder, as a Route whose Decoder ("cpu", "gpu") and Why
-	// say which and why. It is called once per array, through RouteOf:
+	// say which and why. It is called once per array, through RouteOf
+	// (again for an array read after those of 1024 others, maxRoutes):
 	// not for arrays stored uncompressed or with codecs over whole
 	// shards. Nil means codec.Batch(a.Decoder()) on the CPU.
 	Decoder func(*zarr.Array) Route

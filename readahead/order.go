@@ -45,3 +45,11 @@ func newNameOrder(a *zarr.Array) *nameOrder {
 	}
 	return &nameOrder{pos: pos, lin: lin}
 }
+
+// size is the bytes o holds; 0 for nil (no order).
+func (o *nameOrder) size() int64 {
+	if o == nil {
+		return 0
+	}
+	return 8 * int64(len(o.pos))
+}

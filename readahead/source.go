@@ -282,24 +282,38 @@ func (l *Loader) decode(ctx context.Context, a *zarr.Array, refs []chunkRef, src
 	return cs, errs
 }
 
-// routes holds each array's route, decided once per array.
+// routes holds the routes of the arrays read lately, decided once per
+// array. Under zfuse --refresh every metadata read is a new *zarr.Array,
+// so a table keeping them all would grow for the life of the mount; at
+// maxRoutes arrays it starts over instead (a route is cheap to decide
+// again).
 type routes struct {
 	mu sync.Mutex // guards m
 	m  map[*zarr.Array]Route
 }
 
-// route returns a's route (RouteOf), decided once per array.
+// maxRoutes bounds the arrays routes holds routes for.
+const maxRoutes = 1024
+
+// route returns a's route (RouteOf), decided once per array (see routes).
 func (l *Loader) route(a *zarr.Array) Route {
 	rs := &l.routes
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	r, ok := rs.m[a]
 	if !ok {
-		if rs.m == nil {
+		if rs.m == nil || len(rs.m) >= maxRoutes {
 			rs.m = map[*zarr.Array]Route{}
 		}
 		r = RouteOf(a, l.decoder)
 		rs.m[a] = r
 	}
 	return r
+}
+
+// len returns the arrays rs holds routes for.
+func (rs *routes) len() int64 {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return int64(len(rs.m))
 }

@@ -40,6 +40,9 @@ type Stats struct {
 	StoredOpens            int64 // chunks opened as their stored files (stored uncompressed), not decoded
 	BufferReuses           int64 // decodes into a buffer a chunk had left (no fresh memory)
 	Forgotten              int64 // Forget calls: chunks whose stored value changed (zfuse --refresh)
+	// Arrays with a batch decoder kept, and name orders kept: bounded
+	// however often zfuse --refresh reads metadata again.
+	ArrayDecoders, NameOrders int64
 
 	Decode map[string]DecodeStats // by codec pipeline (zarr.Array.Codecs)
 
@@ -96,6 +99,8 @@ func (l *Loader) Stats() Stats {
 		StoredOpens:         l.storedOpens.Load(),
 		BufferReuses:        l.bufs.reuses(),
 		Forgotten:           l.forgotten.Load(),
+		ArrayDecoders:       l.routes.len(),
+		NameOrders:          l.readers.orders.Stats().Items,
 		Memfds:              l.memfds.n.Load() - l.memfds.freeN.Load(),
 		MemfdBytes:          l.memfds.bytes.Load() - l.memfds.freeBytes.Load(),
 		MemfdsFree:          l.memfds.freeN.Load(),

@@ -1,10 +1,13 @@
 package readahead
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/zfuse/zfuse/cache"
 	"github.com/zfuse/zfuse/zarr"
 )
 
@@ -18,10 +21,15 @@ type readers struct {
 	max int           // immutable: streams remembered
 	ttl time.Duration // immutable: a stream idle this long may be forgotten
 
+	// orders holds the name orders computed lately, by grid (orderKey):
+	// arrays re-read with the same grid (zfuse --refresh) share one, and
+	// at most maxOrderBytes of them are kept, the streams reading in one
+	// keeping theirs.
+	orders *cache.LRU[*nameOrder]
+
 	mu     sync.Mutex // guards the fields below
 	closed bool
 	m      map[streamID]*stream
-	orders map[*zarr.Array]*orderOnce
 }
 
 func (r *readers) init(max int, ttl time.Duration) {
@@ -30,7 +38,29 @@ func (r *readers) init(max int, ttl time.Duration) {
 	}
 	r.max, r.ttl = max, ttl
 	r.m = map[streamID]*stream{}
-	r.orders = map[*zarr.Array]*orderOnce{}
+	r.orders = cache.NewLRU(cache.LRUConfig[*nameOrder]{MaxBytes: maxOrderBytes, MaxItems: maxOrders, Size: (*nameOrder).size})
+}
+
+// maxOrderBytes and maxOrders bound the name orders readers keeps: two of
+// the largest (maxNameOrder chunks), or many small ones.
+const (
+	maxOrderBytes = 2 * 8 * maxNameOrder
+	maxOrders     = 256
+)
+
+// orderKey names what a's name order depends on: its grid and how its
+// chunk keys are written.
+func orderKey(a *zarr.Array) string {
+	return fmt.Sprintf("%q %q %v", a.KeyPrefix(), a.Separator, a.Grid())
+}
+
+// order returns a's name order (nil if it has too many chunks), computed
+// once per grid while it is kept.
+func (r *readers) order(a *zarr.Array) *nameOrder {
+	o, _ := r.orders.Load(context.Background(), orderKey(a), func(context.Context) (*nameOrder, error) {
+		return newNameOrder(a), nil
+	})
+	return o
 }
 
 // close marks the Loader closed; it reports false if it already was.
@@ -87,12 +117,6 @@ func run(n int, s State) int {
 	return n + 1
 }
 
-// orderOnce computes an array's name order once, on first need.
-type orderOnce struct {
-	once  sync.Once
-	order *nameOrder
-}
-
 // A reading says how a read counts for readahead.
 type reading int
 
@@ -131,19 +155,14 @@ func (l *Loader) plan(a *zarr.Array, path string, pid uint32, i int64, waited bo
 	}
 	if st.order == nil && !st.noOrder && st.misses >= 3 {
 		// A reader with no grid pattern: compute the array's name order,
-		// once per array, outside the lock (it sorts every key).
-		o := r.orders[a]
-		if o == nil {
-			o = &orderOnce{}
-			r.orders[a] = o
-		}
+		// once per grid, outside the lock (it sorts every key).
 		r.mu.Unlock()
-		o.once.Do(func() { o.order = newNameOrder(a) })
+		o := r.order(a)
 		r.mu.Lock()
 		if r.closed {
 			return ErrClosed
 		}
-		st.order, st.noOrder = o.order, o.order == nil
+		st.order, st.noOrder = o, o == nil
 	}
 	pol := l.policyFor(a)
 	if how == flatRead {

@@ -186,6 +186,7 @@ var (
 	dHeld            = desc("zfuse_cache_bytes", "Bytes held now, by tier (decoded, compressed, readahead, disk).", "tier")
 	dBudget          = desc("zfuse_cache_budget_bytes", "The budget of each tier.", "tier")
 	dPeak            = desc("zfuse_readahead_peak_bytes", "The most bytes the readahead tier has held.")
+	dArrays          = desc("zfuse_readahead_arrays", "Per-array state the loader keeps, by table: decoders (arrays with a batch decoder), name_orders (chunk orders for readers in listing order). Bounded under --refresh.", "table")
 	dDiskEntries     = desc("zfuse_disk_cache_entries", "Values held in the disk cache.")
 	dDiskValidations = desc("zfuse_disk_cache_validations_total", "Values on disk validated against the store by a conditional request, by result (unchanged, changed).", "result")
 	dDiskDropped     = desc("zfuse_disk_cache_dropped_total", "Disk cache files that failed validation (torn, corrupt) and were removed.")
@@ -220,7 +221,7 @@ var (
 func (s *snapshots) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{dChunkReads, dHits, dMisses, dStoreReads, dPrefetched, dPrefetchedB,
 		dPrefetchUsed, dPrefetchUsedB, dPrefetchWasted, dPrefetchWastedB, dPrefetchWaits, dPrefetchErrors,
-		dDecodedChunks, dDecodedBytes, dDecodeErrors, dDecodeSeconds, dHeld, dBudget, dPeak,
+		dDecodedChunks, dDecodedBytes, dDecodeErrors, dDecodeSeconds, dHeld, dBudget, dPeak, dArrays,
 		dDiskEntries, dDiskValidations, dDiskDropped, dDiskEvicted, dDiskWriteErrors,
 		dGPUBatches, dGPUChunks, dGPUBytes, dGPUKernel, dGPUDevice,
 		dServing, dRequests, dReadBytes, dOpenFiles, dMemfds, dMemfdBytes, dPushed, dPushedB, dPushRefused, dPlaced, dChunkReadSecs, dMemfdsFree, dMemfdsReused, dPushedHeld,
@@ -266,6 +267,8 @@ func (s *snapshots) Collect(ch chan<- prometheus.Metric) {
 			gauge(dBudget, float64(t.max), t.tier)
 		}
 		gauge(dPeak, float64(st.ReadaheadPeak))
+		gauge(dArrays, float64(st.ArrayDecoders), "decoders")
+		gauge(dArrays, float64(st.NameOrders), "name_orders")
 		gauge(dMemfds, float64(st.Memfds))
 		gauge(dMemfdBytes, float64(st.MemfdBytes))
 		gauge(dMemfdsFree, float64(st.MemfdFreeBytes))
