@@ -66,6 +66,22 @@ type Server struct {
 	m *mount
 }
 
+// Wait waits until the mount is unmounted and its helper processes (the
+// placer's lookups, the guard) have ended.
+func (s *Server) Wait() {
+	s.Server.Wait()
+	s.m.close()
+}
+
+// close ends the mount's helper processes, once it is unmounted: the guard
+// first, so that it never aborts a connection that is not this mount's.
+func (m *mount) close() {
+	m.closing.Do(func() {
+		m.guard.stop()
+		m.place.look.close()
+	})
+}
+
 // Serving returns the serving path in use.
 func (s *Server) Serving() Serving { return s.m.serving }
 
@@ -153,9 +169,10 @@ func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*Server, 
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
+	m.guard = startGuard(dir)
 	go func() {
 		srv.Wait()
-		m.place.look.close()
+		m.close()
 	}()
 	// Opens wait for this: under NoOpen the first OPEN's ENOSYS decides
 	// for the whole connection.

@@ -97,6 +97,9 @@ type mount struct {
 	place placer // chunk files the kernel may know, to push chunks into
 
 	onLookup func(pid uint32) // MountConfig.onLookup
+
+	guard   *guard    // aborts the connection if this process dies; nil: none
+	closing sync.Once // close
 }
 
 // A chunkHandle is one open of a chunk file under Passthrough: the open

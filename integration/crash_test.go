@@ -3,6 +3,7 @@ package integration
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -261,11 +262,12 @@ while True:
 		select {
 		case <-m.exited:
 		case <-time.After(15 * time.Second):
+			stacks := kernelStacks(m.cmd.Process.Pid)
 			abortConnection(t, m.Dir)
 			reader.Process.Kill()
 			<-m.exited
 			<-readerDone
-			t.Fatalf("round %d: zfuse still alive 15 s after SIGKILL (a thread inside its own mount?); aborted the connection", round)
+			t.Fatalf("round %d: zfuse still alive 15 s after SIGKILL (a thread inside its own mount?); aborted the connection; its threads in the kernel:\n%s", round, stacks)
 		}
 		select {
 		case <-readerDone:
@@ -279,6 +281,19 @@ while True:
 			t.Fatalf("round %d: clearing the stale mount: %v", round, err)
 		}
 	}
+}
+
+// kernelStacks returns where each thread of process pid is in the kernel
+// (/proc/PID/task/TID/stack, root only), to tell what a hung one waits on.
+func kernelStacks(pid int) string {
+	var b strings.Builder
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
+	for _, task := range tasks {
+		stat, _ := os.ReadFile(filepath.Join(task, "stat"))
+		stack, _ := os.ReadFile(filepath.Join(task, "stack"))
+		fmt.Fprintf(&b, "%s\n%s\n", strings.TrimSpace(string(stat)), stack)
+	}
+	return b.String()
 }
 
 // abortConnection aborts the FUSE connection of the mount at dir
