@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/zfuse/zfuse/convert"
 	iofs "io/fs"
 	"log/slog"
 	"maps"
@@ -96,14 +97,14 @@ type arrayStats struct {
 
 // divide decides what this process writes: with --part K/N its share of
 // the job, else everything. It sets the record's name.
-func (c *copier) divide(p *compressPlan) {
+func (c *copier) divide(p *convert.Plan) {
 	c.record = runFile
 	if c.part.n > 0 {
 		c.record = partFile(c.part)
 	}
 	all := jobShares(p, max(c.part.n, 1))
-	c.shares = make([]share, len(p.arrays))
-	for i := range p.arrays {
+	c.shares = make([]share, len(p.Arrays))
+	for i := range p.Arrays {
 		c.shares[i] = all[i][c.part.k]
 	}
 }
@@ -111,17 +112,17 @@ func (c *copier) divide(p *compressPlan) {
 // jobShares returns the shares of each of n parts of the plan: [array
 // index][part]. An array copied as stored has one object, the whole array,
 // in its owner's share.
-func jobShares(p *compressPlan, n int) [][]share {
-	encs := make([]*zarr.Array, len(p.arrays))
-	for i, pa := range p.arrays {
-		if pa.enc != nil {
-			encs[i] = pa.enc.Array()
+func jobShares(p *convert.Plan, n int) [][]share {
+	encs := make([]*zarr.Array, len(p.Arrays))
+	for i, pa := range p.Arrays {
+		if pa.Enc != nil {
+			encs[i] = pa.Enc.Array()
 		}
 	}
 	out := split(encs, n)
 	stored := 0
-	for i, pa := range p.arrays {
-		if pa.enc == nil {
+	for i, pa := range p.Arrays {
+		if pa.Enc == nil {
 			out[i][owner(stored, n)] = share{0, 1}
 			stored++
 		}
@@ -131,13 +132,13 @@ func jobShares(p *compressPlan, n int) [][]share {
 
 // total is the work of this process's shares, in new chunks and their
 // decoded bytes (chunks of arrays copied as stored are not counted).
-func (c *copier) total(p *compressPlan) progressTotal {
+func (c *copier) total(p *convert.Plan) progressTotal {
 	var t progressTotal
-	for i, pa := range p.arrays {
-		if pa.enc == nil || c.shares[i].hi == c.shares[i].lo {
+	for i, pa := range p.Arrays {
+		if pa.Enc == nil || c.shares[i].hi == c.shares[i].lo {
 			continue
 		}
-		d := pa.enc.Array()
+		d := pa.Enc.Array()
 		_, before := weight(d, c.shares[i].lo)
 		w, last := weight(d, c.shares[i].hi-1)
 		t.bytes += last + w - before
@@ -149,7 +150,7 @@ func (c *copier) total(p *compressPlan) progressTotal {
 // mine reports whether key is this process's to write: everything in a
 // run of one process; for a part, its record and the objects of its
 // shares.
-func (c *copier) mine(p *compressPlan) func(key string) bool {
+func (c *copier) mine(p *convert.Plan) func(key string) bool {
 	return func(key string) bool {
 		switch {
 		case c.part.n == 0:
@@ -157,21 +158,21 @@ func (c *copier) mine(p *compressPlan) func(key string) bool {
 		case isRecord(key):
 			return key == c.record
 		}
-		i, rel := p.arrayOf(key)
-		return i >= 0 && c.shares[i].has(objectIndex(p.arrays[i], rel))
+		i, rel := arrayOf(p, key)
+		return i >= 0 && c.shares[i].has(objectIndex(p.Arrays[i], rel))
 	}
 }
 
-// arrayOf returns the index in p.arrays of the array whose directory holds
+// arrayOf returns the index in p.Arrays of the array whose directory holds
 // key, and key relative to it; -1 when none does.
-func (p *compressPlan) arrayOf(key string) (int, string) {
+func arrayOf(p *convert.Plan, key string) (int, string) {
 	best, rel := -1, ""
-	for i, pa := range p.arrays {
-		r, ok := key, pa.path == "."
+	for i, pa := range p.Arrays {
+		r, ok := key, pa.Path == "."
 		if !ok {
-			r, ok = strings.CutPrefix(key, pa.path+"/")
+			r, ok = strings.CutPrefix(key, pa.Path+"/")
 		}
-		if ok && (best < 0 || len(pa.path) > len(p.arrays[best].path)) {
+		if ok && (best < 0 || len(pa.Path) > len(p.Arrays[best].Path)) {
 			best, rel = i, r
 		}
 	}
@@ -182,14 +183,14 @@ func (p *compressPlan) arrayOf(key string) (int, string) {
 // object at rel (a key relative to the array pa) that the plan writes, or
 // -1 when no object of the plan's is stored there. An array copied as
 // stored is one object, 0, for any key but its metadata.
-func objectIndex(pa *planArray, rel string) int64 {
-	if pa.enc == nil {
-		if _, meta := pa.files[rel]; meta {
+func objectIndex(pa *convert.Array, rel string) int64 {
+	if pa.Enc == nil {
+		if _, meta := pa.Files[rel]; meta {
 			return -1
 		}
 		return 0
 	}
-	d := pa.enc.Array()
+	d := pa.Enc.Array()
 	coords, ok := d.ParseStoredKey(rel)
 	if !ok {
 		return -1
@@ -205,32 +206,32 @@ func objectIndex(pa *planArray, rel string) int64 {
 // be one that the plan writes for pa: not empty, at least a shard index,
 // exactly the chunk size for codecs that keep it. Writes are whole, so a
 // listing's size is the check short of reading the object (--verify).
-func plausible(pa *planArray, n int64) bool {
-	d := pa.enc.Array()
+func plausible(pa *convert.Array, n int64) bool {
+	d := pa.Enc.Array()
 	if sh := d.Shard(); sh != nil {
 		return n > sh.IndexLen()
 	}
-	if max := int64(pa.enc.Chunk().MaxEncodedLen(int(d.ChunkLen()))); max == d.ChunkLen() {
+	if max := int64(pa.Enc.Chunk().MaxEncodedLen(int(d.ChunkLen()))); max == d.ChunkLen() {
 		return n == max
 	}
 	return n > 0
 }
 
 // run writes the plan, or this part's share of it.
-func (c *copier) run(ctx context.Context, p *compressPlan) error {
+func (c *copier) run(ctx context.Context, p *convert.Plan) error {
 	previous, err := c.previousRun(ctx, p)
 	if err != nil {
 		return err
 	}
-	for _, pa := range p.arrays {
-		if prev, ok := previous[pa.path]; ok && !sameFiles(prev, pa.files) {
+	for _, pa := range p.Arrays {
+		if prev, ok := previous[pa.Path]; ok && !sameFiles(prev, pa.Files) {
 			return fmt.Errorf("--resume: DEST %s holds %s written with other settings (%s): refused before writing anything; give the flags it was written with, or a new DEST",
-				c.dest, pa.path, filesDiff(prev, pa.files))
+				c.dest, pa.Path, filesDiff(prev, pa.Files))
 		}
 		for q, r := range c.held.partRecords() {
-			if prev, ok := r.files(pa.path); ok && q != c.part && !sameFiles(prev, pa.files) {
+			if prev, ok := r.files(pa.Path); ok && q != c.part && !sameFiles(prev, pa.Files) {
 				return fmt.Errorf("DEST %s: part %s of this job writes %s with other settings (%s): refused before writing anything; every part of a job needs the same flags",
-					c.dest, q, pa.path, filesDiff(prev, pa.files))
+					c.dest, q, pa.Path, filesDiff(prev, pa.Files))
 			}
 		}
 	}
@@ -245,14 +246,14 @@ func (c *copier) run(ctx context.Context, p *compressPlan) error {
 	if err := c.dst.Clean(ctx, c.mine(p)); err != nil {
 		return fmt.Errorf("DEST: %w", err)
 	}
-	c.stats = make([]*arrayStats, len(p.arrays))
-	for i, pa := range p.arrays {
+	c.stats = make([]*arrayStats, len(p.Arrays))
+	for i, pa := range p.Arrays {
 		c.stats[i] = &arrayStats{}
 		start := time.Now()
-		keep := c.resume && sameFiles(previous[pa.path], pa.files)
+		keep := c.resume && sameFiles(previous[pa.Path], pa.Files)
 		switch {
 		case c.shares[i].lo == c.shares[i].hi: // another part's
-		case pa.enc == nil:
+		case pa.Enc == nil:
 			err = c.copyStored(ctx, pa, c.stats[i])
 		default:
 			err = c.copyArray(ctx, pa, c.shares[i], keep, c.stats[i])
@@ -261,7 +262,7 @@ func (c *copier) run(ctx context.Context, p *compressPlan) error {
 			return err
 		}
 		if c.part.n == 0 {
-			if err := c.writeFiles(ctx, pa.path, pa.files); err != nil {
+			if err := c.writeFiles(ctx, pa.Path, pa.Files); err != nil {
 				return err
 			}
 		}
@@ -277,14 +278,14 @@ func (c *copier) run(ctx context.Context, p *compressPlan) error {
 }
 
 // done is what this part did, for its record.
-func (c *copier) done(p *compressPlan) *partDone {
+func (c *copier) done(p *convert.Plan) *partDone {
 	d := &partDone{Ended: time.Now(), Took: time.Since(c.started).Seconds(), Arrays: map[string]shareStats{}}
-	for i, pa := range p.arrays {
+	for i, pa := range p.Arrays {
 		if c.shares[i].lo == c.shares[i].hi {
 			continue
 		}
 		s := c.stats[i]
-		d.Arrays[pa.path] = shareStats{
+		d.Arrays[pa.Path] = shareStats{
 			Objects: s.objects.Load(), Bytes: s.bytes.Load(),
 			Written: s.written.Load(), Empty: s.empty.Load(), Kept: s.kept.Load(), In: s.in.Load(), Out: s.out.Load(),
 			Took: s.took.Seconds(),
@@ -297,7 +298,7 @@ func (c *copier) done(p *compressPlan) *partDone {
 // planned for each array (from its record), or, for arrays whose metadata
 // was written, that metadata; with --resume, an array whose plan is the
 // same keeps its chunks.
-func (c *copier) previousRun(ctx context.Context, p *compressPlan) (map[string]map[string][]byte, error) {
+func (c *copier) previousRun(ctx context.Context, p *convert.Plan) (map[string]map[string][]byte, error) {
 	prev := map[string]map[string][]byte{}
 	if !c.resume {
 		return prev, nil
@@ -307,24 +308,24 @@ func (c *copier) previousRun(ctx context.Context, p *compressPlan) (map[string]m
 		r = c.held.parts[c.part.k]
 	}
 	if r != nil {
-		for _, pa := range p.arrays {
-			if files, ok := r.files(pa.path); ok {
-				prev[pa.path] = files
+		for _, pa := range p.Arrays {
+			if files, ok := r.files(pa.Path); ok {
+				prev[pa.Path] = files
 			}
 		}
 	}
 	if c.held.n > 0 || len(c.held.names) == 0 {
 		return prev, nil // a job in parts, or nothing: no metadata to read
 	}
-	for _, pa := range p.arrays {
-		if _, ok := prev[pa.path]; ok {
+	for _, pa := range p.Arrays {
+		if _, ok := prev[pa.Path]; ok {
 			continue
 		}
 		// Whatever metadata DEST holds for it, in either format: a store of
 		// another format is other settings too.
 		files := map[string][]byte{}
 		for _, name := range []string{zarr.ArrayFile, zarr.AttrsFile, zarr.MetadataFile} {
-			b, err := c.dst.ReadKey(ctx, path.Join(pa.path, name))
+			b, err := c.dst.ReadKey(ctx, path.Join(pa.Path, name))
 			switch {
 			case err == nil:
 				files[name] = b
@@ -333,7 +334,7 @@ func (c *copier) previousRun(ctx context.Context, p *compressPlan) (map[string]m
 			}
 		}
 		if len(files) > 0 {
-			prev[pa.path] = files
+			prev[pa.Path] = files
 		}
 	}
 	return prev, nil
@@ -341,7 +342,7 @@ func (c *copier) previousRun(ctx context.Context, p *compressPlan) (map[string]m
 
 // writeRecord writes this run's record: the plan, and for a part that has
 // written its share, done.
-func (c *copier) writeRecord(ctx context.Context, p *compressPlan, done *partDone) error {
+func (c *copier) writeRecord(ctx context.Context, p *convert.Plan, done *partDone) error {
 	r := newRecord(p, c.settings, c.part, c.began)
 	r.Done = done
 	b, err := json.MarshalIndent(r, "", " ")
@@ -414,32 +415,32 @@ func (c *copier) writeFiles(ctx context.Context, p string, files map[string][]by
 
 // writeGroups writes every group's metadata, and last the root's
 // consolidated metadata over everything written.
-func (c *copier) writeGroups(ctx context.Context, p *compressPlan) error {
+func (c *copier) writeGroups(ctx context.Context, p *convert.Plan) error {
 	docs := map[string]map[string][]byte{}
-	for _, pa := range p.arrays {
-		docs[strings.TrimPrefix(pa.path, ".")] = pa.files
+	for _, pa := range p.Arrays {
+		docs[strings.TrimPrefix(pa.Path, ".")] = pa.Files
 	}
 	var root map[string][]byte
-	for _, g := range p.groups {
-		if g.path == "." {
-			root = g.files
-			docs[""] = g.files
+	for _, g := range p.Groups {
+		if g.Path == "." {
+			root = g.Files
+			docs[""] = g.Files
 			continue
 		}
-		docs[g.path] = g.files
-		if err := c.writeFiles(ctx, g.path, g.files); err != nil {
+		docs[g.Path] = g.Files
+		if err := c.writeFiles(ctx, g.Path, g.Files); err != nil {
 			return err
 		}
 	}
 	if root == nil {
 		return nil
 	}
-	if p.consolidated != 0 {
-		cf, err := zarr.Consolidate(p.consolidated, docs)
+	if p.Consolidated != 0 {
+		cf, err := zarr.Consolidate(p.Consolidated, docs)
 		if err != nil {
 			return err
 		}
-		if p.consolidated == 2 {
+		if p.Consolidated == 2 {
 			if err := c.writeFiles(ctx, ".", root); err != nil {
 				return err
 			}
@@ -453,11 +454,11 @@ func (c *copier) writeGroups(ctx context.Context, p *compressPlan) error {
 // it is stored: the keys of its chunk grid (remote stores may not list
 // chunk keys), then whatever else the store lists under it; its metadata
 // is written with the others', after its values.
-func (c *copier) copyStored(ctx context.Context, pa *planArray, st *arrayStats) error {
+func (c *copier) copyStored(ctx context.Context, pa *convert.Array, st *arrayStats) error {
 	done := map[string]bool{}
 	copyKey := func(key string) error {
-		rel := strings.TrimPrefix(strings.TrimPrefix(key, pa.srcDir), "/")
-		if _, meta := pa.files[rel]; done[key] || meta {
+		rel := strings.TrimPrefix(strings.TrimPrefix(key, pa.SrcDir), "/")
+		if _, meta := pa.Files[rel]; done[key] || meta {
 			return nil
 		}
 		done[key] = true
@@ -468,17 +469,17 @@ func (c *copier) copyStored(ctx context.Context, pa *planArray, st *arrayStats) 
 		if err != nil {
 			return err
 		}
-		if err := c.dst.WriteKey(ctx, path.Join(pa.path, rel), b); err != nil {
+		if err := c.dst.WriteKey(ctx, path.Join(pa.Path, rel), b); err != nil {
 			return fmt.Errorf("DEST: %w", err)
 		}
 		st.objects.Add(1)
 		st.bytes.Add(int64(len(b)))
 		return nil
 	}
-	if a := pa.src; a != nil {
+	if a := pa.Src; a != nil {
 		for i := range a.NumChunks() {
 			key, _, _ := a.StoredKey(a.Coords(i))
-			if err := copyKey(path.Join(pa.srcDir, key)); err != nil {
+			if err := copyKey(path.Join(pa.SrcDir, key)); err != nil {
 				return err
 			}
 		}
@@ -502,10 +503,10 @@ func (c *copier) copyStored(ctx context.Context, pa *planArray, st *arrayStats) 
 		}
 		return nil
 	}
-	err := walk(pa.path)
+	err := walk(pa.Path)
 	if errors.Is(err, store.ErrNotSupported) {
-		if pa.src == nil {
-			c.log.Warn("array copied without its chunks: the store cannot list them and its metadata does not parse", "key", pa.path)
+		if pa.Src == nil {
+			c.log.Warn("array copied without its chunks: the store cannot list them and its metadata does not parse", "key", pa.Path)
 		}
 		return nil
 	}
@@ -558,15 +559,15 @@ func unravelGrid(i int64, grid []int) []int {
 // encoded. With keep, the objects of sh that DEST holds at a plausible
 // size are kept; without, they are removed first (an earlier run's, with
 // other settings).
-func (c *copier) copyArray(ctx context.Context, pa *planArray, sh share, keep bool, st *arrayStats) error {
-	d := pa.enc.Array()
+func (c *copier) copyArray(ctx context.Context, pa *convert.Array, sh share, keep bool, st *arrayStats) error {
+	d := pa.Enc.Array()
 	n, at := units(d, sh)
 	if n == 0 || d.NumChunks() == 0 {
 		return nil // an empty array: metadata only
 	}
 	held := map[string]int64{} // key -> size of the objects of sh that DEST holds
-	err := c.dst.Walk(ctx, pa.path, func(key string, size int64) error {
-		if i, rel := pathRel(key, pa.path); i && sh.has(objectIndex(pa, rel)) {
+	err := c.dst.Walk(ctx, pa.Path, func(key string, size int64) error {
+		if i, rel := pathRel(key, pa.Path); i && sh.has(objectIndex(pa, rel)) {
 			held[key] = size
 		}
 		return nil
@@ -583,11 +584,11 @@ func (c *copier) copyArray(ctx context.Context, pa *planArray, sh share, keep bo
 		}
 	}
 	first := at(0)
-	weight := int64(len(first.coords)) * (d.ChunkLen() + int64(pa.enc.Chunk().MaxEncodedLen(int(d.ChunkLen()))))
+	weight := int64(len(first.coords)) * (d.ChunkLen() + int64(pa.Enc.Chunk().MaxEncodedLen(int(d.ChunkLen()))))
 	sem := semaphore.NewWeighted(max(c.memory, weight))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(2 * c.workers)
-	enc := c.encoders(pa.enc.Chunk())
+	enc := c.encoders(pa.Enc.Chunk())
 	for i := range n {
 		if err := sem.Acquire(gctx, weight); err != nil {
 			break // the group's error (or ctx's) is returned below
@@ -637,12 +638,12 @@ func putBuf(b []byte) {
 var pid = uint32(os.Getpid())
 
 // unit copies one unit.
-func (c *copier) unit(ctx context.Context, pa *planArray, enc codec.BatchEncoder, u unit, held map[string]int64, st *arrayStats) error {
-	d := pa.enc.Array()
-	key := func(i int) string { return path.Join(pa.path, d.ChunkKey(u.coords[i])) }
+func (c *copier) unit(ctx context.Context, pa *convert.Array, enc codec.BatchEncoder, u unit, held map[string]int64, st *arrayStats) error {
+	d := pa.Enc.Array()
+	key := func(i int) string { return path.Join(pa.Path, d.ChunkKey(u.coords[i])) }
 	if u.shard != nil {
 		rel, _, _ := d.StoredKey(firstCoords(u))
-		shardKey := path.Join(pa.path, rel)
+		shardKey := path.Join(pa.Path, rel)
 		key = func(int) string { return shardKey }
 	}
 	// Chunks already written by a run with the same settings are kept
@@ -699,7 +700,7 @@ func (c *copier) unit(ctx context.Context, pa *planArray, enc codec.BatchEncoder
 			continue
 		}
 		if raw != nil {
-			jobs = append(jobs, codec.Job{Src: raw, Dst: getBuf(pa.enc.Chunk().MaxEncodedLen(len(raw)))})
+			jobs = append(jobs, codec.Job{Src: raw, Dst: getBuf(pa.Enc.Chunk().MaxEncodedLen(len(raw)))})
 			idx = append(idx, i)
 		}
 	}
@@ -711,14 +712,14 @@ func (c *copier) unit(ctx context.Context, pa *planArray, enc codec.BatchEncoder
 	encoded := make([][]byte, len(u.coords))
 	for j, job := range jobs {
 		if job.Err != nil {
-			return fmt.Errorf("encode %s: %w", path.Join(pa.path, d.ChunkKey(u.coords[idx[j]])), job.Err)
+			return fmt.Errorf("encode %s: %w", path.Join(pa.Path, d.ChunkKey(u.coords[idx[j]])), job.Err)
 		}
 		encoded[idx[j]] = job.Dst
 	}
 	var in, out int64
 	if u.shard != nil {
 		if len(jobs) > 0 {
-			b, err := pa.enc.Shard(encoded)
+			b, err := pa.Enc.Shard(encoded)
 			if err != nil {
 				return fmt.Errorf("shard %s: %w", key(0), err)
 			}
@@ -791,11 +792,11 @@ func allKept(kept []bool, coords [][]int) bool {
 // raw returns the bytes of the new chunk at coords, as the array presents
 // them; nil when it is left out: every element the fill value (unless
 // --write-empty), or no source chunk it draws on exists.
-func (c *copier) raw(ctx context.Context, pa *planArray, coords []int) ([]byte, error) {
-	d, s := pa.enc.Array(), pa.src
+func (c *copier) raw(ctx context.Context, pa *convert.Array, coords []int) ([]byte, error) {
+	d, s := pa.Enc.Array(), pa.Src
 	var b []byte
-	if pa.same {
-		src, err := c.chunks.Chunk(ctx, s, pa.srcDir, coords, pid)
+	if pa.Same {
+		src, err := c.chunks.Chunk(ctx, s, pa.SrcDir, coords, pid)
 		if errors.Is(err, iofs.ErrNotExist) {
 			return nil, nil
 		}
@@ -812,7 +813,7 @@ func (c *copier) raw(ctx context.Context, pa *planArray, coords []int) ([]byte, 
 		var err error
 		s.ChunksIn(box, func(sc []int) bool {
 			var src []byte
-			src, err = c.chunks.Chunk(ctx, s, pa.srcDir, sc, pid)
+			src, err = c.chunks.Chunk(ctx, s, pa.SrcDir, sc, pid)
 			if errors.Is(err, iofs.ErrNotExist) {
 				err = nil
 				return true
@@ -839,8 +840,8 @@ func (c *copier) raw(ctx context.Context, pa *planArray, coords []int) ([]byte, 
 // and compares it with the bytes it was made from (raws; nil: left out,
 // which must read as absent or, written anyway, as the fill value),
 // counting in st those that agree.
-func (c *copier) verifyUnit(ctx context.Context, pa *planArray, u unit, raws [][]byte, key func(int) string, st *arrayStats) error {
-	d := pa.enc.Array()
+func (c *copier) verifyUnit(ctx context.Context, pa *convert.Array, u unit, raws [][]byte, key func(int) string, st *arrayStats) error {
+	d := pa.Enc.Array()
 	var shard []byte
 	for i, co := range u.coords {
 		if co == nil {
@@ -872,10 +873,10 @@ func (c *copier) verifyUnit(ctx context.Context, pa *planArray, u unit, raws [][
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("verify %s: %w", path.Join(pa.path, d.ChunkKey(co)), err)
+			return fmt.Errorf("verify %s: %w", path.Join(pa.Path, d.ChunkKey(co)), err)
 		}
 		if !bytes.Equal(got, want) {
-			return fmt.Errorf("verify %s: the chunk read back differs from the source", path.Join(pa.path, d.ChunkKey(co)))
+			return fmt.Errorf("verify %s: the chunk read back differs from the source", path.Join(pa.Path, d.ChunkKey(co)))
 		}
 		st.verified.Add(1)
 	}

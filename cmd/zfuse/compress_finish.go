@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/zfuse/zfuse/convert"
 	"io"
 	"slices"
 	"sort"
@@ -23,7 +24,7 @@ import (
 // does the same: it never half-finishes a job.
 
 // finish checks the parts of the job in DEST and writes its metadata.
-func (c *copier) finish(ctx context.Context, p *compressPlan, w io.Writer) error {
+func (c *copier) finish(ctx context.Context, p *convert.Plan, w io.Writer) error {
 	start := time.Now()
 	n := c.held.n
 	var problems []string
@@ -39,13 +40,13 @@ func (c *copier) finish(ctx context.Context, p *compressPlan, w io.Writer) error
 		case r.Done == nil:
 			problems = append(problems, fmt.Sprintf("part %s has not written its whole share: it started at %s and is running, or stopped; run it again with --resume", q, r.Started.Format(time.RFC3339)))
 		}
-		for _, pa := range p.arrays {
-			prev, ok := r.files(pa.path)
+		for _, pa := range p.Arrays {
+			prev, ok := r.files(pa.Path)
 			switch {
 			case !ok:
-				problems = append(problems, fmt.Sprintf("part %s has no array %s: it ran with another SOURCE", q, pa.path))
-			case !sameFiles(prev, pa.files):
-				problems = append(problems, fmt.Sprintf("part %s wrote %s with other settings (%s)", q, pa.path, filesDiff(prev, pa.files)))
+				problems = append(problems, fmt.Sprintf("part %s has no array %s: it ran with another SOURCE", q, pa.Path))
+			case !sameFiles(prev, pa.Files):
+				problems = append(problems, fmt.Sprintf("part %s wrote %s with other settings (%s)", q, pa.Path, filesDiff(prev, pa.Files)))
 			}
 		}
 	}
@@ -62,8 +63,8 @@ func (c *copier) finish(ctx context.Context, p *compressPlan, w io.Writer) error
 	if err := c.dst.Clean(ctx, func(string) bool { return true }); err != nil {
 		return fmt.Errorf("DEST: %w", err)
 	}
-	for _, pa := range p.arrays {
-		if err := c.writeFiles(ctx, pa.path, pa.files); err != nil {
+	for _, pa := range p.Arrays {
+		if err := c.writeFiles(ctx, pa.Path, pa.Files); err != nil {
 			return err
 		}
 	}
@@ -80,20 +81,20 @@ func (c *copier) finish(ctx context.Context, p *compressPlan, w io.Writer) error
 
 // checkShares lists every array in DEST and compares the objects in each
 // part's share with what the part recorded; it returns what differs.
-func (c *copier) checkShares(ctx context.Context, p *compressPlan, recs []*runRecord) ([]string, error) {
+func (c *copier) checkShares(ctx context.Context, p *convert.Plan, recs []*runRecord) ([]string, error) {
 	n := len(recs)
 	shares := jobShares(p, n)
 	var problems []string
-	for i, pa := range p.arrays {
+	for i, pa := range p.Arrays {
 		got := make([]shareStats, n)
-		err := c.dst.Walk(ctx, pa.path, func(key string, size int64) error {
-			under, rel := pathRel(key, pa.path)
+		err := c.dst.Walk(ctx, pa.Path, func(key string, size int64) error {
+			under, rel := pathRel(key, pa.Path)
 			j := objectIndex(pa, rel)
 			if !under || j < 0 || isRecord(key) {
 				return nil
 			}
 			k := sort.Search(n, func(k int) bool { return shares[i][k].hi > j }) // the shares are runs in order...
-			if pa.enc == nil {
+			if pa.Enc == nil {
 				k = slices.IndexFunc(shares[i], func(s share) bool { return s.has(j) }) // ...but not an array copied as stored
 			}
 			if k >= 0 && k < n && shares[i][k].has(j) {
@@ -109,10 +110,10 @@ func (c *copier) checkShares(ctx context.Context, p *compressPlan, recs []*runRe
 			if shares[i][k].lo == shares[i][k].hi {
 				continue
 			}
-			want := recs[k].Done.Arrays[pa.path]
+			want := recs[k].Done.Arrays[pa.Path]
 			if got[k].Objects != want.Objects || got[k].Bytes != want.Bytes {
 				problems = append(problems, fmt.Sprintf("%s: part %s wrote %d objects (%d bytes) of its share, DEST holds %d of them (%d bytes); run the part again with --resume",
-					pa.path, part{k, n}, want.Objects, want.Bytes, got[k].Objects, got[k].Bytes))
+					pa.Path, part{k, n}, want.Objects, want.Bytes, got[k].Objects, got[k].Bytes))
 			}
 		}
 	}
@@ -132,16 +133,16 @@ func isRecord(key string) bool {
 // TIME the time the parts' last runs spent on the array, summed; one line
 // per part; and the job's ratio and time, from the first part's first
 // start to the last part's end.
-func (c *copier) jobSummary(w io.Writer, p *compressPlan, recs []*runRecord, finish time.Duration) error {
-	c.stats = make([]*arrayStats, len(p.arrays))
+func (c *copier) jobSummary(w io.Writer, p *convert.Plan, recs []*runRecord, finish time.Duration) error {
+	c.stats = make([]*arrayStats, len(p.Arrays))
 	partIn := make([]int64, len(recs))
-	for i, pa := range p.arrays {
+	for i, pa := range p.Arrays {
 		st := &arrayStats{}
 		for k, r := range recs {
-			s := r.Done.Arrays[pa.path]
+			s := r.Done.Arrays[pa.Path]
 			in := s.In
-			if pa.enc != nil {
-				in += s.Kept * pa.enc.Array().ChunkLen()
+			if pa.Enc != nil {
+				in += s.Kept * pa.Enc.Array().ChunkLen()
 			}
 			partIn[k] += in
 			st.written.Add(s.Written)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/zfuse/zfuse/convert"
 	"iter"
 	"maps"
 	"slices"
@@ -80,15 +81,15 @@ func (r *runRecord) files(p string) (map[string][]byte, bool) {
 }
 
 // newRecord is the record of a plan, before anything is written.
-func newRecord(p *compressPlan, settings map[string]string, prt part, started time.Time) *runRecord {
+func newRecord(p *convert.Plan, settings map[string]string, prt part, started time.Time) *runRecord {
 	r := &runRecord{Version: 1, Flags: settings, Arrays: map[string]map[string]string{}, Started: started}
 	if prt.n > 0 {
 		r.Part = prt.String()
 	}
-	for _, pa := range p.arrays {
-		r.Arrays[pa.path] = map[string]string{}
-		for name, b := range pa.files {
-			r.Arrays[pa.path][name] = string(b)
+	for _, pa := range p.Arrays {
+		r.Arrays[pa.Path] = map[string]string{}
+		for name, b := range pa.Files {
+			r.Arrays[pa.Path][name] = string(b)
 		}
 	}
 	return r

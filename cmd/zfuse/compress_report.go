@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/zfuse/zfuse/convert"
 	"io"
 	"strings"
 	"sync"
@@ -126,27 +127,27 @@ func (p *progress) stop() {
 // summary prints one line per array and the total: chunks written, left
 // out (fill value or missing) and kept (--resume), bytes in (decoded) and
 // out (stored), ratio, time and rate.
-func (c *copier) summary(w io.Writer, p *compressPlan) error {
+func (c *copier) summary(w io.Writer, p *convert.Plan) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ARRAY\tFORMAT\tCHUNKS\tWRITTEN\tEMPTY\tKEPT\tBYTES IN\tBYTES OUT\tRATIO\tTIME\tGB/s")
 	var tot arrayStats
 	var took time.Duration
-	for i, pa := range p.arrays {
+	for i, pa := range p.Arrays {
 		s := c.stats[i]
 		if c.part.n > 0 && c.shares[i].lo == c.shares[i].hi {
 			continue // another part's
 		}
 		took += s.took
-		if pa.enc == nil {
-			fmt.Fprintf(tw, "%s\tcopied as stored: %v\n", pa.path, pa.why)
+		if pa.Enc == nil {
+			fmt.Fprintf(tw, "%s\tcopied as stored: %v\n", pa.Path, pa.Why)
 			continue
 		}
-		d := pa.enc.Array()
+		d := pa.Enc.Array()
 		format := fmt.Sprintf("v%d", d.Format)
 		if d.Shard() != nil {
 			format += " sharded"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\n", pa.path, format, dims(d.Chunks),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\n", pa.Path, format, dims(d.Chunks),
 			s.written.Load(), s.empty.Load(), s.kept.Load(), cache.FormatSize(s.in.Load()), cache.FormatSize(s.out.Load()),
 			ratio(s.in.Load(), s.out.Load()), s.took.Round(time.Millisecond), float64(s.in.Load())/max(s.took.Seconds(), 1e-9)/1e9)
 		for _, v := range []struct {
@@ -164,16 +165,16 @@ func (c *copier) summary(w io.Writer, p *compressPlan) error {
 	}
 	var notes []string
 	var verified, stored int64
-	for i, pa := range p.arrays {
+	for i, pa := range p.Arrays {
 		if c.part.n > 0 && c.shares[i].lo == c.shares[i].hi {
 			continue // another part's
 		}
-		if len(pa.skipped) > 0 {
+		if len(pa.Skipped) > 0 {
 			notes = append(notes, fmt.Sprintf("%s: written without %s (%s: it encodes integers stored as themselves)",
-				pa.path, strings.Join(pa.skipped, ","), pa.src.DType))
+				pa.Path, strings.Join(pa.Skipped, ","), pa.Src.DType))
 		}
 		verified += c.stats[i].verified.Load()
-		if pa.enc == nil {
+		if pa.Enc == nil {
 			stored++
 		}
 	}
