@@ -12,20 +12,21 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/zfuse/zfuse/codec"
 	"github.com/zfuse/zfuse/convert"
 	"github.com/zfuse/zfuse/fs"
 	"github.com/zfuse/zfuse/gpu"
+	"github.com/zfuse/zfuse/store"
 )
 
 // zfuse compress [flags] SOURCE DEST: read every array of SOURCE decoded
 // (anything zfuse mounts), encode its chunks on every core, and write a
-// Zarr store to DEST, a local directory or an S3 prefix. This file is the
-// command: flags, the checks on DEST, and the plan (what each array
-// becomes); the copy itself is in compress_copy.go, where it writes in
-// compress_dest.go, its records in compress_record.go, the split of a job
-// among processes (--part) in compress_split.go and --finish in
-// compress_finish.go, progress and summary in compress_report.go.
+// Zarr store to DEST, a local directory or an S3 prefix. The engine (the
+// plan, the copy, the records in DEST, --part and --finish) is package
+// convert; this file is the command: flags, opening SOURCE and DEST, and
+// the wiring; compress_report.go shows progress and the summary.
 
 const compressUsage = `Read every array of SOURCE (a directory, http(s):// or s3://; any codec, Zarr v2
 or v3, sharded or not), encode its chunks on every core, and write a Zarr store
@@ -86,7 +87,7 @@ func addCompressFlags(fl *flag.FlagSet) *compressFlags {
 	fl.Var(choice(&f.progress, "auto", "bar", "plain", "none"), "progress", "progress on stderr, `auto|bar|plain|none`: auto (a bar on a terminal, plain lines otherwise), bar, plain, none")
 	fl.Var(&f.logLevel, "log-level", "log level, `debug|info|warn|error`")
 	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a CPU profile of the run to this file, for go tool pprof")
-	fl.Var(checked(&f.part, func(s string) error { _, err := parsePart(s); return err }), "part", "write only share K of N (K from 0, e.g. 2/8) of the chunks and no metadata, so that N processes on any machines write one DEST at once; then --finish")
+	fl.Var(checked(&f.part, func(s string) error { _, err := convert.ParsePart(s); return err }), "part", "write only share K of N (K from 0, e.g. 2/8) of the chunks and no metadata, so that N processes on any machines write one DEST at once; then --finish")
 	fl.Var((*boolFlag)(&f.finish), "finish", "once every --part K/N of the job has run: check that each wrote its whole share with the same settings, write the metadata and print the job's summary")
 	return f
 }
@@ -103,53 +104,28 @@ func compress(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.Level(f.logLevel)}))
-	var prt part
-	if f.part != "" {
-		var err error
-		if prt, err = parsePart(f.part); err != nil {
-			return badUsage("compress", "%w", err)
-		}
-	}
-	if f.finish && (prt.n > 0 || f.verify) {
-		return badUsage("compress", "--finish writes no chunk: --part and --verify belong on the parts")
+	prt, err := f.checkPart()
+	if err != nil {
+		return err
 	}
 	source, dest := fl.Arg(0), fl.Arg(1)
-	if err := checkDest(source, dest); err != nil {
-		return err
-	}
-	dst, err := openDest(ctx, dest, sf, log)
-	if err != nil {
-		return err
-	}
-	defer dst.Close()
-	held, err := readDest(ctx, dst)
-	if err != nil {
-		return err
-	}
-	if err := checkHolds(dest, held, prt, f.finish, f.resume); errors.Is(err, errFinished) {
+	dst, held, err := openJob(ctx, fl, f, sf, prt, source, dest, log)
+	if errors.Is(err, convert.ErrFinished) {
 		fmt.Fprintf(stderr, "zfuse compress: DEST %s holds the finished store already (no part records left): nothing to do\n", dest)
 		return nil
 	} else if err != nil {
 		return err
 	}
-	if err := takeSettings(fl, dest, held, prt, f.resume || f.finish, log); err != nil {
-		return err
-	}
+	defer dst.Close()
 	opts, err := f.options()
 	if err != nil {
 		return err
 	}
-	if f.cpuProfile != "" {
-		pf, err := os.Create(f.cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(f.cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	lf := &loaderFlags{workers: max(f.workers, 1), decoder: f.decoder}
 	dec, err := lf.decoders(log, true)
 	if err != nil {
@@ -165,21 +141,17 @@ func compress(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer src.Close()
-	// The tree is walked for metadata only: its loader never loads.
-	walk, closeWalk := lf.loader(src, dec, log)
-	tree := fs.New(fs.Config{Store: src, Chunks: walk}) // compress says itself what it cannot encode
-	if err := needArrays(ctx, tree, source); err != nil {
-		closeWalk()
-		return err
-	}
-	p, err := convert.NewPlan(ctx, tree, src, opts, log)
-	closeWalk()
-	var se *convert.SettingsError
-	if errors.As(err, &se) {
-		return badUsage("compress", "%w", se.Err)
-	}
+	p, err := planSource(ctx, lf, src, dec, source, opts, log)
 	if err != nil {
 		return err
+	}
+	cfg := convert.Config{
+		Log: log, Src: src, Encoders: enc, Dst: dst, Dest: dest, Held: held,
+		Workers: lf.workers, Memory: int64(f.memory), WriteEmpty: f.writeEmpty, Resume: f.resume, Verify: f.verify,
+		Settings: settingsOf(fl), Part: prt,
+	}
+	if f.finish {
+		return finishJob(ctx, p, cfg, stdout)
 	}
 	// Source chunks are read through the chunk loader without readahead;
 	// its decoded tier keeps source chunks that several new chunks need
@@ -193,29 +165,114 @@ func compress(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	loader, closeLoader := lf.loader(src, dec, log)
 	defer closeLoader()
-	c := &copier{
-		log: log, src: src, chunks: loader, encoders: enc, dst: dst, dest: dest, held: held,
-		workers: lf.workers, memory: int64(f.memory), writeEmpty: f.writeEmpty, resume: f.resume, verify: f.verify,
-		settings: settingsOf(fl), part: prt,
+	cfg.Chunks = loader
+	return runJob(ctx, p, cfg, f.progress, stdout, stderr)
+}
+
+// checkPart parses --part and refuses what --finish cannot take.
+func (f *compressFlags) checkPart() (convert.Part, error) {
+	var prt convert.Part
+	if f.part != "" {
+		var err error
+		if prt, err = convert.ParsePart(f.part); err != nil {
+			return prt, badUsage("compress", "%w", err)
+		}
 	}
-	if f.finish {
-		return c.finish(ctx, p, stdout)
+	if f.finish && (prt.N > 0 || f.verify) {
+		return prt, badUsage("compress", "--finish writes no chunk: --part and --verify belong on the parts")
 	}
-	c.divide(p)
-	c.progress = newProgress(stderr, f.progress, c.total(p), prt)
-	err = c.run(ctx, p)
-	c.progress.stop()
+	return prt, nil
+}
+
+// openJob checks and opens DEST, reads what it holds, and takes the
+// settings of the job it holds (--resume, --finish) into fl. It returns
+// convert.ErrFinished when --finish finds the job finished already.
+func openJob(ctx context.Context, fl *flag.FlagSet, f *compressFlags, sf *sourceFlags, prt convert.Part, source, dest string, log *slog.Logger) (convert.Destination, *convert.DestState, error) {
+	if err := checkDest(source, dest); err != nil {
+		return nil, nil, err
+	}
+	dst, err := openDest(ctx, dest, sf, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	held, err := convert.ReadDest(ctx, dst)
+	if err == nil {
+		err = convert.CheckHolds(dest, held, prt, f.finish, f.resume)
+	}
+	if err == nil {
+		err = takeSettings(fl, dest, held, prt, f.resume || f.finish, log)
+	}
+	if err != nil {
+		dst.Close()
+		return nil, nil, err
+	}
+	return dst, held, nil
+}
+
+// startCPUProfile starts --cpu-profile (nothing for ""); the function it
+// returns stops it.
+func startCPUProfile(name string) (stop func(), err error) {
+	if name == "" {
+		return func() {}, nil
+	}
+	pf, err := os.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(pf); err != nil {
+		pf.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); pf.Close() }, nil
+}
+
+// planSource walks SOURCE for its metadata and plans the copy. Settings
+// that fit no array of SOURCE are a usage error.
+func planSource(ctx context.Context, lf *loaderFlags, src store.Store, dec *decoders, source string, opts convert.Options, log *slog.Logger) (*convert.Plan, error) {
+	// The tree is walked for metadata only: its loader never loads.
+	walk, closeWalk := lf.loader(src, dec, log)
+	defer closeWalk()
+	tree := fs.New(fs.Config{Store: src, Chunks: walk}) // compress says itself what it cannot encode
+	if err := needArrays(ctx, tree, source); err != nil {
+		return nil, err
+	}
+	p, err := convert.NewPlan(ctx, tree, src, opts, log)
+	var se *convert.SettingsError
+	if errors.As(err, &se) {
+		return nil, badUsage("compress", "%w", se.Err)
+	}
+	return p, err
+}
+
+// runJob copies the plan with a progress display and prints the summary.
+func runJob(ctx context.Context, p *convert.Plan, cfg convert.Config, mode string, stdout, stderr io.Writer) error {
+	chunks, bytes := convert.Total(p, cfg.Part)
+	prog := newProgress(stderr, mode, progressTotal{chunks, bytes}, cfg.Part)
+	cfg.Progress = prog.add
+	stats, err := convert.Run(ctx, p, cfg)
+	prog.stop()
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted: %w; DEST holds only whole chunks, run the same command with --resume to finish", err)
 		}
 		return err
 	}
-	return c.summary(stdout, p)
+	return summary(stdout, p, stats, cfg.Verify, cfg.Part)
+}
+
+// finishJob is --finish: it checks the parts, writes the metadata and
+// prints the job's summary.
+func finishJob(ctx context.Context, p *convert.Plan, cfg convert.Config, stdout io.Writer) error {
+	start := time.Now()
+	recs, err := convert.Finish(ctx, p, cfg)
+	if err != nil {
+		return err
+	}
+	return jobSummary(stdout, p, recs, time.Since(start))
 }
 
 // settingFlags are the flags that shape what is written: an interrupted
-// run's are recorded in runFile (a part's in its own record), and --resume
+// run's are recorded in convert.RunFile (a part's in its own record), and --resume
 // and --finish take them from there.
 var settingFlags = []string{"codec", "format", "chunks", "shard", "write-empty"}
 
@@ -234,22 +291,22 @@ func settingsOf(fl *flag.FlagSet) map[string]string {
 // (or, without take, left at its default) with another value than a
 // record's is refused: resuming with other settings would rewrite (or
 // mix) what the job wrote, and every part of a job needs the same.
-func takeSettings(fl *flag.FlagSet, dest string, held *destState, prt part, take bool, log *slog.Logger) error {
+func takeSettings(fl *flag.FlagSet, dest string, held *convert.DestState, prt convert.Part, take bool, log *slog.Logger) error {
 	type rec struct {
 		what  string // who recorded it, for messages
 		flags map[string]string
 	}
 	var recs []rec
 	switch {
-	case prt.n == 0 && !take:
-	case prt.n == 0 && held.run != nil:
-		recs = append(recs, rec{"--resume: DEST " + dest + " was", held.run.Flags})
+	case prt.N == 0 && !take:
+	case prt.N == 0 && held.Run != nil:
+		recs = append(recs, rec{"--resume: DEST " + dest + " was", held.Run.Flags})
 	default:
-		if r := held.parts[prt.k]; r != nil && prt.n > 0 {
+		if r := held.Parts[prt.K]; r != nil && prt.N > 0 {
 			recs = append(recs, rec{"DEST " + dest + ": part " + prt.String() + " was", r.Flags})
 		}
-		for p, r := range held.partRecords() {
-			if p.k != prt.k || prt.n == 0 {
+		for p, r := range held.PartRecords() {
+			if p.K != prt.K || prt.N == 0 {
 				recs = append(recs, rec{"DEST " + dest + ": part " + p.String() + " of this job was", r.Flags})
 			}
 		}
@@ -405,4 +462,16 @@ func checkDest(source, dest string) error {
 		return fmt.Errorf("DEST %s: want a local directory or s3://bucket/prefix", redactSource(dest))
 	}
 	return convert.CheckDest(source, dest)
+}
+
+// newEncoders returns what encodes a batch of chunks for --encoder: the
+// CPU pool. There is no GPU encoder yet, so "gpu" is refused.
+func newEncoders(mode string, pool *codec.Pool) (func(codec.Encoder) codec.BatchEncoder, error) {
+	switch mode {
+	case "auto", "cpu":
+		return pool.EncoderBatch, nil
+	case "gpu":
+		return nil, errors.New("--encoder gpu: zfuse has no GPU encoder yet (chunks are encoded on the CPU pool with --encoder cpu or auto)")
+	}
+	return nil, fmt.Errorf("--encoder %q: want auto, cpu or gpu", mode)
 }

@@ -1,4 +1,4 @@
-package main
+package convert
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/zfuse/zfuse/convert"
 	iofs "io/fs"
 	"log/slog"
 	"maps"
@@ -31,7 +30,7 @@ import (
 // flight and their chunk bytes bounded by --memory. A unit reads its
 // source chunks decoded (the chunk loader decodes on the CPU pool or the
 // GPU), encodes its chunks as one batch (the encode pool), and writes
-// them into the destination, which shows each value whole or not at all:
+// them into the Destination, which shows each value whole or not at all:
 // a killed run leaves whole values only. An array's metadata is written
 // when all its chunks are, the groups' and the consolidated metadata
 // last, so DEST never describes data it lacks. The run's record, written
@@ -39,51 +38,109 @@ import (
 // with the same settings: those DEST lists, at a size they can have.
 //
 // A part (--part K/N) writes only its share of each array's objects
-// (compress_split.go) and no metadata; its record, at the end, says what
+// (split.go) and no metadata; its record, at the end, says what
 // it wrote, for --finish.
 
-// chunkSource returns decoded source chunks (readahead.Loader.Chunk): the
+// ChunkSource returns decoded source chunks (readahead.Loader.Chunk): the
 // slice is the caller's own copy, which it may modify; a missing chunk
 // satisfies errors.Is(err, fs.ErrNotExist).
-type chunkSource interface {
+type ChunkSource interface {
 	Chunk(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32) ([]byte, error)
 }
 
-// newEncoders returns what encodes a batch of chunks for --encoder: the
-// CPU pool. There is no GPU encoder yet, so "gpu" is refused.
-func newEncoders(mode string, pool *codec.Pool) (func(codec.Encoder) codec.BatchEncoder, error) {
-	switch mode {
-	case "auto", "cpu":
-		return pool.EncoderBatch, nil
-	case "gpu":
-		return nil, errors.New("--encoder gpu: zfuse has no GPU encoder yet (chunks are encoded on the CPU pool with --encoder cpu or auto)")
-	}
-	return nil, fmt.Errorf("--encoder %q: want auto, cpu or gpu", mode)
+// A Config says where a plan is copied and how.
+type Config struct {
+	Log      *slog.Logger                           // nil: discard
+	Src      store.Store                            // the source store, for arrays copied as stored
+	Chunks   ChunkSource                            // the source's decoded chunks
+	Encoders func(codec.Encoder) codec.BatchEncoder // what encodes a batch of chunks with an encoder
+	Dst      Destination
+	Dest     string     // DEST as given, for messages
+	Held     *DestState // what DEST held at the start (ReadDest)
+
+	Workers    int   // units in flight: two per worker
+	Memory     int64 // bound on the chunk bytes in flight
+	WriteEmpty bool  // write chunks whose every element is the fill value
+	Resume     bool  // keep what an interrupted run with the same plan wrote
+	Verify     bool  // read every chunk back from DEST and compare it with the source
+
+	Settings map[string]string // the settings recorded for --resume and --finish (flag name -> value)
+	Part     Part              // the share of the job to write; N 0: the whole job
+
+	// Progress, when not nil, is called as units finish with the new
+	// chunks done (written, left out or kept) and their bytes in
+	// (decoded) and out (stored). It must be safe for concurrent use.
+	Progress func(chunks, in, out int64)
 }
 
-// A copier runs a compressPlan into DEST.
+// Stats are what the copy of one array of the plan did.
+type Stats struct {
+	Mine                 bool  // this process wrote (a share of) the array; false: another part's
+	Written, Empty, Kept int64 // new chunks written, left out (fill or missing), kept from a previous run
+	In, Out              int64 // decoded bytes of the chunks written, their stored bytes
+	Objects, Bytes       int64 // objects (chunks, shards, values copied) of the share DEST holds, their size
+	Verified             int64 // chunks read back from DEST (or found absent, as left out) and equal to the source
+	Took                 time.Duration
+}
+
+// Run writes the plan into cfg.Dst, or cfg.Part's share of it (no
+// metadata then, and a record for Finish), and returns what it did for
+// each array of the plan, in order.
+func Run(ctx context.Context, p *Plan, cfg Config) ([]Stats, error) {
+	c := newCopier(p, cfg)
+	if err := c.run(ctx, p); err != nil {
+		return nil, err
+	}
+	return c.results(), nil
+}
+
+// Total is the work of part prt's shares of the plan (N 0: the whole
+// plan), in new chunks and their decoded bytes; chunks of arrays copied
+// as stored are not counted.
+func Total(p *Plan, prt Part) (chunks, bytes int64) {
+	c := newCopier(p, Config{Part: prt})
+	return c.total(p)
+}
+
+// A copier runs a Plan into DEST.
 type copier struct {
 	log        *slog.Logger
 	src        store.Store
-	chunks     chunkSource
+	chunks     ChunkSource
 	encoders   func(codec.Encoder) codec.BatchEncoder
-	dst        destination
+	dst        Destination
 	dest       string     // DEST as given, for messages
-	held       *destState // what DEST held at the start
+	held       *DestState // what DEST held at the start
 	workers    int
 	memory     int64
 	writeEmpty bool
 	resume     bool
 	verify     bool
-	settings   map[string]string // settingFlags' values, recorded for --resume
-	part       part              // --part; n 0: the whole job
-	progress   *progress
+	settings   map[string]string // recorded for --resume
+	part       Part              // --part; N 0: the whole job
+	progress   func(chunks, in, out int64)
 
-	record  string        // the key of this run's record: runFile or the part's
-	shares  []share       // by plan.arrays index: the objects this process writes (divide)
+	record  string        // the key of this run's record: RunFile or the part's
+	shares  []share       // by plan.Arrays index: the objects this process writes (divide)
 	started time.Time     // when this run started (set by run)
 	began   time.Time     // when this part first started, in this run or one it resumes
-	stats   []*arrayStats // by plan.arrays index, filled by run
+	stats   []*arrayStats // by plan.Arrays index, filled by run
+}
+
+func newCopier(p *Plan, cfg Config) *copier {
+	c := &copier{
+		log: cfg.Log, src: cfg.Src, chunks: cfg.Chunks, encoders: cfg.Encoders, dst: cfg.Dst, dest: cfg.Dest, held: cfg.Held,
+		workers: max(cfg.Workers, 1), memory: cfg.Memory, writeEmpty: cfg.WriteEmpty, resume: cfg.Resume, verify: cfg.Verify,
+		settings: cfg.Settings, part: cfg.Part, progress: cfg.Progress,
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.progress == nil {
+		c.progress = func(chunks, in, out int64) {}
+	}
+	c.divide(p)
+	return c
 }
 
 // arrayStats count what one array's copy did. Updated atomically.
@@ -91,28 +148,42 @@ type arrayStats struct {
 	written, empty, kept atomic.Int64 // new chunks written, left out (fill or missing), kept from a previous run
 	in, out              atomic.Int64 // decoded bytes of the chunks written, their stored bytes
 	objects, bytes       atomic.Int64 // objects (chunks, shards, values copied) of the share DEST holds, their size
-	verified             atomic.Int64 // --verify: chunks read back from DEST (or found absent, as left out) and equal to the source
+	verified             atomic.Int64 // chunks read back from DEST (or found absent, as left out) and equal to the source
 	took                 time.Duration
+}
+
+// results are the stats of a finished run.
+func (c *copier) results() []Stats {
+	out := make([]Stats, len(c.stats))
+	for i, s := range c.stats {
+		out[i] = Stats{
+			Mine:    c.part.N == 0 || c.shares[i].lo < c.shares[i].hi,
+			Written: s.written.Load(), Empty: s.empty.Load(), Kept: s.kept.Load(),
+			In: s.in.Load(), Out: s.out.Load(), Objects: s.objects.Load(), Bytes: s.bytes.Load(),
+			Verified: s.verified.Load(), Took: s.took,
+		}
+	}
+	return out
 }
 
 // divide decides what this process writes: with --part K/N its share of
 // the job, else everything. It sets the record's name.
-func (c *copier) divide(p *convert.Plan) {
-	c.record = runFile
-	if c.part.n > 0 {
+func (c *copier) divide(p *Plan) {
+	c.record = RunFile
+	if c.part.N > 0 {
 		c.record = partFile(c.part)
 	}
-	all := jobShares(p, max(c.part.n, 1))
+	all := jobShares(p, max(c.part.N, 1))
 	c.shares = make([]share, len(p.Arrays))
 	for i := range p.Arrays {
-		c.shares[i] = all[i][c.part.k]
+		c.shares[i] = all[i][c.part.K]
 	}
 }
 
 // jobShares returns the shares of each of n parts of the plan: [array
 // index][part]. An array copied as stored has one object, the whole array,
 // in its owner's share.
-func jobShares(p *convert.Plan, n int) [][]share {
+func jobShares(p *Plan, n int) [][]share {
 	encs := make([]*zarr.Array, len(p.Arrays))
 	for i, pa := range p.Arrays {
 		if pa.Enc != nil {
@@ -132,8 +203,7 @@ func jobShares(p *convert.Plan, n int) [][]share {
 
 // total is the work of this process's shares, in new chunks and their
 // decoded bytes (chunks of arrays copied as stored are not counted).
-func (c *copier) total(p *convert.Plan) progressTotal {
-	var t progressTotal
+func (c *copier) total(p *Plan) (chunks, bytes int64) {
 	for i, pa := range p.Arrays {
 		if pa.Enc == nil || c.shares[i].hi == c.shares[i].lo {
 			continue
@@ -141,19 +211,19 @@ func (c *copier) total(p *convert.Plan) progressTotal {
 		d := pa.Enc.Array()
 		_, before := weight(d, c.shares[i].lo)
 		w, last := weight(d, c.shares[i].hi-1)
-		t.bytes += last + w - before
-		t.chunks += (last + w - before) / max(d.ChunkLen(), 1)
+		bytes += last + w - before
+		chunks += (last + w - before) / max(d.ChunkLen(), 1)
 	}
-	return t
+	return chunks, bytes
 }
 
 // mine reports whether key is this process's to write: everything in a
 // run of one process; for a part, its record and the objects of its
 // shares.
-func (c *copier) mine(p *convert.Plan) func(key string) bool {
+func (c *copier) mine(p *Plan) func(key string) bool {
 	return func(key string) bool {
 		switch {
-		case c.part.n == 0:
+		case c.part.N == 0:
 			return true
 		case isRecord(key):
 			return key == c.record
@@ -165,7 +235,7 @@ func (c *copier) mine(p *convert.Plan) func(key string) bool {
 
 // arrayOf returns the index in p.Arrays of the array whose directory holds
 // key, and key relative to it; -1 when none does.
-func arrayOf(p *convert.Plan, key string) (int, string) {
+func arrayOf(p *Plan, key string) (int, string) {
 	best, rel := -1, ""
 	for i, pa := range p.Arrays {
 		r, ok := key, pa.Path == "."
@@ -183,7 +253,7 @@ func arrayOf(p *convert.Plan, key string) (int, string) {
 // object at rel (a key relative to the array pa) that the plan writes, or
 // -1 when no object of the plan's is stored there. An array copied as
 // stored is one object, 0, for any key but its metadata.
-func objectIndex(pa *convert.Array, rel string) int64 {
+func objectIndex(pa *Array, rel string) int64 {
 	if pa.Enc == nil {
 		if _, meta := pa.Files[rel]; meta {
 			return -1
@@ -206,7 +276,7 @@ func objectIndex(pa *convert.Array, rel string) int64 {
 // be one that the plan writes for pa: not empty, at least a shard index,
 // exactly the chunk size for codecs that keep it. Writes are whole, so a
 // listing's size is the check short of reading the object (--verify).
-func plausible(pa *convert.Array, n int64) bool {
+func plausible(pa *Array, n int64) bool {
 	d := pa.Enc.Array()
 	if sh := d.Shard(); sh != nil {
 		return n > sh.IndexLen()
@@ -218,7 +288,7 @@ func plausible(pa *convert.Array, n int64) bool {
 }
 
 // run writes the plan, or this part's share of it.
-func (c *copier) run(ctx context.Context, p *convert.Plan) error {
+func (c *copier) run(ctx context.Context, p *Plan) error {
 	previous, err := c.previousRun(ctx, p)
 	if err != nil {
 		return err
@@ -228,7 +298,7 @@ func (c *copier) run(ctx context.Context, p *convert.Plan) error {
 			return fmt.Errorf("--resume: DEST %s holds %s written with other settings (%s): refused before writing anything; give the flags it was written with, or a new DEST",
 				c.dest, pa.Path, filesDiff(prev, pa.Files))
 		}
-		for q, r := range c.held.partRecords() {
+		for q, r := range c.held.PartRecords() {
 			if prev, ok := r.files(pa.Path); ok && q != c.part && !sameFiles(prev, pa.Files) {
 				return fmt.Errorf("DEST %s: part %s of this job writes %s with other settings (%s): refused before writing anything; every part of a job needs the same flags",
 					c.dest, q, pa.Path, filesDiff(prev, pa.Files))
@@ -236,7 +306,7 @@ func (c *copier) run(ctx context.Context, p *convert.Plan) error {
 		}
 	}
 	c.started, c.began = time.Now(), time.Now()
-	if r := c.held.parts[c.part.k]; c.resume && c.part.n > 0 && r != nil && !r.Started.IsZero() {
+	if r := c.held.Parts[c.part.K]; c.resume && c.part.N > 0 && r != nil && !r.Started.IsZero() {
 		c.began = r.Started // the job's time counts from the part's first start
 	}
 	if err := c.writeRecord(ctx, p, nil); err != nil {
@@ -261,31 +331,31 @@ func (c *copier) run(ctx context.Context, p *convert.Plan) error {
 		if err != nil {
 			return err
 		}
-		if c.part.n == 0 {
+		if c.part.N == 0 {
 			if err := c.writeFiles(ctx, pa.Path, pa.Files); err != nil {
 				return err
 			}
 		}
 		c.stats[i].took = time.Since(start)
 	}
-	if c.part.n > 0 {
+	if c.part.N > 0 {
 		return c.writeRecord(ctx, p, c.done(p))
 	}
 	if err := c.writeGroups(ctx, p); err != nil {
 		return err
 	}
-	return c.dst.RemoveKey(ctx, runFile)
+	return c.dst.RemoveKey(ctx, RunFile)
 }
 
 // done is what this part did, for its record.
-func (c *copier) done(p *convert.Plan) *partDone {
-	d := &partDone{Ended: time.Now(), Took: time.Since(c.started).Seconds(), Arrays: map[string]shareStats{}}
+func (c *copier) done(p *Plan) *PartDone {
+	d := &PartDone{Ended: time.Now(), Took: time.Since(c.started).Seconds(), Arrays: map[string]ShareStats{}}
 	for i, pa := range p.Arrays {
 		if c.shares[i].lo == c.shares[i].hi {
 			continue
 		}
 		s := c.stats[i]
-		d.Arrays[pa.Path] = shareStats{
+		d.Arrays[pa.Path] = ShareStats{
 			Objects: s.objects.Load(), Bytes: s.bytes.Load(),
 			Written: s.written.Load(), Empty: s.empty.Load(), Kept: s.kept.Load(), In: s.in.Load(), Out: s.out.Load(),
 			Took: s.took.Seconds(),
@@ -298,14 +368,14 @@ func (c *copier) done(p *convert.Plan) *partDone {
 // planned for each array (from its record), or, for arrays whose metadata
 // was written, that metadata; with --resume, an array whose plan is the
 // same keeps its chunks.
-func (c *copier) previousRun(ctx context.Context, p *convert.Plan) (map[string]map[string][]byte, error) {
+func (c *copier) previousRun(ctx context.Context, p *Plan) (map[string]map[string][]byte, error) {
 	prev := map[string]map[string][]byte{}
 	if !c.resume {
 		return prev, nil
 	}
-	r := c.held.run
-	if c.part.n > 0 {
-		r = c.held.parts[c.part.k]
+	r := c.held.Run
+	if c.part.N > 0 {
+		r = c.held.Parts[c.part.K]
 	}
 	if r != nil {
 		for _, pa := range p.Arrays {
@@ -314,7 +384,7 @@ func (c *copier) previousRun(ctx context.Context, p *convert.Plan) (map[string]m
 			}
 		}
 	}
-	if c.held.n > 0 || len(c.held.names) == 0 {
+	if c.held.N > 0 || len(c.held.Names) == 0 {
 		return prev, nil // a job in parts, or nothing: no metadata to read
 	}
 	for _, pa := range p.Arrays {
@@ -342,7 +412,7 @@ func (c *copier) previousRun(ctx context.Context, p *convert.Plan) (map[string]m
 
 // writeRecord writes this run's record: the plan, and for a part that has
 // written its share, done.
-func (c *copier) writeRecord(ctx context.Context, p *convert.Plan, done *partDone) error {
+func (c *copier) writeRecord(ctx context.Context, p *Plan, done *PartDone) error {
 	r := newRecord(p, c.settings, c.part, c.began)
 	r.Done = done
 	b, err := json.MarshalIndent(r, "", " ")
@@ -415,7 +485,7 @@ func (c *copier) writeFiles(ctx context.Context, p string, files map[string][]by
 
 // writeGroups writes every group's metadata, and last the root's
 // consolidated metadata over everything written.
-func (c *copier) writeGroups(ctx context.Context, p *convert.Plan) error {
+func (c *copier) writeGroups(ctx context.Context, p *Plan) error {
 	docs := map[string]map[string][]byte{}
 	for _, pa := range p.Arrays {
 		docs[strings.TrimPrefix(pa.Path, ".")] = pa.Files
@@ -454,7 +524,7 @@ func (c *copier) writeGroups(ctx context.Context, p *convert.Plan) error {
 // it is stored: the keys of its chunk grid (remote stores may not list
 // chunk keys), then whatever else the store lists under it; its metadata
 // is written with the others', after its values.
-func (c *copier) copyStored(ctx context.Context, pa *convert.Array, st *arrayStats) error {
+func (c *copier) copyStored(ctx context.Context, pa *Array, st *arrayStats) error {
 	done := map[string]bool{}
 	copyKey := func(key string) error {
 		rel := strings.TrimPrefix(strings.TrimPrefix(key, pa.SrcDir), "/")
@@ -559,7 +629,7 @@ func unravelGrid(i int64, grid []int) []int {
 // encoded. With keep, the objects of sh that DEST holds at a plausible
 // size are kept; without, they are removed first (an earlier run's, with
 // other settings).
-func (c *copier) copyArray(ctx context.Context, pa *convert.Array, sh share, keep bool, st *arrayStats) error {
+func (c *copier) copyArray(ctx context.Context, pa *Array, sh share, keep bool, st *arrayStats) error {
 	d := pa.Enc.Array()
 	n, at := units(d, sh)
 	if n == 0 || d.NumChunks() == 0 {
@@ -638,7 +708,7 @@ func putBuf(b []byte) {
 var pid = uint32(os.Getpid())
 
 // unit copies one unit.
-func (c *copier) unit(ctx context.Context, pa *convert.Array, enc codec.BatchEncoder, u unit, held map[string]int64, st *arrayStats) error {
+func (c *copier) unit(ctx context.Context, pa *Array, enc codec.BatchEncoder, u unit, held map[string]int64, st *arrayStats) error {
 	d := pa.Enc.Array()
 	key := func(i int) string { return path.Join(pa.Path, d.ChunkKey(u.coords[i])) }
 	if u.shard != nil {
@@ -678,7 +748,7 @@ func (c *copier) unit(ctx context.Context, pa *convert.Array, enc codec.BatchEnc
 				st.bytes.Add(held[key(i)])
 			}
 		}
-		c.progress.add(int64(inside), 0, 0)
+		c.progress(int64(inside), 0, 0)
 		if c.verify {
 			return c.verifyUnit(ctx, pa, u, raws, key, st)
 		}
@@ -729,7 +799,7 @@ func (c *copier) unit(ctx context.Context, pa *convert.Array, enc codec.BatchEnc
 			out = int64(len(b))
 		}
 	} else {
-		// Each chunk is its own object: written at once (the destination
+		// Each chunk is its own object: written at once (the Destination
 		// bounds its requests in flight), for object stores' latency.
 		wg, wctx := errgroup.WithContext(ctx)
 		for i, b := range encoded {
@@ -748,7 +818,7 @@ func (c *copier) unit(ctx context.Context, pa *convert.Array, enc codec.BatchEnc
 	st.empty.Add(int64(inside - len(jobs) - nkept))
 	st.in.Add(in)
 	st.out.Add(out)
-	c.progress.add(int64(inside), in, out)
+	c.progress(int64(inside), in, out)
 	if c.verify {
 		return c.verifyUnit(ctx, pa, u, raws, key, st)
 	}
@@ -792,7 +862,7 @@ func allKept(kept []bool, coords [][]int) bool {
 // raw returns the bytes of the new chunk at coords, as the array presents
 // them; nil when it is left out: every element the fill value (unless
 // --write-empty), or no source chunk it draws on exists.
-func (c *copier) raw(ctx context.Context, pa *convert.Array, coords []int) ([]byte, error) {
+func (c *copier) raw(ctx context.Context, pa *Array, coords []int) ([]byte, error) {
 	d, s := pa.Enc.Array(), pa.Src
 	var b []byte
 	if pa.Same {
@@ -840,7 +910,7 @@ func (c *copier) raw(ctx context.Context, pa *convert.Array, coords []int) ([]by
 // and compares it with the bytes it was made from (raws; nil: left out,
 // which must read as absent or, written anyway, as the fill value),
 // counting in st those that agree.
-func (c *copier) verifyUnit(ctx context.Context, pa *convert.Array, u unit, raws [][]byte, key func(int) string, st *arrayStats) error {
+func (c *copier) verifyUnit(ctx context.Context, pa *Array, u unit, raws [][]byte, key func(int) string, st *arrayStats) error {
 	d := pa.Enc.Array()
 	var shard []byte
 	for i, co := range u.coords {
