@@ -13,7 +13,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -684,38 +683,14 @@ func pathRel(key, dir string) (bool, string) {
 	return ok, rel
 }
 
-// bufs are encode buffers, reused: a run allocates as many as it has in
-// flight, not one per chunk (each a page fault per 4 KiB when fresh).
-var bufs sync.Pool // of *[]byte
-
-// getBuf returns an empty buffer of capacity n or more.
-func getBuf(n int) []byte {
-	if p, _ := bufs.Get().(*[]byte); p != nil && cap(*p) >= n {
-		return (*p)[:0]
-	}
-	return make([]byte, 0, n)
-}
-
-// putBuf returns b's array to bufs; the caller keeps no reference to it.
-func putBuf(b []byte) {
-	if cap(b) > 0 {
-		b = b[:0]
-		bufs.Put(&b)
-	}
-}
-
 // pid names compress's reads to the chunk loader.
 var pid = uint32(os.Getpid())
 
-// unit copies one unit.
+// unit copies one unit: it reads the source chunks of the new chunks
+// that DEST does not hold yet (with --verify, of all), encodes them as
+// one batch and writes them, then, with --verify, reads them back.
 func (c *copier) unit(ctx context.Context, pa *Array, enc codec.BatchEncoder, u unit, held map[string]int64, st *arrayStats) error {
-	d := pa.Enc.Array()
-	key := func(i int) string { return path.Join(pa.Path, d.ChunkKey(u.coords[i])) }
-	if u.shard != nil {
-		rel, _, _ := d.StoredKey(firstCoords(u))
-		shardKey := path.Join(pa.Path, rel)
-		key = func(int) string { return shardKey }
-	}
+	key := unitKeys(pa, u)
 	// Chunks already written by a run with the same settings are kept
 	// (and with --verify checked against the source). held is only read.
 	kept := make([]bool, len(u.coords))
@@ -738,27 +713,53 @@ func (c *copier) unit(ctx context.Context, pa *Array, enc codec.BatchEncoder, u 
 		raws[i] = raw
 	}
 	if allKept(kept, u.coords) {
-		st.kept.Add(int64(inside))
-		if u.shard != nil {
-			st.objects.Add(1)
-			st.bytes.Add(held[key(0)])
-		} else {
-			for i := range u.coords {
-				st.objects.Add(1)
-				st.bytes.Add(held[key(i)])
-			}
-		}
-		c.progress(int64(inside), 0, 0)
-		if c.verify {
-			return c.verifyUnit(ctx, pa, u, raws, key, st)
-		}
-		return nil
+		c.countKept(u, key, held, inside, st)
+	} else if err := c.encodeUnit(ctx, pa, enc, u, key, kept, raws, held, inside, st); err != nil {
+		return err
 	}
+	if c.verify {
+		return c.verifyUnit(ctx, pa, u, raws, key, st)
+	}
+	return nil
+}
+
+// unitKeys returns the DEST key of each new chunk of u: its own, or its
+// shard's.
+func unitKeys(pa *Array, u unit) func(i int) string {
+	d := pa.Enc.Array()
+	if u.shard != nil {
+		rel, _, _ := d.StoredKey(firstCoords(u))
+		shardKey := path.Join(pa.Path, rel)
+		return func(int) string { return shardKey }
+	}
+	return func(i int) string { return path.Join(pa.Path, d.ChunkKey(u.coords[i])) }
+}
+
+// countKept counts a unit whose every chunk DEST holds already.
+func (c *copier) countKept(u unit, key func(int) string, held map[string]int64, inside int, st *arrayStats) {
+	st.kept.Add(int64(inside))
+	if u.shard != nil {
+		st.objects.Add(1)
+		st.bytes.Add(held[key(0)])
+	} else {
+		for i := range u.coords {
+			st.objects.Add(1)
+			st.bytes.Add(held[key(i)])
+		}
+	}
+	c.progress(int64(inside), 0, 0)
+}
+
+// encodeUnit encodes the chunks of u that are not kept (raws; nil: left
+// out) as one batch, in buffers from codec's pool, and writes them.
+func (c *copier) encodeUnit(ctx context.Context, pa *Array, enc codec.BatchEncoder, u unit, key func(int) string, kept []bool, raws [][]byte, held map[string]int64, inside int, st *arrayStats) error {
+	d := pa.Enc.Array()
 	var jobs []codec.Job
 	var idx []int
+	var bufs []*[]byte
 	defer func() {
-		for _, j := range jobs {
-			putBuf(j.Dst)
+		for _, b := range bufs {
+			codec.PutBuf(b)
 		}
 	}()
 	nkept := 0
@@ -770,7 +771,9 @@ func (c *copier) unit(ctx context.Context, pa *Array, enc codec.BatchEncoder, u 
 			continue
 		}
 		if raw != nil {
-			jobs = append(jobs, codec.Job{Src: raw, Dst: getBuf(pa.Enc.Chunk().MaxEncodedLen(len(raw)))})
+			b := codec.GetBuf(pa.Enc.Chunk().MaxEncodedLen(len(raw)))
+			bufs = append(bufs, b)
+			jobs = append(jobs, codec.Job{Src: raw, Dst: (*b)[:0]})
 			idx = append(idx, i)
 		}
 	}
@@ -786,43 +789,45 @@ func (c *copier) unit(ctx context.Context, pa *Array, enc codec.BatchEncoder, u 
 		}
 		encoded[idx[j]] = job.Dst
 	}
-	var in, out int64
-	if u.shard != nil {
-		if len(jobs) > 0 {
-			b, err := pa.Enc.Shard(encoded)
-			if err != nil {
-				return fmt.Errorf("shard %s: %w", key(0), err)
-			}
-			if err := c.write(ctx, key(0), b, st); err != nil {
-				return err
-			}
-			out = int64(len(b))
-		}
-	} else {
-		// Each chunk is its own object: written at once (the Destination
-		// bounds its requests in flight), for object stores' latency.
-		wg, wctx := errgroup.WithContext(ctx)
-		for i, b := range encoded {
-			if b != nil {
-				out += int64(len(b))
-				wg.Go(func() error { return c.write(wctx, key(i), b, st) })
-			}
-		}
-		if err := wg.Wait(); err != nil {
-			return err
-		}
+	out, err := c.writeUnit(ctx, pa, u, key, encoded, len(jobs), st)
+	if err != nil {
+		return err
 	}
-	in = int64(len(jobs)) * d.ChunkLen()
+	in := int64(len(jobs)) * d.ChunkLen()
 	st.written.Add(int64(len(jobs)))
 	st.kept.Add(int64(nkept))
 	st.empty.Add(int64(inside - len(jobs) - nkept))
 	st.in.Add(in)
 	st.out.Add(out)
 	c.progress(int64(inside), in, out)
-	if c.verify {
-		return c.verifyUnit(ctx, pa, u, raws, key, st)
-	}
 	return nil
+}
+
+// writeUnit writes the n encoded chunks of u (encoded, by unit index;
+// nil: none to write), as its shard or each as its own object, and
+// returns the bytes written.
+func (c *copier) writeUnit(ctx context.Context, pa *Array, u unit, key func(int) string, encoded [][]byte, n int, st *arrayStats) (int64, error) {
+	if u.shard != nil {
+		if n == 0 {
+			return 0, nil
+		}
+		b, err := pa.Enc.Shard(encoded)
+		if err != nil {
+			return 0, fmt.Errorf("shard %s: %w", key(0), err)
+		}
+		return int64(len(b)), c.write(ctx, key(0), b, st)
+	}
+	// Each chunk is its own object: written at once (the destination
+	// bounds its requests in flight), for object stores' latency.
+	var out int64
+	wg, wctx := errgroup.WithContext(ctx)
+	for i, b := range encoded {
+		if b != nil {
+			out += int64(len(b))
+			wg.Go(func() error { return c.write(wctx, key(i), b, st) })
+		}
+	}
+	return out, wg.Wait()
 }
 
 // write writes one object of the share.
