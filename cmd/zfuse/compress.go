@@ -153,20 +153,25 @@ func compress(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if f.finish {
 		return finishJob(ctx, p, cfg, stdout)
 	}
-	// Source chunks are read through the chunk loader without readahead;
-	// its decoded tier keeps source chunks that several new chunks need
-	// when rechunking.
+	loader, closeLoader := sourceLoader(lf, p, int64(f.memory), source, src, dec, log)
+	defer closeLoader()
+	cfg.Chunks = loader
+	return runJob(ctx, p, cfg, f.progress, stdout, stderr)
+}
+
+// sourceLoader returns the chunk loader the copy reads source chunks
+// through, without readahead; its decoded tier keeps source chunks that
+// several new chunks need when rechunking, within half of memory.
+func sourceLoader(lf *loaderFlags, p *convert.Plan, memory int64, source string, src store.Store, dec *decoders, log *slog.Logger) (convert.ChunkSource, func()) {
 	lf.decoded = 0
 	if p.Rechunks {
-		lf.decoded = min(f.memory/2, 512<<20)
+		lf.decoded = min(Size(memory/2), 512<<20)
 	}
 	if strings.Contains(source, "://") {
 		lf.compressed = 64 << 20
 	}
-	loader, closeLoader := lf.loader(src, dec, log)
-	defer closeLoader()
-	cfg.Chunks = loader
-	return runJob(ctx, p, cfg, f.progress, stdout, stderr)
+	l, stop := lf.loader(src, dec, log)
+	return l, stop
 }
 
 // checkPart parses --part and refuses what --finish cannot take.
