@@ -26,6 +26,7 @@ var allowed = map[string][]string{
 	"zarr":        {"codec"},
 	"readahead":   {"cache", "codec", "store", "zarr"},
 	"fs":          {"readahead", "zarr", "store", "codec", "internal/flight", "internal/mountinfo"},
+	"convert":     {"fs", "zarr", "codec", "store", "readahead"},
 	"cmd/zfuse":   {"*"},
 	"integration": {},
 	testutil:      {},

@@ -237,8 +237,8 @@ func encodeWithin(dst, src []byte, bound int, enc func([]byte) ([]byte, error)) 
 		}
 		return out, nil
 	}
-	p := getBuf(bound)
-	defer putBuf(p)
+	p := GetBuf(bound)
+	defer PutBuf(p)
 	out, err := enc((*p)[:0:bound])
 	if err != nil {
 		return dst, err

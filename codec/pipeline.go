@@ -154,20 +154,20 @@ func runStages(n int, dst, src []byte, room func(k int, in []byte) (start, limit
 	var held *[]byte // the pooled buffer in lies in
 	defer func() {
 		if held != nil {
-			putBuf(held)
+			PutBuf(held)
 		}
 	}()
 	for k := 0; k < n-1; k++ {
 		start, limit := room(k, in)
 		for size := start; ; size = min(slack(size), limit) {
-			buf := getBuf(size)
+			buf := GetBuf(size)
 			out, err := stage(k, (*buf)[:0:size], in)
 			if errors.Is(err, ErrTooLarge) && size < limit {
-				putBuf(buf)
+				PutBuf(buf)
 				continue
 			}
 			if held != nil {
-				putBuf(held)
+				PutBuf(held)
 			}
 			held = buf
 			if err != nil {
@@ -199,10 +199,13 @@ func DecodeBounded(d Decoder, src []byte, limit int) ([]byte, error) {
 
 var bufs sync.Pool // of *[]byte, intermediate buffers, kept at full capacity
 
-// getBuf returns a buffer of capacity at least n. Callers slice it to the
-// capacity they want, so that the pooled slice keeps its whole array: a
-// large buffer lent for a small chunk is still large when it comes back.
-func getBuf(n int) *[]byte {
+// GetBuf returns a buffer of capacity at least n from the pool that the
+// pipelines' intermediate stages use (zfuse compress takes its encode
+// buffers from it too): a run allocates as many as it has in flight, not
+// one per chunk. Callers slice it to the capacity they want, so that the
+// pooled slice keeps its whole array: a large buffer lent for a small
+// chunk is still large when it comes back.
+func GetBuf(n int) *[]byte {
 	if p, _ := bufs.Get().(*[]byte); p != nil && cap(*p) >= n {
 		return p
 	}
@@ -210,7 +213,8 @@ func getBuf(n int) *[]byte {
 	return &b
 }
 
-func putBuf(p *[]byte) { *p = (*p)[:0]; bufs.Put(p) }
+// PutBuf returns p to the pool; the caller keeps no reference to its array.
+func PutBuf(p *[]byte) { *p = (*p)[:0]; bufs.Put(p) }
 
 // EncodedLen is defined when every stage has one.
 func (p *Pipeline) EncodedLen(n int) (int, error) {

@@ -107,8 +107,8 @@ func bitShuffle(dst, src []byte, typesize int) {
 	nb := n / 8
 	planes := src[:n*typesize]
 	if typesize > 1 {
-		p := getBuf(n * typesize)
-		defer putBuf(p)
+		p := GetBuf(n * typesize)
+		defer PutBuf(p)
 		planes = (*p)[:n*typesize]
 		byteShuffle(planes, src[:n*typesize], typesize)
 	}

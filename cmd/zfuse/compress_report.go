@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"github.com/zfuse/zfuse/convert"
 	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
+
 	"text/tabwriter"
 	"time"
 
@@ -34,7 +36,7 @@ type progress struct {
 
 // newProgress starts reporting on w the work total of a run, or of part
 // prt: mode "auto" is a bar when w is a terminal, plain lines otherwise.
-func newProgress(w io.Writer, mode string, total progressTotal, prt part) *progress {
+func newProgress(w io.Writer, mode string, total progressTotal, prt convert.Part) *progress {
 	if mode == "auto" {
 		mode = "plain"
 		if isTerminal(w) {
@@ -42,7 +44,7 @@ func newProgress(w io.Writer, mode string, total progressTotal, prt part) *progr
 		}
 	}
 	p := &progress{w: w, mode: mode, name: "compress", total: total, start: time.Now(), done: make(chan struct{})}
-	if prt.n > 0 {
+	if prt.N > 0 {
 		p.name = "compress part " + prt.String()
 	}
 	if mode == "bar" || mode == "plain" {
@@ -125,67 +127,35 @@ func (p *progress) stop() {
 
 // summary prints one line per array and the total: chunks written, left
 // out (fill value or missing) and kept (--resume), bytes in (decoded) and
-// out (stored), ratio, time and rate.
-func (c *copier) summary(w io.Writer, p *compressPlan) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ARRAY\tFORMAT\tCHUNKS\tWRITTEN\tEMPTY\tKEPT\tBYTES IN\tBYTES OUT\tRATIO\tTIME\tGB/s")
-	var tot arrayStats
-	var took time.Duration
-	for i, pa := range p.arrays {
-		s := c.stats[i]
-		if c.part.n > 0 && c.shares[i].lo == c.shares[i].hi {
-			continue // another part's
-		}
-		took += s.took
-		if pa.enc == nil {
-			fmt.Fprintf(tw, "%s\tcopied as stored: %v\n", pa.path, pa.why)
-			continue
-		}
-		d := pa.enc.Array()
-		format := fmt.Sprintf("v%d", d.Format)
-		if d.Shard() != nil {
-			format += " sharded"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\n", pa.path, format, dims(d.Chunks),
-			s.written.Load(), s.empty.Load(), s.kept.Load(), cache.FormatSize(s.in.Load()), cache.FormatSize(s.out.Load()),
-			ratio(s.in.Load(), s.out.Load()), s.took.Round(time.Millisecond), float64(s.in.Load())/max(s.took.Seconds(), 1e-9)/1e9)
-		for _, v := range []struct {
-			to   *atomic.Int64
-			from int64
-		}{{&tot.written, s.written.Load()}, {&tot.empty, s.empty.Load()}, {&tot.kept, s.kept.Load()}, {&tot.in, s.in.Load()}, {&tot.out, s.out.Load()}} {
-			v.to.Add(v.from)
-		}
-	}
-	fmt.Fprintf(tw, "total\t\t\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\n", tot.written.Load(), tot.empty.Load(), tot.kept.Load(),
-		cache.FormatSize(tot.in.Load()), cache.FormatSize(tot.out.Load()), ratio(tot.in.Load(), tot.out.Load()), took.Round(time.Millisecond),
-		float64(tot.in.Load())/max(took.Seconds(), 1e-9)/1e9)
-	if err := tw.Flush(); err != nil {
+// out (stored), ratio, time and rate; stats are by p.Arrays index.
+func summary(w io.Writer, p *convert.Plan, stats []convert.Stats, verify bool, prt convert.Part) error {
+	if err := summaryTable(w, p, stats); err != nil {
 		return err
 	}
 	var notes []string
 	var verified, stored int64
-	for i, pa := range p.arrays {
-		if c.part.n > 0 && c.shares[i].lo == c.shares[i].hi {
+	for i, pa := range p.Arrays {
+		if !stats[i].Mine {
 			continue // another part's
 		}
-		if len(pa.skipped) > 0 {
+		if len(pa.Skipped) > 0 {
 			notes = append(notes, fmt.Sprintf("%s: written without %s (%s: it encodes integers stored as themselves)",
-				pa.path, strings.Join(pa.skipped, ","), pa.src.DType))
+				pa.Path, strings.Join(pa.Skipped, ","), pa.Src.DType))
 		}
-		verified += c.stats[i].verified.Load()
-		if pa.enc == nil {
+		verified += stats[i].Verified
+		if pa.Enc == nil {
 			stored++
 		}
 	}
-	if c.verify {
+	if verify {
 		line := fmt.Sprintf("verified: %d chunks read back from DEST, decoded and compared with the source (left-out chunks: found absent or the fill value): all equal", verified)
 		if stored > 0 {
 			line += fmt.Sprintf("; %d arrays copied as stored are not verified", stored)
 		}
 		notes = append(notes, line)
 	}
-	if c.part.n > 0 {
-		notes = append(notes, fmt.Sprintf("part %s of the job: its share is in DEST; once every part's is, zfuse compress --finish SOURCE DEST writes the metadata", c.part))
+	if prt.N > 0 {
+		notes = append(notes, fmt.Sprintf("part %s of the job: its share is in DEST; once every part's is, zfuse compress --finish SOURCE DEST writes the metadata", prt))
 	}
 	for _, n := range notes {
 		if _, err := fmt.Fprintln(w, n); err != nil {
@@ -193,6 +163,97 @@ func (c *copier) summary(w io.Writer, p *compressPlan) error {
 		}
 	}
 	return nil
+}
+
+// summaryTable prints the table of summary: a line per array of this
+// process's and the total.
+func summaryTable(w io.Writer, p *convert.Plan, stats []convert.Stats) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ARRAY\tFORMAT\tCHUNKS\tWRITTEN\tEMPTY\tKEPT\tBYTES IN\tBYTES OUT\tRATIO\tTIME\tGB/s")
+	var tot convert.Stats
+	for i, pa := range p.Arrays {
+		s := stats[i]
+		if !s.Mine {
+			continue // another part's
+		}
+		tot.Took += s.Took
+		if pa.Enc == nil {
+			fmt.Fprintf(tw, "%s\tcopied as stored: %v\n", pa.Path, pa.Why)
+			continue
+		}
+		d := pa.Enc.Array()
+		format := fmt.Sprintf("v%d", d.Format)
+		if d.Shard() != nil {
+			format += " sharded"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\n", pa.Path, format, dims(d.Chunks),
+			s.Written, s.Empty, s.Kept, cache.FormatSize(s.In), cache.FormatSize(s.Out),
+			ratio(s.In, s.Out), s.Took.Round(time.Millisecond), float64(s.In)/max(s.Took.Seconds(), 1e-9)/1e9)
+		tot.Written, tot.Empty, tot.Kept, tot.In, tot.Out = tot.Written+s.Written, tot.Empty+s.Empty, tot.Kept+s.Kept, tot.In+s.In, tot.Out+s.Out
+	}
+	fmt.Fprintf(tw, "total\t\t\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\n", tot.Written, tot.Empty, tot.Kept,
+		cache.FormatSize(tot.In), cache.FormatSize(tot.Out), ratio(tot.In, tot.Out), tot.Took.Round(time.Millisecond),
+		float64(tot.In)/max(tot.Took.Seconds(), 1e-9)/1e9)
+	return tw.Flush()
+}
+
+// jobSummary prints the summary of a split job from its parts' records:
+// one line per array, the parts' counts added up, with BYTES IN the
+// decoded size of the chunks DEST holds (kept chunks, which an earlier run
+// of a part wrote, at their decoded size), BYTES OUT their stored size and
+// TIME the time the parts' last runs spent on the array, summed; one line
+// per part; and the job's ratio and time, from the first part's first
+// start to the last part's end.
+func jobSummary(w io.Writer, p *convert.Plan, recs []*convert.Record, finish time.Duration) error {
+	stats := make([]convert.Stats, len(p.Arrays))
+	partIn := make([]int64, len(recs))
+	for i, pa := range p.Arrays {
+		st := convert.Stats{Mine: true}
+		for k, r := range recs {
+			s := r.Done.Arrays[pa.Path]
+			in := s.In
+			if pa.Enc != nil {
+				in += s.Kept * pa.Enc.Array().ChunkLen()
+			}
+			partIn[k] += in
+			st.Written += s.Written
+			st.Empty += s.Empty
+			st.Kept += s.Kept
+			st.In += in
+			st.Out += s.Bytes
+			st.Took += time.Duration(s.Took * float64(time.Second))
+		}
+		stats[i] = st
+	}
+	if err := summary(w, p, stats, false, convert.Part{}); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	var first, last time.Time
+	var in, out, objs int64
+	var busy time.Duration
+	for k, r := range recs {
+		var pout, pobjs int64
+		for _, s := range r.Done.Arrays {
+			pout += s.Bytes
+			pobjs += s.Objects
+		}
+		took := time.Duration(r.Done.Took * float64(time.Second))
+		fmt.Fprintf(w, "part %s: %d objects, %s in, %s out, ratio %s; its last run took %s\n", convert.Part{K: k, N: len(recs)}, pobjs,
+			cache.FormatSize(partIn[k]), cache.FormatSize(pout), ratio(partIn[k], pout), took.Round(time.Millisecond))
+		in, out, objs, busy = in+partIn[k], out+pout, objs+pobjs, busy+took
+		if first.IsZero() || r.Started.Before(first) {
+			first = r.Started
+		}
+		if r.Done.Ended.After(last) {
+			last = r.Done.Ended
+		}
+	}
+	wall := last.Sub(first)
+	_, err := fmt.Fprintf(w, "job: %d parts, %d objects, %s in, %s out, ratio %s; %s from the first part's start to the last part's end, the parts' last runs summed %s; --finish %s\n",
+		len(recs), objs, cache.FormatSize(in), cache.FormatSize(out), ratio(in, out), wall.Round(time.Millisecond),
+		busy.Round(time.Millisecond), finish.Round(time.Millisecond))
+	return err
 }
 
 func ratio(in, out int64) string {

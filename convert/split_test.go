@@ -1,4 +1,4 @@
-package main
+package convert
 
 import (
 	"encoding/json"
@@ -165,9 +165,9 @@ func TestParsePart(t *testing.T) {
 		in string
 		ok bool
 	}{{"0/1", true}, {"3/4", true}, {"4/4", false}, {"-1/4", false}, {"1/0", false}, {"1", false}, {"a/b", false}, {"1/2/3", false}} {
-		p, err := parsePart(tc.in)
+		p, err := ParsePart(tc.in)
 		if (err == nil) != tc.ok || (tc.ok && p.String() != tc.in) {
-			t.Errorf("parsePart(%q) = %v, %v", tc.in, p, err)
+			t.Errorf("ParsePart(%q) = %v, %v", tc.in, p, err)
 		}
 	}
 }
@@ -179,12 +179,12 @@ func FuzzParsePart(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		p, err := parsePart(s)
+		p, err := ParsePart(s)
 		if err != nil {
 			return
 		}
-		if p.k < 0 || p.k >= p.n {
-			t.Fatalf("parsePart(%q) = %v", s, p)
+		if p.K < 0 || p.K >= p.N {
+			t.Fatalf("ParsePart(%q) = %v", s, p)
 		}
 		if q, ok := parsePartFile(partFile(p)); !ok || q != p {
 			t.Fatalf("parsePartFile(%q) = %v, %v", partFile(p), q, ok)

@@ -1,4 +1,4 @@
-package main
+package convert
 
 import (
 	"bytes"
@@ -13,7 +13,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,7 +29,7 @@ import (
 // flight and their chunk bytes bounded by --memory. A unit reads its
 // source chunks decoded (the chunk loader decodes on the CPU pool or the
 // GPU), encodes its chunks as one batch (the encode pool), and writes
-// them into the destination, which shows each value whole or not at all:
+// them into the Destination, which shows each value whole or not at all:
 // a killed run leaves whole values only. An array's metadata is written
 // when all its chunks are, the groups' and the consolidated metadata
 // last, so DEST never describes data it lacks. The run's record, written
@@ -38,51 +37,109 @@ import (
 // with the same settings: those DEST lists, at a size they can have.
 //
 // A part (--part K/N) writes only its share of each array's objects
-// (compress_split.go) and no metadata; its record, at the end, says what
+// (split.go) and no metadata; its record, at the end, says what
 // it wrote, for --finish.
 
-// chunkSource returns decoded source chunks (readahead.Loader.Chunk): the
+// ChunkSource returns decoded source chunks (readahead.Loader.Chunk): the
 // slice is the caller's own copy, which it may modify; a missing chunk
 // satisfies errors.Is(err, fs.ErrNotExist).
-type chunkSource interface {
+type ChunkSource interface {
 	Chunk(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32) ([]byte, error)
 }
 
-// newEncoders returns what encodes a batch of chunks for --encoder: the
-// CPU pool. There is no GPU encoder yet, so "gpu" is refused.
-func newEncoders(mode string, pool *codec.Pool) (func(codec.Encoder) codec.BatchEncoder, error) {
-	switch mode {
-	case "auto", "cpu":
-		return pool.EncoderBatch, nil
-	case "gpu":
-		return nil, errors.New("--encoder gpu: zfuse has no GPU encoder yet (chunks are encoded on the CPU pool with --encoder cpu or auto)")
-	}
-	return nil, fmt.Errorf("--encoder %q: want auto, cpu or gpu", mode)
+// A Config says where a plan is copied and how.
+type Config struct {
+	Log      *slog.Logger                           // nil: discard
+	Src      store.Store                            // the source store, for arrays copied as stored
+	Chunks   ChunkSource                            // the source's decoded chunks
+	Encoders func(codec.Encoder) codec.BatchEncoder // what encodes a batch of chunks with an encoder
+	Dst      Destination
+	Dest     string     // DEST as given, for messages
+	Held     *DestState // what DEST held at the start (ReadDest)
+
+	Workers    int   // units in flight: two per worker
+	Memory     int64 // bound on the chunk bytes in flight
+	WriteEmpty bool  // write chunks whose every element is the fill value
+	Resume     bool  // keep what an interrupted run with the same plan wrote
+	Verify     bool  // read every chunk back from DEST and compare it with the source
+
+	Settings map[string]string // the settings recorded for --resume and --finish (flag name -> value)
+	Part     Part              // the share of the job to write; N 0: the whole job
+
+	// Progress, when not nil, is called as units finish with the new
+	// chunks done (written, left out or kept) and their bytes in
+	// (decoded) and out (stored). It must be safe for concurrent use.
+	Progress func(chunks, in, out int64)
 }
 
-// A copier runs a compressPlan into DEST.
+// Stats are what the copy of one array of the plan did.
+type Stats struct {
+	Mine                 bool  // this process wrote (a share of) the array; false: another part's
+	Written, Empty, Kept int64 // new chunks written, left out (fill or missing), kept from a previous run
+	In, Out              int64 // decoded bytes of the chunks written, their stored bytes
+	Objects, Bytes       int64 // objects (chunks, shards, values copied) of the share DEST holds, their size
+	Verified             int64 // chunks read back from DEST (or found absent, as left out) and equal to the source
+	Took                 time.Duration
+}
+
+// Run writes the plan into cfg.Dst, or cfg.Part's share of it (no
+// metadata then, and a record for Finish), and returns what it did for
+// each array of the plan, in order.
+func Run(ctx context.Context, p *Plan, cfg Config) ([]Stats, error) {
+	c := newCopier(p, cfg)
+	if err := c.run(ctx, p); err != nil {
+		return nil, err
+	}
+	return c.results(), nil
+}
+
+// Total is the work of part prt's shares of the plan (N 0: the whole
+// plan), in new chunks and their decoded bytes; chunks of arrays copied
+// as stored are not counted.
+func Total(p *Plan, prt Part) (chunks, bytes int64) {
+	c := newCopier(p, Config{Part: prt})
+	return c.total(p)
+}
+
+// A copier runs a Plan into DEST.
 type copier struct {
 	log        *slog.Logger
 	src        store.Store
-	chunks     chunkSource
+	chunks     ChunkSource
 	encoders   func(codec.Encoder) codec.BatchEncoder
-	dst        destination
+	dst        Destination
 	dest       string     // DEST as given, for messages
-	held       *destState // what DEST held at the start
+	held       *DestState // what DEST held at the start
 	workers    int
 	memory     int64
 	writeEmpty bool
 	resume     bool
 	verify     bool
-	settings   map[string]string // settingFlags' values, recorded for --resume
-	part       part              // --part; n 0: the whole job
-	progress   *progress
+	settings   map[string]string // recorded for --resume
+	part       Part              // --part; N 0: the whole job
+	progress   func(chunks, in, out int64)
 
-	record  string        // the key of this run's record: runFile or the part's
-	shares  []share       // by plan.arrays index: the objects this process writes (divide)
+	record  string        // the key of this run's record: RunFile or the part's
+	shares  []share       // by plan.Arrays index: the objects this process writes (divide)
 	started time.Time     // when this run started (set by run)
 	began   time.Time     // when this part first started, in this run or one it resumes
-	stats   []*arrayStats // by plan.arrays index, filled by run
+	stats   []*arrayStats // by plan.Arrays index, filled by run
+}
+
+func newCopier(p *Plan, cfg Config) *copier {
+	c := &copier{
+		log: cfg.Log, src: cfg.Src, chunks: cfg.Chunks, encoders: cfg.Encoders, dst: cfg.Dst, dest: cfg.Dest, held: cfg.Held,
+		workers: max(cfg.Workers, 1), memory: cfg.Memory, writeEmpty: cfg.WriteEmpty, resume: cfg.Resume, verify: cfg.Verify,
+		settings: cfg.Settings, part: cfg.Part, progress: cfg.Progress,
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.progress == nil {
+		c.progress = func(chunks, in, out int64) {}
+	}
+	c.divide(p)
+	return c
 }
 
 // arrayStats count what one array's copy did. Updated atomically.
@@ -90,38 +147,52 @@ type arrayStats struct {
 	written, empty, kept atomic.Int64 // new chunks written, left out (fill or missing), kept from a previous run
 	in, out              atomic.Int64 // decoded bytes of the chunks written, their stored bytes
 	objects, bytes       atomic.Int64 // objects (chunks, shards, values copied) of the share DEST holds, their size
-	verified             atomic.Int64 // --verify: chunks read back from DEST (or found absent, as left out) and equal to the source
+	verified             atomic.Int64 // chunks read back from DEST (or found absent, as left out) and equal to the source
 	took                 time.Duration
+}
+
+// results are the stats of a finished run.
+func (c *copier) results() []Stats {
+	out := make([]Stats, len(c.stats))
+	for i, s := range c.stats {
+		out[i] = Stats{
+			Mine:    c.part.N == 0 || c.shares[i].lo < c.shares[i].hi,
+			Written: s.written.Load(), Empty: s.empty.Load(), Kept: s.kept.Load(),
+			In: s.in.Load(), Out: s.out.Load(), Objects: s.objects.Load(), Bytes: s.bytes.Load(),
+			Verified: s.verified.Load(), Took: s.took,
+		}
+	}
+	return out
 }
 
 // divide decides what this process writes: with --part K/N its share of
 // the job, else everything. It sets the record's name.
-func (c *copier) divide(p *compressPlan) {
-	c.record = runFile
-	if c.part.n > 0 {
+func (c *copier) divide(p *Plan) {
+	c.record = RunFile
+	if c.part.N > 0 {
 		c.record = partFile(c.part)
 	}
-	all := jobShares(p, max(c.part.n, 1))
-	c.shares = make([]share, len(p.arrays))
-	for i := range p.arrays {
-		c.shares[i] = all[i][c.part.k]
+	all := jobShares(p, max(c.part.N, 1))
+	c.shares = make([]share, len(p.Arrays))
+	for i := range p.Arrays {
+		c.shares[i] = all[i][c.part.K]
 	}
 }
 
 // jobShares returns the shares of each of n parts of the plan: [array
 // index][part]. An array copied as stored has one object, the whole array,
 // in its owner's share.
-func jobShares(p *compressPlan, n int) [][]share {
-	encs := make([]*zarr.Array, len(p.arrays))
-	for i, pa := range p.arrays {
-		if pa.enc != nil {
-			encs[i] = pa.enc.Array()
+func jobShares(p *Plan, n int) [][]share {
+	encs := make([]*zarr.Array, len(p.Arrays))
+	for i, pa := range p.Arrays {
+		if pa.Enc != nil {
+			encs[i] = pa.Enc.Array()
 		}
 	}
 	out := split(encs, n)
 	stored := 0
-	for i, pa := range p.arrays {
-		if pa.enc == nil {
+	for i, pa := range p.Arrays {
+		if pa.Enc == nil {
 			out[i][owner(stored, n)] = share{0, 1}
 			stored++
 		}
@@ -131,47 +202,46 @@ func jobShares(p *compressPlan, n int) [][]share {
 
 // total is the work of this process's shares, in new chunks and their
 // decoded bytes (chunks of arrays copied as stored are not counted).
-func (c *copier) total(p *compressPlan) progressTotal {
-	var t progressTotal
-	for i, pa := range p.arrays {
-		if pa.enc == nil || c.shares[i].hi == c.shares[i].lo {
+func (c *copier) total(p *Plan) (chunks, bytes int64) {
+	for i, pa := range p.Arrays {
+		if pa.Enc == nil || c.shares[i].hi == c.shares[i].lo {
 			continue
 		}
-		d := pa.enc.Array()
+		d := pa.Enc.Array()
 		_, before := weight(d, c.shares[i].lo)
 		w, last := weight(d, c.shares[i].hi-1)
-		t.bytes += last + w - before
-		t.chunks += (last + w - before) / max(d.ChunkLen(), 1)
+		bytes += last + w - before
+		chunks += (last + w - before) / max(d.ChunkLen(), 1)
 	}
-	return t
+	return chunks, bytes
 }
 
 // mine reports whether key is this process's to write: everything in a
 // run of one process; for a part, its record and the objects of its
 // shares.
-func (c *copier) mine(p *compressPlan) func(key string) bool {
+func (c *copier) mine(p *Plan) func(key string) bool {
 	return func(key string) bool {
 		switch {
-		case c.part.n == 0:
+		case c.part.N == 0:
 			return true
 		case isRecord(key):
 			return key == c.record
 		}
-		i, rel := p.arrayOf(key)
-		return i >= 0 && c.shares[i].has(objectIndex(p.arrays[i], rel))
+		i, rel := arrayOf(p, key)
+		return i >= 0 && c.shares[i].has(objectIndex(p.Arrays[i], rel))
 	}
 }
 
-// arrayOf returns the index in p.arrays of the array whose directory holds
+// arrayOf returns the index in p.Arrays of the array whose directory holds
 // key, and key relative to it; -1 when none does.
-func (p *compressPlan) arrayOf(key string) (int, string) {
+func arrayOf(p *Plan, key string) (int, string) {
 	best, rel := -1, ""
-	for i, pa := range p.arrays {
-		r, ok := key, pa.path == "."
+	for i, pa := range p.Arrays {
+		r, ok := key, pa.Path == "."
 		if !ok {
-			r, ok = strings.CutPrefix(key, pa.path+"/")
+			r, ok = strings.CutPrefix(key, pa.Path+"/")
 		}
-		if ok && (best < 0 || len(pa.path) > len(p.arrays[best].path)) {
+		if ok && (best < 0 || len(pa.Path) > len(p.Arrays[best].Path)) {
 			best, rel = i, r
 		}
 	}
@@ -182,14 +252,14 @@ func (p *compressPlan) arrayOf(key string) (int, string) {
 // object at rel (a key relative to the array pa) that the plan writes, or
 // -1 when no object of the plan's is stored there. An array copied as
 // stored is one object, 0, for any key but its metadata.
-func objectIndex(pa *planArray, rel string) int64 {
-	if pa.enc == nil {
-		if _, meta := pa.files[rel]; meta {
+func objectIndex(pa *Array, rel string) int64 {
+	if pa.Enc == nil {
+		if _, meta := pa.Files[rel]; meta {
 			return -1
 		}
 		return 0
 	}
-	d := pa.enc.Array()
+	d := pa.Enc.Array()
 	coords, ok := d.ParseStoredKey(rel)
 	if !ok {
 		return -1
@@ -205,37 +275,37 @@ func objectIndex(pa *planArray, rel string) int64 {
 // be one that the plan writes for pa: not empty, at least a shard index,
 // exactly the chunk size for codecs that keep it. Writes are whole, so a
 // listing's size is the check short of reading the object (--verify).
-func plausible(pa *planArray, n int64) bool {
-	d := pa.enc.Array()
+func plausible(pa *Array, n int64) bool {
+	d := pa.Enc.Array()
 	if sh := d.Shard(); sh != nil {
 		return n > sh.IndexLen()
 	}
-	if max := int64(pa.enc.Chunk().MaxEncodedLen(int(d.ChunkLen()))); max == d.ChunkLen() {
+	if max := int64(pa.Enc.Chunk().MaxEncodedLen(int(d.ChunkLen()))); max == d.ChunkLen() {
 		return n == max
 	}
 	return n > 0
 }
 
 // run writes the plan, or this part's share of it.
-func (c *copier) run(ctx context.Context, p *compressPlan) error {
+func (c *copier) run(ctx context.Context, p *Plan) error {
 	previous, err := c.previousRun(ctx, p)
 	if err != nil {
 		return err
 	}
-	for _, pa := range p.arrays {
-		if prev, ok := previous[pa.path]; ok && !sameFiles(prev, pa.files) {
+	for _, pa := range p.Arrays {
+		if prev, ok := previous[pa.Path]; ok && !sameFiles(prev, pa.Files) {
 			return fmt.Errorf("--resume: DEST %s holds %s written with other settings (%s): refused before writing anything; give the flags it was written with, or a new DEST",
-				c.dest, pa.path, filesDiff(prev, pa.files))
+				c.dest, pa.Path, filesDiff(prev, pa.Files))
 		}
-		for q, r := range c.held.partRecords() {
-			if prev, ok := r.files(pa.path); ok && q != c.part && !sameFiles(prev, pa.files) {
+		for q, r := range c.held.PartRecords() {
+			if prev, ok := r.files(pa.Path); ok && q != c.part && !sameFiles(prev, pa.Files) {
 				return fmt.Errorf("DEST %s: part %s of this job writes %s with other settings (%s): refused before writing anything; every part of a job needs the same flags",
-					c.dest, q, pa.path, filesDiff(prev, pa.files))
+					c.dest, q, pa.Path, filesDiff(prev, pa.Files))
 			}
 		}
 	}
 	c.started, c.began = time.Now(), time.Now()
-	if r := c.held.parts[c.part.k]; c.resume && c.part.n > 0 && r != nil && !r.Started.IsZero() {
+	if r := c.held.Parts[c.part.K]; c.resume && c.part.N > 0 && r != nil && !r.Started.IsZero() {
 		c.began = r.Started // the job's time counts from the part's first start
 	}
 	if err := c.writeRecord(ctx, p, nil); err != nil {
@@ -245,14 +315,14 @@ func (c *copier) run(ctx context.Context, p *compressPlan) error {
 	if err := c.dst.Clean(ctx, c.mine(p)); err != nil {
 		return fmt.Errorf("DEST: %w", err)
 	}
-	c.stats = make([]*arrayStats, len(p.arrays))
-	for i, pa := range p.arrays {
+	c.stats = make([]*arrayStats, len(p.Arrays))
+	for i, pa := range p.Arrays {
 		c.stats[i] = &arrayStats{}
 		start := time.Now()
-		keep := c.resume && sameFiles(previous[pa.path], pa.files)
+		keep := c.resume && sameFiles(previous[pa.Path], pa.Files)
 		switch {
 		case c.shares[i].lo == c.shares[i].hi: // another part's
-		case pa.enc == nil:
+		case pa.Enc == nil:
 			err = c.copyStored(ctx, pa, c.stats[i])
 		default:
 			err = c.copyArray(ctx, pa, c.shares[i], keep, c.stats[i])
@@ -260,31 +330,31 @@ func (c *copier) run(ctx context.Context, p *compressPlan) error {
 		if err != nil {
 			return err
 		}
-		if c.part.n == 0 {
-			if err := c.writeFiles(ctx, pa.path, pa.files); err != nil {
+		if c.part.N == 0 {
+			if err := c.writeFiles(ctx, pa.Path, pa.Files); err != nil {
 				return err
 			}
 		}
 		c.stats[i].took = time.Since(start)
 	}
-	if c.part.n > 0 {
+	if c.part.N > 0 {
 		return c.writeRecord(ctx, p, c.done(p))
 	}
 	if err := c.writeGroups(ctx, p); err != nil {
 		return err
 	}
-	return c.dst.RemoveKey(ctx, runFile)
+	return c.dst.RemoveKey(ctx, RunFile)
 }
 
 // done is what this part did, for its record.
-func (c *copier) done(p *compressPlan) *partDone {
-	d := &partDone{Ended: time.Now(), Took: time.Since(c.started).Seconds(), Arrays: map[string]shareStats{}}
-	for i, pa := range p.arrays {
+func (c *copier) done(p *Plan) *PartDone {
+	d := &PartDone{Ended: time.Now(), Took: time.Since(c.started).Seconds(), Arrays: map[string]ShareStats{}}
+	for i, pa := range p.Arrays {
 		if c.shares[i].lo == c.shares[i].hi {
 			continue
 		}
 		s := c.stats[i]
-		d.Arrays[pa.path] = shareStats{
+		d.Arrays[pa.Path] = ShareStats{
 			Objects: s.objects.Load(), Bytes: s.bytes.Load(),
 			Written: s.written.Load(), Empty: s.empty.Load(), Kept: s.kept.Load(), In: s.in.Load(), Out: s.out.Load(),
 			Took: s.took.Seconds(),
@@ -297,34 +367,34 @@ func (c *copier) done(p *compressPlan) *partDone {
 // planned for each array (from its record), or, for arrays whose metadata
 // was written, that metadata; with --resume, an array whose plan is the
 // same keeps its chunks.
-func (c *copier) previousRun(ctx context.Context, p *compressPlan) (map[string]map[string][]byte, error) {
+func (c *copier) previousRun(ctx context.Context, p *Plan) (map[string]map[string][]byte, error) {
 	prev := map[string]map[string][]byte{}
 	if !c.resume {
 		return prev, nil
 	}
-	r := c.held.run
-	if c.part.n > 0 {
-		r = c.held.parts[c.part.k]
+	r := c.held.Run
+	if c.part.N > 0 {
+		r = c.held.Parts[c.part.K]
 	}
 	if r != nil {
-		for _, pa := range p.arrays {
-			if files, ok := r.files(pa.path); ok {
-				prev[pa.path] = files
+		for _, pa := range p.Arrays {
+			if files, ok := r.files(pa.Path); ok {
+				prev[pa.Path] = files
 			}
 		}
 	}
-	if c.held.n > 0 || len(c.held.names) == 0 {
+	if c.held.N > 0 || len(c.held.Names) == 0 {
 		return prev, nil // a job in parts, or nothing: no metadata to read
 	}
-	for _, pa := range p.arrays {
-		if _, ok := prev[pa.path]; ok {
+	for _, pa := range p.Arrays {
+		if _, ok := prev[pa.Path]; ok {
 			continue
 		}
 		// Whatever metadata DEST holds for it, in either format: a store of
 		// another format is other settings too.
 		files := map[string][]byte{}
 		for _, name := range []string{zarr.ArrayFile, zarr.AttrsFile, zarr.MetadataFile} {
-			b, err := c.dst.ReadKey(ctx, path.Join(pa.path, name))
+			b, err := c.dst.ReadKey(ctx, path.Join(pa.Path, name))
 			switch {
 			case err == nil:
 				files[name] = b
@@ -333,7 +403,7 @@ func (c *copier) previousRun(ctx context.Context, p *compressPlan) (map[string]m
 			}
 		}
 		if len(files) > 0 {
-			prev[pa.path] = files
+			prev[pa.Path] = files
 		}
 	}
 	return prev, nil
@@ -341,7 +411,7 @@ func (c *copier) previousRun(ctx context.Context, p *compressPlan) (map[string]m
 
 // writeRecord writes this run's record: the plan, and for a part that has
 // written its share, done.
-func (c *copier) writeRecord(ctx context.Context, p *compressPlan, done *partDone) error {
+func (c *copier) writeRecord(ctx context.Context, p *Plan, done *PartDone) error {
 	r := newRecord(p, c.settings, c.part, c.began)
 	r.Done = done
 	b, err := json.MarshalIndent(r, "", " ")
@@ -414,32 +484,32 @@ func (c *copier) writeFiles(ctx context.Context, p string, files map[string][]by
 
 // writeGroups writes every group's metadata, and last the root's
 // consolidated metadata over everything written.
-func (c *copier) writeGroups(ctx context.Context, p *compressPlan) error {
+func (c *copier) writeGroups(ctx context.Context, p *Plan) error {
 	docs := map[string]map[string][]byte{}
-	for _, pa := range p.arrays {
-		docs[strings.TrimPrefix(pa.path, ".")] = pa.files
+	for _, pa := range p.Arrays {
+		docs[strings.TrimPrefix(pa.Path, ".")] = pa.Files
 	}
 	var root map[string][]byte
-	for _, g := range p.groups {
-		if g.path == "." {
-			root = g.files
-			docs[""] = g.files
+	for _, g := range p.Groups {
+		if g.Path == "." {
+			root = g.Files
+			docs[""] = g.Files
 			continue
 		}
-		docs[g.path] = g.files
-		if err := c.writeFiles(ctx, g.path, g.files); err != nil {
+		docs[g.Path] = g.Files
+		if err := c.writeFiles(ctx, g.Path, g.Files); err != nil {
 			return err
 		}
 	}
 	if root == nil {
 		return nil
 	}
-	if p.consolidated != 0 {
-		cf, err := zarr.Consolidate(p.consolidated, docs)
+	if p.Consolidated != 0 {
+		cf, err := zarr.Consolidate(p.Consolidated, docs)
 		if err != nil {
 			return err
 		}
-		if p.consolidated == 2 {
+		if p.Consolidated == 2 {
 			if err := c.writeFiles(ctx, ".", root); err != nil {
 				return err
 			}
@@ -453,11 +523,11 @@ func (c *copier) writeGroups(ctx context.Context, p *compressPlan) error {
 // it is stored: the keys of its chunk grid (remote stores may not list
 // chunk keys), then whatever else the store lists under it; its metadata
 // is written with the others', after its values.
-func (c *copier) copyStored(ctx context.Context, pa *planArray, st *arrayStats) error {
+func (c *copier) copyStored(ctx context.Context, pa *Array, st *arrayStats) error {
 	done := map[string]bool{}
 	copyKey := func(key string) error {
-		rel := strings.TrimPrefix(strings.TrimPrefix(key, pa.srcDir), "/")
-		if _, meta := pa.files[rel]; done[key] || meta {
+		rel := strings.TrimPrefix(strings.TrimPrefix(key, pa.SrcDir), "/")
+		if _, meta := pa.Files[rel]; done[key] || meta {
 			return nil
 		}
 		done[key] = true
@@ -468,17 +538,17 @@ func (c *copier) copyStored(ctx context.Context, pa *planArray, st *arrayStats) 
 		if err != nil {
 			return err
 		}
-		if err := c.dst.WriteKey(ctx, path.Join(pa.path, rel), b); err != nil {
+		if err := c.dst.WriteKey(ctx, path.Join(pa.Path, rel), b); err != nil {
 			return fmt.Errorf("DEST: %w", err)
 		}
 		st.objects.Add(1)
 		st.bytes.Add(int64(len(b)))
 		return nil
 	}
-	if a := pa.src; a != nil {
+	if a := pa.Src; a != nil {
 		for i := range a.NumChunks() {
 			key, _, _ := a.StoredKey(a.Coords(i))
-			if err := copyKey(path.Join(pa.srcDir, key)); err != nil {
+			if err := copyKey(path.Join(pa.SrcDir, key)); err != nil {
 				return err
 			}
 		}
@@ -502,10 +572,10 @@ func (c *copier) copyStored(ctx context.Context, pa *planArray, st *arrayStats) 
 		}
 		return nil
 	}
-	err := walk(pa.path)
+	err := walk(pa.Path)
 	if errors.Is(err, store.ErrNotSupported) {
-		if pa.src == nil {
-			c.log.Warn("array copied without its chunks: the store cannot list them and its metadata does not parse", "key", pa.path)
+		if pa.Src == nil {
+			c.log.Warn("array copied without its chunks: the store cannot list them and its metadata does not parse", "key", pa.Path)
 		}
 		return nil
 	}
@@ -558,15 +628,15 @@ func unravelGrid(i int64, grid []int) []int {
 // encoded. With keep, the objects of sh that DEST holds at a plausible
 // size are kept; without, they are removed first (an earlier run's, with
 // other settings).
-func (c *copier) copyArray(ctx context.Context, pa *planArray, sh share, keep bool, st *arrayStats) error {
-	d := pa.enc.Array()
+func (c *copier) copyArray(ctx context.Context, pa *Array, sh share, keep bool, st *arrayStats) error {
+	d := pa.Enc.Array()
 	n, at := units(d, sh)
 	if n == 0 || d.NumChunks() == 0 {
 		return nil // an empty array: metadata only
 	}
 	held := map[string]int64{} // key -> size of the objects of sh that DEST holds
-	err := c.dst.Walk(ctx, pa.path, func(key string, size int64) error {
-		if i, rel := pathRel(key, pa.path); i && sh.has(objectIndex(pa, rel)) {
+	err := c.dst.Walk(ctx, pa.Path, func(key string, size int64) error {
+		if i, rel := pathRel(key, pa.Path); i && sh.has(objectIndex(pa, rel)) {
 			held[key] = size
 		}
 		return nil
@@ -583,11 +653,11 @@ func (c *copier) copyArray(ctx context.Context, pa *planArray, sh share, keep bo
 		}
 	}
 	first := at(0)
-	weight := int64(len(first.coords)) * (d.ChunkLen() + int64(pa.enc.Chunk().MaxEncodedLen(int(d.ChunkLen()))))
+	weight := int64(len(first.coords)) * (d.ChunkLen() + int64(pa.Enc.Chunk().MaxEncodedLen(int(d.ChunkLen()))))
 	sem := semaphore.NewWeighted(max(c.memory, weight))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(2 * c.workers)
-	enc := c.encoders(pa.enc.Chunk())
+	enc := c.encoders(pa.Enc.Chunk())
 	for i := range n {
 		if err := sem.Acquire(gctx, weight); err != nil {
 			break // the group's error (or ctx's) is returned below
@@ -613,38 +683,14 @@ func pathRel(key, dir string) (bool, string) {
 	return ok, rel
 }
 
-// bufs are encode buffers, reused: a run allocates as many as it has in
-// flight, not one per chunk (each a page fault per 4 KiB when fresh).
-var bufs sync.Pool // of *[]byte
-
-// getBuf returns an empty buffer of capacity n or more.
-func getBuf(n int) []byte {
-	if p, _ := bufs.Get().(*[]byte); p != nil && cap(*p) >= n {
-		return (*p)[:0]
-	}
-	return make([]byte, 0, n)
-}
-
-// putBuf returns b's array to bufs; the caller keeps no reference to it.
-func putBuf(b []byte) {
-	if cap(b) > 0 {
-		b = b[:0]
-		bufs.Put(&b)
-	}
-}
-
 // pid names compress's reads to the chunk loader.
 var pid = uint32(os.Getpid())
 
-// unit copies one unit.
-func (c *copier) unit(ctx context.Context, pa *planArray, enc codec.BatchEncoder, u unit, held map[string]int64, st *arrayStats) error {
-	d := pa.enc.Array()
-	key := func(i int) string { return path.Join(pa.path, d.ChunkKey(u.coords[i])) }
-	if u.shard != nil {
-		rel, _, _ := d.StoredKey(firstCoords(u))
-		shardKey := path.Join(pa.path, rel)
-		key = func(int) string { return shardKey }
-	}
+// unit copies one unit: it reads the source chunks of the new chunks
+// that DEST does not hold yet (with --verify, of all), encodes them as
+// one batch and writes them, then, with --verify, reads them back.
+func (c *copier) unit(ctx context.Context, pa *Array, enc codec.BatchEncoder, u unit, held map[string]int64, st *arrayStats) error {
+	key := unitKeys(pa, u)
 	// Chunks already written by a run with the same settings are kept
 	// (and with --verify checked against the source). held is only read.
 	kept := make([]bool, len(u.coords))
@@ -667,27 +713,53 @@ func (c *copier) unit(ctx context.Context, pa *planArray, enc codec.BatchEncoder
 		raws[i] = raw
 	}
 	if allKept(kept, u.coords) {
-		st.kept.Add(int64(inside))
-		if u.shard != nil {
-			st.objects.Add(1)
-			st.bytes.Add(held[key(0)])
-		} else {
-			for i := range u.coords {
-				st.objects.Add(1)
-				st.bytes.Add(held[key(i)])
-			}
-		}
-		c.progress.add(int64(inside), 0, 0)
-		if c.verify {
-			return c.verifyUnit(ctx, pa, u, raws, key, st)
-		}
-		return nil
+		c.countKept(u, key, held, inside, st)
+	} else if err := c.encodeUnit(ctx, pa, enc, u, key, kept, raws, held, inside, st); err != nil {
+		return err
 	}
+	if c.verify {
+		return c.verifyUnit(ctx, pa, u, raws, key, st)
+	}
+	return nil
+}
+
+// unitKeys returns the DEST key of each new chunk of u: its own, or its
+// shard's.
+func unitKeys(pa *Array, u unit) func(i int) string {
+	d := pa.Enc.Array()
+	if u.shard != nil {
+		rel, _, _ := d.StoredKey(firstCoords(u))
+		shardKey := path.Join(pa.Path, rel)
+		return func(int) string { return shardKey }
+	}
+	return func(i int) string { return path.Join(pa.Path, d.ChunkKey(u.coords[i])) }
+}
+
+// countKept counts a unit whose every chunk DEST holds already.
+func (c *copier) countKept(u unit, key func(int) string, held map[string]int64, inside int, st *arrayStats) {
+	st.kept.Add(int64(inside))
+	if u.shard != nil {
+		st.objects.Add(1)
+		st.bytes.Add(held[key(0)])
+	} else {
+		for i := range u.coords {
+			st.objects.Add(1)
+			st.bytes.Add(held[key(i)])
+		}
+	}
+	c.progress(int64(inside), 0, 0)
+}
+
+// encodeUnit encodes the chunks of u that are not kept (raws; nil: left
+// out) as one batch, in buffers from codec's pool, and writes them.
+func (c *copier) encodeUnit(ctx context.Context, pa *Array, enc codec.BatchEncoder, u unit, key func(int) string, kept []bool, raws [][]byte, held map[string]int64, inside int, st *arrayStats) error {
+	d := pa.Enc.Array()
 	var jobs []codec.Job
 	var idx []int
+	var bufs []*[]byte
 	defer func() {
-		for _, j := range jobs {
-			putBuf(j.Dst)
+		for _, b := range bufs {
+			codec.PutBuf(b)
 		}
 	}()
 	nkept := 0
@@ -699,7 +771,9 @@ func (c *copier) unit(ctx context.Context, pa *planArray, enc codec.BatchEncoder
 			continue
 		}
 		if raw != nil {
-			jobs = append(jobs, codec.Job{Src: raw, Dst: getBuf(pa.enc.Chunk().MaxEncodedLen(len(raw)))})
+			b := codec.GetBuf(pa.Enc.Chunk().MaxEncodedLen(len(raw)))
+			bufs = append(bufs, b)
+			jobs = append(jobs, codec.Job{Src: raw, Dst: (*b)[:0]})
 			idx = append(idx, i)
 		}
 	}
@@ -711,47 +785,49 @@ func (c *copier) unit(ctx context.Context, pa *planArray, enc codec.BatchEncoder
 	encoded := make([][]byte, len(u.coords))
 	for j, job := range jobs {
 		if job.Err != nil {
-			return fmt.Errorf("encode %s: %w", path.Join(pa.path, d.ChunkKey(u.coords[idx[j]])), job.Err)
+			return fmt.Errorf("encode %s: %w", path.Join(pa.Path, d.ChunkKey(u.coords[idx[j]])), job.Err)
 		}
 		encoded[idx[j]] = job.Dst
 	}
-	var in, out int64
-	if u.shard != nil {
-		if len(jobs) > 0 {
-			b, err := pa.enc.Shard(encoded)
-			if err != nil {
-				return fmt.Errorf("shard %s: %w", key(0), err)
-			}
-			if err := c.write(ctx, key(0), b, st); err != nil {
-				return err
-			}
-			out = int64(len(b))
-		}
-	} else {
-		// Each chunk is its own object: written at once (the destination
-		// bounds its requests in flight), for object stores' latency.
-		wg, wctx := errgroup.WithContext(ctx)
-		for i, b := range encoded {
-			if b != nil {
-				out += int64(len(b))
-				wg.Go(func() error { return c.write(wctx, key(i), b, st) })
-			}
-		}
-		if err := wg.Wait(); err != nil {
-			return err
-		}
+	out, err := c.writeUnit(ctx, pa, u, key, encoded, len(jobs), st)
+	if err != nil {
+		return err
 	}
-	in = int64(len(jobs)) * d.ChunkLen()
+	in := int64(len(jobs)) * d.ChunkLen()
 	st.written.Add(int64(len(jobs)))
 	st.kept.Add(int64(nkept))
 	st.empty.Add(int64(inside - len(jobs) - nkept))
 	st.in.Add(in)
 	st.out.Add(out)
-	c.progress.add(int64(inside), in, out)
-	if c.verify {
-		return c.verifyUnit(ctx, pa, u, raws, key, st)
-	}
+	c.progress(int64(inside), in, out)
 	return nil
+}
+
+// writeUnit writes the n encoded chunks of u (encoded, by unit index;
+// nil: none to write), as its shard or each as its own object, and
+// returns the bytes written.
+func (c *copier) writeUnit(ctx context.Context, pa *Array, u unit, key func(int) string, encoded [][]byte, n int, st *arrayStats) (int64, error) {
+	if u.shard != nil {
+		if n == 0 {
+			return 0, nil
+		}
+		b, err := pa.Enc.Shard(encoded)
+		if err != nil {
+			return 0, fmt.Errorf("shard %s: %w", key(0), err)
+		}
+		return int64(len(b)), c.write(ctx, key(0), b, st)
+	}
+	// Each chunk is its own object: written at once (the destination
+	// bounds its requests in flight), for object stores' latency.
+	var out int64
+	wg, wctx := errgroup.WithContext(ctx)
+	for i, b := range encoded {
+		if b != nil {
+			out += int64(len(b))
+			wg.Go(func() error { return c.write(wctx, key(i), b, st) })
+		}
+	}
+	return out, wg.Wait()
 }
 
 // write writes one object of the share.
@@ -791,11 +867,11 @@ func allKept(kept []bool, coords [][]int) bool {
 // raw returns the bytes of the new chunk at coords, as the array presents
 // them; nil when it is left out: every element the fill value (unless
 // --write-empty), or no source chunk it draws on exists.
-func (c *copier) raw(ctx context.Context, pa *planArray, coords []int) ([]byte, error) {
-	d, s := pa.enc.Array(), pa.src
+func (c *copier) raw(ctx context.Context, pa *Array, coords []int) ([]byte, error) {
+	d, s := pa.Enc.Array(), pa.Src
 	var b []byte
-	if pa.same {
-		src, err := c.chunks.Chunk(ctx, s, pa.srcDir, coords, pid)
+	if pa.Same {
+		src, err := c.chunks.Chunk(ctx, s, pa.SrcDir, coords, pid)
 		if errors.Is(err, iofs.ErrNotExist) {
 			return nil, nil
 		}
@@ -812,7 +888,7 @@ func (c *copier) raw(ctx context.Context, pa *planArray, coords []int) ([]byte, 
 		var err error
 		s.ChunksIn(box, func(sc []int) bool {
 			var src []byte
-			src, err = c.chunks.Chunk(ctx, s, pa.srcDir, sc, pid)
+			src, err = c.chunks.Chunk(ctx, s, pa.SrcDir, sc, pid)
 			if errors.Is(err, iofs.ErrNotExist) {
 				err = nil
 				return true
@@ -839,8 +915,8 @@ func (c *copier) raw(ctx context.Context, pa *planArray, coords []int) ([]byte, 
 // and compares it with the bytes it was made from (raws; nil: left out,
 // which must read as absent or, written anyway, as the fill value),
 // counting in st those that agree.
-func (c *copier) verifyUnit(ctx context.Context, pa *planArray, u unit, raws [][]byte, key func(int) string, st *arrayStats) error {
-	d := pa.enc.Array()
+func (c *copier) verifyUnit(ctx context.Context, pa *Array, u unit, raws [][]byte, key func(int) string, st *arrayStats) error {
+	d := pa.Enc.Array()
 	var shard []byte
 	for i, co := range u.coords {
 		if co == nil {
@@ -872,10 +948,10 @@ func (c *copier) verifyUnit(ctx context.Context, pa *planArray, u unit, raws [][
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("verify %s: %w", path.Join(pa.path, d.ChunkKey(co)), err)
+			return fmt.Errorf("verify %s: %w", path.Join(pa.Path, d.ChunkKey(co)), err)
 		}
 		if !bytes.Equal(got, want) {
-			return fmt.Errorf("verify %s: the chunk read back differs from the source", path.Join(pa.path, d.ChunkKey(co)))
+			return fmt.Errorf("verify %s: the chunk read back differs from the source", path.Join(pa.Path, d.ChunkKey(co)))
 		}
 		st.verified.Add(1)
 	}

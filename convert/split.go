@@ -1,4 +1,4 @@
-package main
+package convert
 
 import (
 	"fmt"
@@ -25,20 +25,20 @@ import (
 
 // A part is --part K/N: this process writes the share of part k of n.
 // The zero part (n 0) is a whole job in one process.
-type part struct{ k, n int }
+type Part struct{ K, N int }
 
-// parsePart parses "K/N".
-func parsePart(s string) (part, error) {
+// ParsePart parses "K/N".
+func ParsePart(s string) (Part, error) {
 	ks, ns, ok := strings.Cut(s, "/")
 	k, err1 := strconv.Atoi(ks)
 	n, err2 := strconv.Atoi(ns)
 	if !ok || err1 != nil || err2 != nil || n < 1 || k < 0 || k >= n {
-		return part{}, fmt.Errorf("--part %q: want K/N, this process's share K (from 0) of N, such as 0/4 to 3/4", s)
+		return Part{}, fmt.Errorf("--part %q: want K/N, this process's share K (from 0) of N, such as 0/4 to 3/4", s)
 	}
-	return part{k, n}, nil
+	return Part{k, n}, nil
 }
 
-func (p part) String() string { return fmt.Sprintf("%d/%d", p.k, p.n) }
+func (p Part) String() string { return fmt.Sprintf("%d/%d", p.K, p.N) }
 
 // A share is the stored objects of one array that one part writes:
 // [lo, hi) in C order over the array's stored grid.
