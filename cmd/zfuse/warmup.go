@@ -100,25 +100,11 @@ type warmArray struct {
 // readahead recognises.
 func (w warmArray) files() []string {
 	var out []string
-	c := slices.Clone(w.lo)
-	for i := range c {
-		if c[i] >= w.hi[i] {
-			return nil
-		}
-	}
-	for {
+	zarr.EachC(w.lo, w.hi, func(c []int) bool {
 		out = append(out, filepath.Join(w.dir, filepath.FromSlash(w.a.ChunkKey(c))))
-		i := len(c) - 1
-		for ; i >= 0; i-- {
-			if c[i]++; c[i] < w.hi[i] {
-				break
-			}
-			c[i] = w.lo[i]
-		}
-		if i < 0 {
-			return out
-		}
-	}
+		return true
+	})
+	return out
 }
 
 // openArray reads the presented metadata of the array at dir: .zarray, or
