@@ -21,10 +21,10 @@ const module = "github.com/zfuse/zfuse/"
 var allowed = map[string][]string{
 	"codec":       {},
 	"gpu":         {"codec"},
-	"cache":       {"internal/flight"},
+	"cache":       {"internal/flight", "internal/bytesize"},
 	"store":       {"internal/flight"},
 	"zarr":        {"codec"},
-	"readahead":   {"cache", "codec", "store", "zarr"},
+	"readahead":   {"cache", "codec", "store", "zarr", "internal/bytesize"},
 	"fs":          {"readahead", "zarr", "store", "codec", "internal/flight", "internal/mountinfo"},
 	"cmd/zfuse":   {"*"},
 	"integration": {},
@@ -35,6 +35,7 @@ var allowed = map[string][]string{
 	"internal/flight":    {},
 	"internal/memlimit":  {},
 	"internal/mountinfo": {},
+	"internal/bytesize":  {},
 }
 
 const testutil = "internal/testutil"

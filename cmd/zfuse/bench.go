@@ -15,9 +15,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zfuse/zfuse/cache"
 	"github.com/zfuse/zfuse/fs"
 	"github.com/zfuse/zfuse/gpu"
+	"github.com/zfuse/zfuse/internal/bytesize"
 	"github.com/zfuse/zfuse/zarr"
 )
 
@@ -186,7 +186,7 @@ type storeSet struct {
 
 // chunkSide returns the side of square float32 chunks of the size s.
 func chunkSide(s string) (int, error) {
-	n, err := ParseSize(s)
+	n, err := bytesize.Parse(s)
 	side := 1
 	for int64(side*side*4) < n {
 		side *= 2
@@ -317,7 +317,7 @@ func (b *bencher) viaMount(ctx context.Context, set *storeSet, reader, codec, se
 		remote = fmt.Sprintf("; %d requests", b.http.requests.Load()-requests)
 	}
 	b.say("%s %s mount(%s) %s: %s; mount: %s, peak RSS %s + memfds and pushed %s, CPU %.2f s, %d chunks pushed, %d chunk READs (p50 %v, p99 %v)%s",
-		set.name, reader, st.serving, codec, epochString(epochs), st.serving, cache.FormatSize(st.hwm), cache.FormatSize(st.memfdPeak), st.cpu.Seconds(),
+		set.name, reader, st.serving, codec, epochString(epochs), st.serving, bytesize.Format(st.hwm), bytesize.Format(st.memfdPeak), st.cpu.Seconds(),
 		st.pushed, st.reads.Count, seconds(st.reads.Quantile(0.5)), seconds(st.reads.Quantile(0.99)), remote)
 	return nil
 }

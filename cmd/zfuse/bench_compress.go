@@ -18,8 +18,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/zfuse/zfuse/cache"
 	"github.com/zfuse/zfuse/codec"
+	"github.com/zfuse/zfuse/internal/bytesize"
 )
 
 // zfuse bench compress measures the encode half against the C libraries
@@ -361,7 +361,7 @@ func median(v []float64) (med, lo, hi float64) {
 
 func (m benchCompressRuns) report(w io.Writer, total int64, nchunks, workers int, start time.Time, load0 string) {
 	fmt.Fprintf(w, "zfuse bench compress, %s: %s\n", start.UTC().Format("2006-01-02 15:04 MST"), machine())
-	fmt.Fprintf(w, "array: float32, %s in %d chunks of 1 MiB, smooth field plus noise (zfuse bench's), stored uncompressed\n", cache.FormatSize(total), nchunks)
+	fmt.Fprintf(w, "array: float32, %s in %d chunks of 1 MiB, smooth field plus noise (zfuse bench's), stored uncompressed\n", bytesize.Format(total), nchunks)
 	fmt.Fprintf(w, "zfuse: --workers %d; numcodecs 0.11: blosc.set_nthreads(%d); %d rounds alternating, median [min-max]; rates are 1e9 bytes/s of decoded data\n", workers, workers, len(m.goEnc))
 	fmt.Fprintf(w, "load average (1, 5, 15 min) at the start %s, at the end %s\n\n", load0, loadAvg())
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

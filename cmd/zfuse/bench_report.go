@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/zfuse/zfuse/cache"
+	"github.com/zfuse/zfuse/internal/bytesize"
 )
 
 // This file holds zfuse bench's results and its report: the matrix of
@@ -87,8 +87,8 @@ func (b *bencher) report() {
 			return float64(set.stored[storeRaw]) / float64(max(set.stored[name], 1))
 		}
 		fmt.Fprintf(b.out, "arrays %s: float32 %s, %d chunks of %s (%s); stored: blosc lz4 clevel 5 shuffle %s (ratio %.2f), zstd level 3 %s (ratio %.2f), uncompressed %s\n",
-			set.name, dims(set.shape), len(set.keys), cache.FormatSize(set.chunkLen), dims(set.chunks),
-			cache.FormatSize(set.stored[storeBlosc]), ratio(storeBlosc), cache.FormatSize(set.stored[storeZstd]), ratio(storeZstd), cache.FormatSize(set.stored[storeRaw]))
+			set.name, dims(set.shape), len(set.keys), bytesize.Format(set.chunkLen), dims(set.chunks),
+			bytesize.Format(set.stored[storeBlosc]), ratio(storeBlosc), bytesize.Format(set.stored[storeZstd]), ratio(storeZstd), bytesize.Format(set.stored[storeRaw]))
 	}
 	kra := "kernel default (not root)"
 	if os.Geteuid() == 0 && lf.kernelReadahead > 0 {
@@ -137,7 +137,7 @@ func (b *bencher) report() {
 				peak = max(peak, m.hwm+m.memfdPeak)
 				cpu += m.cpu
 			}
-			line += fmt.Sprintf("%s, %s, %.2f s\t", ms[0].serving, cache.FormatSize(peak), cpu.Seconds()/float64(len(ms)))
+			line += fmt.Sprintf("%s, %s, %.2f s\t", ms[0].serving, bytesize.Format(peak), cpu.Seconds()/float64(len(ms)))
 		} else {
 			line += "\t"
 		}
@@ -230,8 +230,8 @@ func (b *bencher) targets() []benchTarget {
 	}
 	if at != "" {
 		limit := b.lf.memory()
-		out = append(out, benchTarget{"peak RSS + memfds + pushed of a mount (" + at + ")", cache.FormatSize(peak),
-			"<= " + cache.FormatSize(limit) + " (decoded + compressed + readahead + 64 MiB)", peak <= limit})
+		out = append(out, benchTarget{"peak RSS + memfds + pushed of a mount (" + at + ")", bytesize.Format(peak),
+			"<= " + bytesize.Format(limit) + " (decoded + compressed + readahead + 64 MiB)", peak <= limit})
 	}
 	return out
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zfuse/zfuse/cache"
+	"github.com/zfuse/zfuse/internal/bytesize"
 )
 
 // zfuse compress --finish SOURCE DEST, once every part of a split job
@@ -168,7 +168,7 @@ func (c *copier) jobSummary(w io.Writer, p *compressPlan, recs []*runRecord, fin
 		}
 		took := time.Duration(r.Done.Took * float64(time.Second))
 		fmt.Fprintf(w, "part %s: %d objects, %s in, %s out, ratio %s; its last run took %s\n", part{k, len(recs)}, pobjs,
-			cache.FormatSize(partIn[k]), cache.FormatSize(pout), ratio(partIn[k], pout), took.Round(time.Millisecond))
+			bytesize.Format(partIn[k]), bytesize.Format(pout), ratio(partIn[k], pout), took.Round(time.Millisecond))
 		in, out, objs, busy = in+partIn[k], out+pout, objs+pobjs, busy+took
 		if first.IsZero() || r.Started.Before(first) {
 			first = r.Started
@@ -179,7 +179,7 @@ func (c *copier) jobSummary(w io.Writer, p *compressPlan, recs []*runRecord, fin
 	}
 	wall := last.Sub(first)
 	_, err := fmt.Fprintf(w, "job: %d parts, %d objects, %s in, %s out, ratio %s; %s from the first part's start to the last part's end, the parts' last runs summed %s; --finish %s\n",
-		len(recs), objs, cache.FormatSize(in), cache.FormatSize(out), ratio(in, out), wall.Round(time.Millisecond),
+		len(recs), objs, bytesize.Format(in), bytesize.Format(out), ratio(in, out), wall.Round(time.Millisecond),
 		busy.Round(time.Millisecond), finish.Round(time.Millisecond))
 	return err
 }

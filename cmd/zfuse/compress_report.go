@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/zfuse/zfuse/cache"
+	"github.com/zfuse/zfuse/internal/bytesize"
 )
 
 // progressTotal is the work of a run: new chunks and their decoded bytes.
@@ -114,7 +114,7 @@ func (p *progress) line() string {
 		}
 	}
 	return fmt.Sprintf("%s%3.0f%%  %d/%d chunks  %s in, %s out  %.2f GB/s  ETA %s",
-		bar, 100*frac, n, p.total.chunks, cache.FormatSize(in), cache.FormatSize(p.out.Load()), rate, eta)
+		bar, 100*frac, n, p.total.chunks, bytesize.Format(in), bytesize.Format(p.out.Load()), rate, eta)
 }
 
 // stop ends the reports (a bar gets its final state and a newline).
@@ -147,7 +147,7 @@ func (c *copier) summary(w io.Writer, p *compressPlan) error {
 			format += " sharded"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\n", pa.path, format, dims(d.Chunks),
-			s.written.Load(), s.empty.Load(), s.kept.Load(), cache.FormatSize(s.in.Load()), cache.FormatSize(s.out.Load()),
+			s.written.Load(), s.empty.Load(), s.kept.Load(), bytesize.Format(s.in.Load()), bytesize.Format(s.out.Load()),
 			ratio(s.in.Load(), s.out.Load()), s.took.Round(time.Millisecond), float64(s.in.Load())/max(s.took.Seconds(), 1e-9)/1e9)
 		for _, v := range []struct {
 			to   *atomic.Int64
@@ -157,7 +157,7 @@ func (c *copier) summary(w io.Writer, p *compressPlan) error {
 		}
 	}
 	fmt.Fprintf(tw, "total\t\t\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\n", tot.written.Load(), tot.empty.Load(), tot.kept.Load(),
-		cache.FormatSize(tot.in.Load()), cache.FormatSize(tot.out.Load()), ratio(tot.in.Load(), tot.out.Load()), took.Round(time.Millisecond),
+		bytesize.Format(tot.in.Load()), bytesize.Format(tot.out.Load()), ratio(tot.in.Load(), tot.out.Load()), took.Round(time.Millisecond),
 		float64(tot.in.Load())/max(took.Seconds(), 1e-9)/1e9)
 	if err := tw.Flush(); err != nil {
 		return err

@@ -21,7 +21,7 @@ import (
 	"github.com/prometheus/common/model"
 	"golang.org/x/sys/unix"
 
-	"github.com/zfuse/zfuse/cache"
+	"github.com/zfuse/zfuse/internal/bytesize"
 	"github.com/zfuse/zfuse/zarr"
 )
 
@@ -288,7 +288,7 @@ func (w *warmer) showProgress(out io.Writer) (stop func()) {
 		mbs := float64(w.bytes.Load()) / max(time.Since(start).Seconds(), 1e-3) / 1e6
 		fmt.Fprintf(out, "\r[%s%s] %3d%% %d/%d chunk files, %s, %.0f MB/s ",
 			strings.Repeat("=", fill), strings.Repeat(" ", width-fill), 100*done/int64(n), done, n,
-			cache.FormatSize(w.bytes.Load()), mbs)
+			bytesize.Format(w.bytes.Load()), mbs)
 	}
 	quit, exited := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -313,11 +313,11 @@ func (w *warmer) showProgress(out io.Writer) (stop func()) {
 func (w *warmer) report(out io.Writer, root string, arrays int, took time.Duration, metricsAddr string) error {
 	n := int64(len(w.files))
 	fmt.Fprintf(out, "warmed %s: %d chunk files of %d array%s, %s read (%d missing: fill value) in %v, %.0f MB/s\n",
-		root, n-w.missing.Load()-int64(len(w.failed)), arrays, plural(arrays), cache.FormatSize(w.bytes.Load()), w.missing.Load(),
+		root, n-w.missing.Load()-int64(len(w.failed)), arrays, plural(arrays), bytesize.Format(w.bytes.Load()), w.missing.Load(),
 		took.Round(time.Millisecond), float64(w.bytes.Load())/took.Seconds()/1e6)
 	if held, f, err := resident(w.files); err == nil {
 		fmt.Fprintf(out, "page cache: %s of them resident (%.1f%% of those files' pages): reads of those need nothing from zfuse\n",
-			cache.FormatSize(held), 100*f)
+			bytesize.Format(held), 100*f)
 	}
 	if metricsAddr != "" {
 		tiers, err := mountTiers(metricsAddr)
@@ -395,7 +395,7 @@ func mountTiers(addr string) (string, error) {
 	}
 	for _, t := range []string{"decoded", "readahead", "compressed", "disk"} {
 		if v, ok := held[t]; ok {
-			fmt.Fprintf(&b, " %s %s of %s,", t, cache.FormatSize(int64(v)), cache.FormatSize(int64(budget[t])))
+			fmt.Fprintf(&b, " %s %s of %s,", t, bytesize.Format(int64(v)), bytesize.Format(int64(budget[t])))
 		}
 	}
 	return strings.TrimSuffix(b.String(), ","), nil
