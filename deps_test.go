@@ -32,6 +32,7 @@ var allowed = map[string][]string{
 
 	// internal/…: small helpers more than one package needs, each its own
 	// entry, so that a package names the helpers it uses.
+	"internal/bench":     {},
 	"internal/flight":    {},
 	"internal/memlimit":  {},
 	"internal/mountinfo": {},

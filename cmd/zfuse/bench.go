@@ -58,10 +58,10 @@ const (
 	viaHTTP  = "http"  // the compressed store over HTTP, read by zarr-python with fsspec: it decodes
 )
 
-// bench is zfuse bench: it writes (or takes) the stores, then reads them
+// runBench is zfuse bench: it writes (or takes) the stores, then reads them
 // with each reader of the matrix, through fresh mounts of this binary and
 // directly, in interleaved rounds, and prints the medians as a table.
-func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fl := flag.NewFlagSet("zfuse bench", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	b := &bencher{out: stdout, progress: stderr, lf: addLoaderFlags(fl), size: 256 << 20}
@@ -276,7 +276,7 @@ func (b *bencher) direct(ctx context.Context, set *storeSet, reader, via, store 
 	if err != nil {
 		return err
 	}
-	b.res.add(cell{set.name, codec, reader, via, ""}, epochs)
+	b.res.Add(cell{set.name, codec, reader, via, ""}, epochs)
 	b.say("%s %s %s %s: %s", set.name, reader, via, store, epochString(epochs))
 	return nil
 }
@@ -310,7 +310,7 @@ func (b *bencher) viaMount(ctx context.Context, set *storeSet, reader, codec, se
 		return err
 	}
 	c := cell{set.name, codec, reader, viaMount, serving}
-	b.res.add(c, epochs)
+	b.res.Add(c, epochs)
 	b.res.addMount(c, st)
 	remote := ""
 	if reader == readRemote {

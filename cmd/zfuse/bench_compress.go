@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/zfuse/zfuse/codec"
+	"github.com/zfuse/zfuse/internal/bench"
 	"github.com/zfuse/zfuse/internal/bytesize"
 )
 
@@ -427,17 +428,6 @@ type benchCompressRuns struct {
 	cLZ4, goLZ4, cZstd, goZstd int64 // encoded bytes
 }
 
-// median returns the median and the range of v.
-func median(v []float64) (med, lo, hi float64) {
-	s := slices.Sorted(slices.Values(v))
-	n := len(s)
-	med = s[n/2]
-	if n%2 == 0 {
-		med = (s[n/2-1] + s[n/2]) / 2
-	}
-	return med, s[0], s[n-1]
-}
-
 func (m benchCompressRuns) report(w io.Writer, total int64, nchunks, workers int, start time.Time, load0 string) {
 	fmt.Fprintf(w, "zfuse bench compress, %s: %s\n", start.UTC().Format("2006-01-02 15:04 MST"), machine())
 	fmt.Fprintf(w, "array: float32, %s in %d chunks of 1 MiB, smooth field plus noise (zfuse bench's), stored uncompressed\n", bytesize.Format(total), nchunks)
@@ -445,7 +435,7 @@ func (m benchCompressRuns) report(w io.Writer, total int64, nchunks, workers int
 	fmt.Fprintf(w, "load average (1, 5, 15 min) at the start %s, at the end %s\n\n", load0, loadAvg())
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(name string, v []float64) {
-		med, lo, hi := median(v)
+		med, lo, hi := bench.Median(v)
 		fmt.Fprintf(tw, "%s\t%.2f GB/s [%.2f-%.2f]\n", name, med, lo, hi)
 	}
 	row("Blosc(lz4, 5, shuffle) encode, numcodecs", m.cEnc)
@@ -463,7 +453,7 @@ func (m benchCompressRuns) report(w io.Writer, total int64, nchunks, workers int
 		if len(v) == 0 {
 			return "-"
 		}
-		x, lo, hi := median(v)
+		x, lo, hi := bench.Median(v)
 		return fmt.Sprintf("%.2f [%.2f-%.2f]", x, lo, hi)
 	}
 	fmt.Fprintf(w, "\nCPU seconds per GiB, median [min-max]: zfuse into a directory %s, in %d parts %s", med(m.cpu[0]), m.parts, med(m.cpu[1]))
@@ -483,7 +473,7 @@ func (m benchCompressRuns) report(w io.Writer, total int64, nchunks, workers int
 		for i := range a {
 			r[i] = a[i] / b[i]
 		}
-		return median(r)
+		return bench.Median(r)
 	}
 	enc, encLo, encHi := paired(m.goEnc, m.cEnc)
 	cp, cpLo, cpHi := paired(m.zCopy, m.pyCopy)

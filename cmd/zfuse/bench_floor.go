@@ -225,7 +225,7 @@ func (b *bencher) viaFloor(ctx context.Context, set *storeSet, reader string) er
 		return err
 	}
 	c := cell{set.name, "", reader, viaFloor, ""}
-	b.res.add(c, epochs)
+	b.res.Add(c, epochs)
 	b.res.addMount(c, st)
 	b.say("%s %s floor(%s): %s; peak RSS %s, CPU %.2f s", set.name, reader, st.serving, epochString(epochs), bytesize.Format(st.hwm), st.cpu.Seconds())
 	return nil

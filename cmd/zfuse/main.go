@@ -70,7 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if len(args) > 0 && args[0] == "floor" { // bench_floor.go: the bench's own FUSE floor
 			return benchFloor(ctx, args[1:], stdout, stderr)
 		}
-		return bench(ctx, args, stdout, stderr)
+		return runBench(ctx, args, stdout, stderr)
 	case "warmup":
 		return warmup(ctx, args, stdout, stderr) // warmup.go
 	case "compress":
