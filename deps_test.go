@@ -21,10 +21,10 @@ const module = "github.com/zfuse/zfuse/"
 var allowed = map[string][]string{
 	"codec":       {},
 	"gpu":         {"codec"},
-	"cache":       {"internal/flight"},
+	"cache":       {"internal/flight", "internal/bytesize"},
 	"store":       {"internal/flight"},
 	"zarr":        {"codec"},
-	"readahead":   {"cache", "codec", "store", "zarr"},
+	"readahead":   {"cache", "codec", "store", "zarr", "internal/bytesize"},
 	"fs":          {"readahead", "zarr", "store", "codec", "internal/flight", "internal/mountinfo"},
 	"convert":     {"fs", "zarr", "codec", "store", "readahead"},
 	"cmd/zfuse":   {"*"},
@@ -33,9 +33,11 @@ var allowed = map[string][]string{
 
 	// internal/…: small helpers more than one package needs, each its own
 	// entry, so that a package names the helpers it uses.
+	"internal/bench":     {},
 	"internal/flight":    {},
 	"internal/memlimit":  {},
 	"internal/mountinfo": {},
+	"internal/bytesize":  {},
 }
 
 const testutil = "internal/testutil"

@@ -18,7 +18,7 @@
 // or closed.
 //
 // cache imports nothing else of zfuse but internal/flight, the load-once
-// helper.
+// helper, and internal/bytesize, which formats Stats.
 package cache
 
 import (
@@ -29,6 +29,7 @@ import (
 
 	"github.com/dgraph-io/ristretto/v2"
 
+	"github.com/zfuse/zfuse/internal/bytesize"
 	"github.com/zfuse/zfuse/internal/flight"
 )
 
@@ -290,5 +291,5 @@ func (c *Cache) Stats() Stats {
 // String summarises s in one line, sizes in binary units.
 func (s Stats) String() string {
 	return fmt.Sprintf("used %s of %s, hits %d, misses %d, loads %d (%d failed), rejected %d, evicted %d",
-		FormatSize(s.Used), FormatSize(s.Max), s.Hits, s.Misses, s.Loads, s.LoadErrors, s.Rejected, s.Evicted)
+		bytesize.Format(s.Used), bytesize.Format(s.Max), s.Hits, s.Misses, s.Loads, s.LoadErrors, s.Rejected, s.Evicted)
 }

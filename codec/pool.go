@@ -18,11 +18,12 @@ var ErrPoolClosed = errors.New("codec: pool closed")
 //
 // A Pool is safe for concurrent use. Close stops its goroutines.
 type Pool struct {
-	workers int           // immutable after NewPool
-	tasks   chan poolTask // unbuffered: a task is handed straight to an idle worker
-	done    chan struct{} // closed by Close
-	close   sync.Once
-	wg      sync.WaitGroup // the workers
+	workers  int           // immutable after NewPool
+	prefault bool          // immutable after NewPool: WithPrefault
+	tasks    chan poolTask // unbuffered: a task is handed straight to an idle worker
+	done     chan struct{} // closed by Close
+	close    sync.Once
+	wg       sync.WaitGroup // the workers
 }
 
 // poolTask is one job of one batch; the batch waits on wg. run is the
@@ -35,11 +36,14 @@ type poolTask struct {
 }
 
 // NewPool starts workers goroutines; workers <= 0 means GOMAXPROCS.
-func NewPool(workers int) *Pool {
+func NewPool(workers int, opts ...PoolOption) *Pool {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	p := &Pool{workers: workers, tasks: make(chan poolTask), done: make(chan struct{})}
+	for _, o := range opts {
+		o(p)
+	}
 	for range workers {
 		p.wg.Go(p.work)
 	}
@@ -81,7 +85,12 @@ func (p *Pool) Close() error {
 
 // Batch returns a BatchDecoder that decodes with d on the pool's workers.
 // It agrees with codec.Batch(d) byte for byte.
-func (p *Pool) Batch(d Decoder) BatchDecoder { return poolBatch{p, d} }
+func (p *Pool) Batch(d Decoder) BatchDecoder {
+	if p.prefault {
+		d = prefault{d}
+	}
+	return poolBatch{p, d}
+}
 
 type poolBatch struct {
 	p *Pool

@@ -595,7 +595,7 @@ func units(d *zarr.Array, sh share) (n int64, at func(i int64) unit) {
 	if s := d.Shard(); s != nil {
 		grid := d.StoredGrid()
 		return sh.hi - sh.lo, func(i int64) unit {
-			g := unravelGrid(sh.lo+i, grid)
+			g := zarr.Unravel(sh.lo+i, grid)
 			u := unit{shard: g, coords: make([][]int, s.InnerChunks())}
 			for k := range u.coords {
 				if c, ok := d.InnerCoords(g, k); ok {
@@ -613,15 +613,6 @@ func units(d *zarr.Array, sh share) (n int64, at func(i int64) unit) {
 		}
 		return u
 	}
-}
-
-func unravelGrid(i int64, grid []int) []int {
-	c := make([]int, len(grid))
-	for d := len(grid) - 1; d >= 0; d-- {
-		c[d] = int(i % int64(grid[d]))
-		i /= int64(grid[d])
-	}
-	return c
 }
 
 // copyArray writes the chunks of the objects sh of an array that is

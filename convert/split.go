@@ -64,7 +64,7 @@ func objects(d *zarr.Array) int64 {
 // in C order. Both take O(rank): no walk over the objects.
 func weight(d *zarr.Array, j int64) (w, before int64) {
 	grid, per, sg := d.Grid(), d.ChunksPerShard(), d.StoredGrid()
-	s := unravelGrid(j, sg)
+	s := zarr.Unravel(j, sg)
 	inside := func(ax, x int) int64 { return int64(min(per[ax], grid[ax]-x*per[ax])) } // chunks along ax in object x
 	upto := func(ax, x int) int64 { return int64(min(x*per[ax], grid[ax])) }           // chunks along ax in objects 0..x-1
 	w = 1

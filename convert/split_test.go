@@ -49,7 +49,7 @@ func TestWeight(t *testing.T) {
 		for j := range objects(d) {
 			n := int64(1)
 			if d.Shard() != nil {
-				s := unravelGrid(j, d.StoredGrid())
+				s := zarr.Unravel(j, d.StoredGrid())
 				n = 0
 				for k := range d.Shard().InnerChunks() {
 					if _, ok := d.InnerCoords(s, k); ok {

@@ -95,8 +95,8 @@ func (p *memFiles) get(size int64) (*memFile, error) {
 }
 
 // create makes a file of size bytes. Its pages are not allocated yet: the
-// decoder's first writes fault them in, on the pool's workers (see the
-// prefault decoder of cmd/zfuse).
+// decoder's first writes fault them in, on the pool's workers (see
+// codec.WithPrefault).
 func (p *memFiles) create(size int64) (*memFile, error) {
 	fd, reusable := -1, false
 	if p.dir != "" {

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zfuse/zfuse/cache"
+	"github.com/zfuse/zfuse/internal/bytesize"
 )
 
 // Stats are a Loader's counters since New: plain numbers, so that an
@@ -165,10 +165,10 @@ func (s Stats) String() string {
 		fmt.Fprintf(&b, "placed %d (read %d, reread %d, expired %d, refused %d); ", s.Placed, s.PlacedRead, s.PlacedReread, s.PlacedExpired, s.PlaceRefused)
 	}
 	fmt.Fprintf(&b, "held: decoded %s/%s, compressed %s/%s, readahead %s/%s, memfds %d (%s)",
-		cache.FormatSize(s.DecodedUsed), cache.FormatSize(s.DecodedBudget),
-		cache.FormatSize(s.CompressedUsed), cache.FormatSize(s.CompressedBudget),
-		cache.FormatSize(s.ReadaheadUsed), cache.FormatSize(s.ReadaheadBudget),
-		s.Memfds, cache.FormatSize(s.MemfdBytes))
+		bytesize.Format(s.DecodedUsed), bytesize.Format(s.DecodedBudget),
+		bytesize.Format(s.CompressedUsed), bytesize.Format(s.CompressedBudget),
+		bytesize.Format(s.ReadaheadUsed), bytesize.Format(s.ReadaheadBudget),
+		s.Memfds, bytesize.Format(s.MemfdBytes))
 	for _, k := range slices.Sorted(maps.Keys(s.Decode)) {
 		d := s.Decode[k]
 		fmt.Fprintf(&b, "; %s: %d chunks in %v", k, d.Chunks, d.Time.Round(time.Microsecond))

@@ -150,15 +150,7 @@ func (a *Array) Linear(coords []int) int64 {
 }
 
 // Coords is the inverse of Linear.
-func (a *Array) Coords(linear int64) []int {
-	coords := make([]int, len(a.grid))
-	for i := len(a.grid) - 1; i >= 0; i-- {
-		g := int64(a.grid[i])
-		coords[i] = int(linear % g)
-		linear /= g
-	}
-	return coords
-}
+func (a *Array) Coords(linear int64) []int { return Unravel(linear, a.grid) }
 
 // DecodeChunk decodes a stored chunk into dst, whose capacity must be
 // ChunkLen, and checks that the result fills it exactly. For an array

@@ -42,25 +42,10 @@ func (dt dataType) fill(raw json.RawMessage) ([]byte, error) {
 		return nil, fmt.Errorf("%w: fill_value %s for data type %s: %s", ErrInvalid, raw, dt.text, why)
 	}
 	b := make([]byte, dt.Size)
+	why := ""
 	switch dt.Kind {
 	case 'b':
-		var v any
-		if json.Unmarshal(raw, &v) != nil {
-			return bad("not JSON")
-		}
-		switch v := v.(type) {
-		case bool:
-			if v {
-				b[0] = 1
-			}
-		case float64:
-			if v != 0 && v != 1 {
-				return bad("not a bool")
-			}
-			b[0] = byte(v)
-		default:
-			return bad("not a bool")
-		}
+		why = putBool(b, raw)
 	case 'i', 'u', 'M', 'm':
 		v, err := parseInt(raw, dt)
 		if err != nil {
@@ -72,54 +57,101 @@ func (dt dataType) fill(raw json.RawMessage) ([]byte, error) {
 			return bad(err.Error())
 		}
 	case 'c':
-		var parts []json.RawMessage
-		if json.Unmarshal(raw, &parts) != nil || len(parts) != 2 {
-			return bad("want [real, imag]")
-		}
-		h := dt.Size / 2
-		for i, p := range parts {
-			if err := putFloat(b[i*h:(i+1)*h], p, h, dt.Big); err != nil {
-				return bad(err.Error())
-			}
-		}
+		why = putComplex(b, raw, dt)
 	case 'V', 'S':
-		var ints []int
-		var s string
-		switch {
-		case json.Unmarshal(raw, &ints) == nil:
-			if len(ints) > dt.Size || (dt.Kind == 'V' && len(ints) != dt.Size) {
-				return bad("wrong length")
-			}
-			for i, v := range ints {
-				if v < 0 || v > 255 {
-					return bad("byte out of range")
-				}
-				b[i] = byte(v)
-			}
-		case json.Unmarshal(raw, &s) == nil:
-			d, err := base64.StdEncoding.DecodeString(s)
-			if err != nil || len(d) > dt.Size {
-				return bad("not base64 of at most the item size")
-			}
-			copy(b, d)
-		default:
-			return bad("want a list of bytes or base64")
-		}
+		why = putOpaque(b, raw, dt)
 	case 'U':
-		var s string
-		if json.Unmarshal(raw, &s) != nil || !utf8.ValidString(s) {
-			return bad("want a string")
-		}
-		i := 0
-		for _, r := range s {
-			if i+4 > len(b) {
-				return bad("too long")
-			}
-			utf32(dt.Big).PutUint(b[i:], uint64(r))
-			i += 4
-		}
+		why = putUnicode(b, raw, dt)
+	}
+	if why != "" {
+		return bad(why)
 	}
 	return b, nil
+}
+
+// putBool writes a bool fill value (true, false, 0 or 1) into b, or says
+// why it cannot.
+func putBool(b []byte, raw json.RawMessage) (why string) {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return "not JSON"
+	}
+	switch v := v.(type) {
+	case bool:
+		if v {
+			b[0] = 1
+		}
+	case float64:
+		if v != 0 && v != 1 {
+			return "not a bool"
+		}
+		b[0] = byte(v)
+	default:
+		return "not a bool"
+	}
+	return ""
+}
+
+// putComplex writes a complex fill value, [real, imag], into b, or says
+// why it cannot.
+func putComplex(b []byte, raw json.RawMessage, dt dataType) (why string) {
+	var parts []json.RawMessage
+	if json.Unmarshal(raw, &parts) != nil || len(parts) != 2 {
+		return "want [real, imag]"
+	}
+	h := dt.Size / 2
+	for i, p := range parts {
+		if err := putFloat(b[i*h:(i+1)*h], p, h, dt.Big); err != nil {
+			return err.Error()
+		}
+	}
+	return ""
+}
+
+// putOpaque writes a fill value of raw bytes (V) or a byte string (S),
+// a list of bytes or base64, into b, or says why it cannot.
+func putOpaque(b []byte, raw json.RawMessage, dt dataType) (why string) {
+	var ints []int
+	var s string
+	switch {
+	case json.Unmarshal(raw, &ints) == nil:
+		if len(ints) > dt.Size || (dt.Kind == 'V' && len(ints) != dt.Size) {
+			return "wrong length"
+		}
+		for i, v := range ints {
+			if v < 0 || v > 255 {
+				return "byte out of range"
+			}
+			b[i] = byte(v)
+		}
+	case json.Unmarshal(raw, &s) == nil:
+		d, err := base64.StdEncoding.DecodeString(s)
+		if err != nil || len(d) > dt.Size {
+			return "not base64 of at most the item size"
+		}
+		copy(b, d)
+	default:
+		return "want a list of bytes or base64"
+	}
+	return ""
+}
+
+// putUnicode writes a string fill value as UTF-32 into b, or says why it
+// cannot.
+func putUnicode(b []byte, raw json.RawMessage, dt dataType) (why string) {
+	var s string
+	if json.Unmarshal(raw, &s) != nil || !utf8.ValidString(s) {
+		return "want a string"
+	}
+	i := 0
+	for _, r := range s {
+		if i+4 > len(b) {
+			return "too long"
+		}
+		utf32(dt.Big).PutUint(b[i:], uint64(r))
+		i += 4
+	}
+	return ""
 }
 
 // parseInt reads an integer fill value (datetimes also take "NaT") and

@@ -1,6 +1,9 @@
 package zarr
 
-import "bytes"
+import (
+	"bytes"
+	"slices"
+)
 
 // A Box is a region of an array: Lo[i] <= x[i] < Hi[i] along each axis.
 type Box struct{ Lo, Hi []int }
@@ -39,22 +42,35 @@ func (b Box) Intersect(c Box) Box {
 // overlaps box, in C order, and stops when fn returns false. fn must not
 // keep coords.
 func (a *Array) ChunksIn(box Box, fn func(coords []int) bool) {
-	rank := len(a.Chunks)
 	if box.Empty() {
 		return
 	}
+	rank := len(a.Chunks)
 	lo, hi := make([]int, rank), make([]int, rank)
 	for i := range rank {
-		lo[i], hi[i] = box.Lo[i]/a.Chunks[i], (box.Hi[i]-1)/a.Chunks[i]
+		lo[i], hi[i] = box.Lo[i]/a.Chunks[i], (box.Hi[i]-1)/a.Chunks[i]+1
 	}
-	c := append([]int(nil), lo...)
+	EachC(lo, hi, fn)
+}
+
+// EachC calls fn with every coordinate c, lo[i] <= c[i] < hi[i], in C
+// order (the last axis fastest, as Linear counts), and stops when fn
+// returns false. A rank-0 range holds one coordinate, an empty range
+// none. fn must not keep c.
+func EachC(lo, hi []int, fn func(c []int) bool) {
+	for i := range lo {
+		if lo[i] >= hi[i] {
+			return
+		}
+	}
+	c := slices.Clone(lo)
 	for {
 		if !fn(c) {
 			return
 		}
-		i := rank - 1
+		i := len(c) - 1
 		for ; i >= 0; i-- {
-			if c[i]++; c[i] <= hi[i] {
+			if c[i]++; c[i] < hi[i] {
 				break
 			}
 			c[i] = lo[i]
@@ -63,6 +79,18 @@ func (a *Array) ChunksIn(box Box, fn func(coords []int) bool) {
 			return
 		}
 	}
+}
+
+// Unravel returns the coordinates of the C-order index i in a grid: the
+// inverse of counting in C order, as Linear does.
+func Unravel(i int64, grid []int) []int {
+	c := make([]int, len(grid))
+	for d := len(grid) - 1; d >= 0; d-- {
+		g := int64(grid[d])
+		c[d] = int(i % g)
+		i /= g
+	}
+	return c
 }
 
 // A ChunkLayout places the elements of one chunk buffer: the array

@@ -292,7 +292,7 @@ func (s *Shard) place(out, chunk []byte, i int) {
 		copy(out, chunk)
 		return
 	}
-	origin := unravel(i, s.cps)
+	origin := Unravel(int64(i), s.cps)
 	stride := make([]int, rank) // bytes between neighbours along each axis of out
 	st := s.itemSize
 	for d := rank - 1; d >= 0; d-- {
@@ -318,16 +318,6 @@ func (s *Shard) place(out, chunk []byte, i int) {
 			idx[d] = 0
 		}
 	}
-}
-
-// unravel returns the coordinates of C-order index i in a grid.
-func unravel(i int, grid []int) []int {
-	c := make([]int, len(grid))
-	for d := len(grid) - 1; d >= 0; d-- {
-		c[d] = i % grid[d]
-		i /= grid[d]
-	}
-	return c
 }
 
 // fillBytes fills b with copies of one element (zeros when elem is nil).

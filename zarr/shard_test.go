@@ -77,7 +77,7 @@ func (s shardStore) values() []byte {
 	is := s.itemType().Size
 	out := make([]byte, prod(s.shape)*is)
 	for i := range prod(s.shape) {
-		c := unravel(i, s.shape)
+		c := Unravel(int64(i), s.shape)
 		v := float64(i%251) + 1
 		if s.hole != nil && s.hole(c) {
 			v = s.fill
@@ -92,7 +92,7 @@ func (s shardStore) values() []byte {
 func region(src []byte, srcShape, origin, shape []int, is int, elem []byte) []byte {
 	out := make([]byte, prod(shape)*is)
 	for i := range prod(shape) {
-		c := unravel(i, shape)
+		c := Unravel(int64(i), shape)
 		off, in := 0, true
 		for d := range shape {
 			g := origin[d] + c[d]
@@ -143,7 +143,7 @@ func encodeShard(t testing.TB, arr []byte, shape []int, is int, fill []byte, l s
 	}
 	any := false
 	for i := n - 1; i >= 0; i-- {
-		origin := unravel(i, cps)
+		origin := Unravel(int64(i), cps)
 		for d := range origin {
 			origin[d] *= l.inner[d]
 		}
@@ -268,7 +268,7 @@ func (s shardStore) write(t testing.TB, dir string) []byte {
 		grid[d] = (s.shape[d] + s.shard[d] - 1) / s.shard[d]
 	}
 	for i := range prod(grid) {
-		sc := unravel(i, grid)
+		sc := Unravel(int64(i), grid)
 		origin := make([]int, len(sc))
 		for d := range sc {
 			origin[d] = sc[d] * s.shard[d]

@@ -93,7 +93,7 @@ func (a *Array) InnerCoords(shard []int, inner int) ([]int, bool) {
 	if a.shard == nil || len(shard) != len(a.grid) || inner < 0 || inner >= a.shard.n {
 		return nil, false
 	}
-	local := unravel(inner, a.shard.cps)
+	local := Unravel(int64(inner), a.shard.cps)
 	coords := make([]int, len(shard))
 	for i, l := range local {
 		ax := i

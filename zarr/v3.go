@@ -97,6 +97,8 @@ func parseGroup(m map[string]json.RawMessage) (*Group, error) {
 
 func isNull(b json.RawMessage) bool { return string(bytes.TrimSpace(b)) == "null" }
 
+// parseArray parses the zarr.json of an array. An array it cannot present
+// raw is returned with PassThrough set to the first reason found.
 func parseArray(m map[string]json.RawMessage) (*Array, error) {
 	var shape []int64
 	if err := json.Unmarshal(m["shape"], &shape); err != nil || m["shape"] == nil || isNull(m["shape"]) {
@@ -112,97 +114,28 @@ func parseArray(m map[string]json.RawMessage) (*Array, error) {
 			pass = err
 		}
 	}
-	for k, v := range m {
-		if v3Keys[k] {
-			continue
-		}
-		var e struct {
-			MustUnderstand *bool `json:"must_understand"`
-		}
-		if json.Unmarshal(v, &e) != nil || e.MustUnderstand == nil || *e.MustUnderstand {
-			passIf(fmt.Errorf("%w: extension %q must be understood", codec.ErrUnknownCodec, k))
-		}
-	}
+	passIf(unknownExtensions(m))
 
 	dt, err := parseDataType(m["data_type"])
 	if err != nil {
 		return nil, err
 	}
 	a.DataType, a.ItemSize = dt.text, dt.Size
-	if dt.notRaw != nil {
-		passIf(dt.notRaw)
-	}
+	passIf(dt.notRaw)
 
-	// chunk_grid
-	grid, err := parseExtension(m["chunk_grid"])
+	chunks, why, err := parseChunkGrid(m["chunk_grid"], shape)
 	if err != nil {
-		return nil, fmt.Errorf("chunk_grid: %w", err)
+		return nil, err
 	}
-	var chunks []int64
-	if grid.Name == "regular" {
-		var c struct {
-			ChunkShape []int64 `json:"chunk_shape"`
-		}
-		if err := json.Unmarshal(grid.Config, &c); err != nil || len(c.ChunkShape) != len(shape) {
-			return nil, fmt.Errorf("%w: chunk_shape %s for shape %v", ErrInvalid, grid.Config, shape)
-		}
-		chunks = c.ChunkShape
-	} else {
-		passIf(fmt.Errorf("%w: chunk grid %q", codec.ErrUnknownCodec, grid.Name))
+	passIf(why)
+	if why, err = a.parseKeyEncoding(m["chunk_key_encoding"]); err != nil {
+		return nil, err
 	}
-
-	// chunk_key_encoding
-	cke, err := parseExtension(m["chunk_key_encoding"])
-	if err != nil {
-		return nil, fmt.Errorf("chunk_key_encoding: %w", err)
+	passIf(why)
+	if why, err = a.parseOptional(m, len(shape)); err != nil {
+		return nil, err
 	}
-	c := codec.Config{}
-	json.Unmarshal(cke.Config, &c)
-	switch cke.Name {
-	case "default":
-		a.keyPrefix, a.Separator = "c", "/"
-	case "v2":
-		a.Separator = "."
-	default:
-		passIf(fmt.Errorf("%w: chunk key encoding %q", codec.ErrUnknownCodec, cke.Name))
-	}
-	if a.Separator != "" {
-		if a.Separator, err = c.String("separator", a.Separator); err != nil || (a.Separator != "." && a.Separator != "/") {
-			return nil, fmt.Errorf("%w: chunk key separator %s", ErrInvalid, c["separator"])
-		}
-	}
-	a.storedPrefix = a.keyPrefix
-
-	// attributes, dimension_names, storage_transformers
-	if v, ok := m["attributes"]; ok && !isNull(v) {
-		var o map[string]json.RawMessage
-		if err := json.Unmarshal(v, &o); err != nil {
-			return nil, fmt.Errorf("%w: attributes is not an object", ErrInvalid)
-		}
-		a.attrs = v
-	}
-	if v, ok := m["dimension_names"]; ok && !isNull(v) {
-		var names []*string
-		if err := json.Unmarshal(v, &names); err != nil || len(names) != len(shape) {
-			return nil, fmt.Errorf("%w: dimension_names %s for rank %d", ErrInvalid, v, len(shape))
-		}
-		a.dimNames = v
-	}
-	if v, ok := m["storage_transformers"]; ok && !isNull(v) {
-		var ts []json.RawMessage
-		if err := json.Unmarshal(v, &ts); err != nil {
-			return nil, fmt.Errorf("%w: storage_transformers is not a list", ErrInvalid)
-		}
-		for _, t := range ts {
-			e, err := parseExtension(t)
-			if err != nil {
-				return nil, fmt.Errorf("storage_transformers: %w", err)
-			}
-			if !e.Optional {
-				passIf(fmt.Errorf("%w: storage transformer %q", codec.ErrUnknownCodec, e.Name))
-			}
-		}
-	}
+	passIf(why)
 
 	// codecs and fill_value
 	var list []json.RawMessage
@@ -223,7 +156,110 @@ func parseArray(m map[string]json.RawMessage) (*Array, error) {
 	if a.Fill, err = dt.fill(m["fill_value"]); err != nil {
 		return nil, err
 	}
+	return a.derive(shape, chunks, list, endian, pass)
+}
 
+// unknownExtensions returns why an array with a top-level key zarr.json
+// does not define, unless it says must_understand: false, passes through.
+func unknownExtensions(m map[string]json.RawMessage) error {
+	for k, v := range m {
+		if v3Keys[k] {
+			continue
+		}
+		var e struct {
+			MustUnderstand *bool `json:"must_understand"`
+		}
+		if json.Unmarshal(v, &e) != nil || e.MustUnderstand == nil || *e.MustUnderstand {
+			return fmt.Errorf("%w: extension %q must be understood", codec.ErrUnknownCodec, k)
+		}
+	}
+	return nil
+}
+
+// parseChunkGrid returns the chunk shape of a regular chunk_grid, or nil
+// and why the array passes through for any other grid.
+func parseChunkGrid(raw json.RawMessage, shape []int64) (chunks []int64, pass, err error) {
+	grid, err := parseExtension(raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("chunk_grid: %w", err)
+	}
+	if grid.Name != "regular" {
+		return nil, fmt.Errorf("%w: chunk grid %q", codec.ErrUnknownCodec, grid.Name), nil
+	}
+	var c struct {
+		ChunkShape []int64 `json:"chunk_shape"`
+	}
+	if err := json.Unmarshal(grid.Config, &c); err != nil || len(c.ChunkShape) != len(shape) {
+		return nil, nil, fmt.Errorf("%w: chunk_shape %s for shape %v", ErrInvalid, grid.Config, shape)
+	}
+	return c.ChunkShape, nil, nil
+}
+
+// parseKeyEncoding sets a's chunk key prefix and separator from
+// chunk_key_encoding, or returns why the array passes through.
+func (a *Array) parseKeyEncoding(raw json.RawMessage) (pass, err error) {
+	cke, err := parseExtension(raw)
+	if err != nil {
+		return nil, fmt.Errorf("chunk_key_encoding: %w", err)
+	}
+	c := codec.Config{}
+	json.Unmarshal(cke.Config, &c)
+	switch cke.Name {
+	case "default":
+		a.keyPrefix, a.Separator = "c", "/"
+	case "v2":
+		a.Separator = "."
+	default:
+		pass = fmt.Errorf("%w: chunk key encoding %q", codec.ErrUnknownCodec, cke.Name)
+	}
+	if a.Separator != "" {
+		if a.Separator, err = c.String("separator", a.Separator); err != nil || (a.Separator != "." && a.Separator != "/") {
+			return nil, fmt.Errorf("%w: chunk key separator %s", ErrInvalid, c["separator"])
+		}
+	}
+	a.storedPrefix = a.keyPrefix
+	return pass, nil
+}
+
+// parseOptional checks and keeps attributes and dimension_names, and
+// returns why the array passes through if a storage transformer is
+// required.
+func (a *Array) parseOptional(m map[string]json.RawMessage, rank int) (pass, err error) {
+	if v, ok := m["attributes"]; ok && !isNull(v) {
+		var o map[string]json.RawMessage
+		if err := json.Unmarshal(v, &o); err != nil {
+			return nil, fmt.Errorf("%w: attributes is not an object", ErrInvalid)
+		}
+		a.attrs = v
+	}
+	if v, ok := m["dimension_names"]; ok && !isNull(v) {
+		var names []*string
+		if err := json.Unmarshal(v, &names); err != nil || len(names) != rank {
+			return nil, fmt.Errorf("%w: dimension_names %s for rank %d", ErrInvalid, v, rank)
+		}
+		a.dimNames = v
+	}
+	if v, ok := m["storage_transformers"]; ok && !isNull(v) {
+		var ts []json.RawMessage
+		if err := json.Unmarshal(v, &ts); err != nil {
+			return nil, fmt.Errorf("%w: storage_transformers is not a list", ErrInvalid)
+		}
+		for _, t := range ts {
+			e, err := parseExtension(t)
+			if err != nil {
+				return nil, fmt.Errorf("storage_transformers: %w", err)
+			}
+			if !e.Optional && pass == nil {
+				pass = fmt.Errorf("%w: storage transformer %q", codec.ErrUnknownCodec, e.Name)
+			}
+		}
+	}
+	return pass, nil
+}
+
+// derive sets what follows from the parsed metadata: the shape, and the
+// decoder and presented chunks, unless the array passes through (pass).
+func (a *Array) derive(shape, chunks []int64, list []json.RawMessage, endian string, pass error) (*Array, error) {
 	if chunks == nil { // no regular grid: nothing more to derive
 		a.Shape = make([]int, len(shape))
 		for i, s := range shape {

@@ -92,7 +92,7 @@ func placeChunk(out, chunk []byte, a *Array, coords []int) {
 		return
 	}
 	for e := 0; e < len(chunk)/is; e++ {
-		local := unravel(e, a.Chunks)
+		local := Unravel(int64(e), a.Chunks)
 		off, ok := 0, true
 		for d := range rank {
 			g := coords[d]*a.Chunks[d] + local[d]

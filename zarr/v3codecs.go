@@ -97,15 +97,48 @@ func findEndian(list []json.RawMessage, depth int) (string, error) {
 // errors wrap ErrInvalid; codecs zfuse cannot decode give errors wrapping
 // codec.ErrUnknownCodec, codec.ErrNotRaw or codec.ErrConfig.
 func buildPipe(list []json.RawMessage, shape []int, itemSize int, fill []byte, endian string, depth int) (*pipe, error) {
-	if len(list) == 0 {
-		return nil, fmt.Errorf("%w: codecs is empty", ErrInvalid)
+	aa, ab, bb, err := sortCodecs(list)
+	if err != nil {
+		return nil, err
 	}
-	var aa, bb []extension
-	var ab *extension
+	p := &pipe{unperm: true}
+	aas, aaDesc, cur, curItem, err := p.arrayToArray(aa, shape, itemSize, endian)
+	if err != nil {
+		return nil, err
+	}
+	if ab.Name == "sharding_indexed" && curItem != itemSize {
+		fill = nil // the shard's elements are no longer the array's
+	}
+	stages, abDesc, err := p.arrayToBytes(*ab, cur, curItem, fill, endian, depth)
+	if err != nil {
+		return nil, err
+	}
+	outer, bbDesc, err := p.bytesToBytes(bb, endian)
+	if err != nil {
+		return nil, err
+	}
+	stages = append(append([]codec.Decoder(nil), outer...), stages...)
+	descs := append(bbDesc, abDesc)
+	for i := len(aas) - 1; i >= 0; i-- {
+		stages = append(stages, aas[i])
+		descs = append(descs, aaDesc[i])
+	}
+	p.dec = codec.Chain(stages...) // the sizes between stages follow from the chunk's (codec.Pipeline)
+	p.desc = strings.Join(descs, " | ")
+	return p, nil
+}
+
+// sortCodecs parses list into its array→array codecs, its one
+// array→bytes codec and its bytes→bytes codecs, in encode order,
+// dropping optional codecs zfuse does not know.
+func sortCodecs(list []json.RawMessage) (aa []extension, ab *extension, bb []extension, err error) {
+	if len(list) == 0 {
+		return nil, nil, nil, fmt.Errorf("%w: codecs is empty", ErrInvalid)
+	}
 	for _, raw := range list {
 		e, err := parseExtension(raw)
 		if err != nil {
-			return nil, fmt.Errorf("codec: %w", err)
+			return nil, nil, nil, fmt.Errorf("codec: %w", err)
 		}
 		if e.Optional && unknownCodec(e) {
 			continue // must_understand: false, and not understood
@@ -118,29 +151,29 @@ func buildPipe(list []json.RawMessage, shape []int, itemSize int, fill []byte, e
 		case k == codec.BytesToBytes && ab != nil:
 			bb = append(bb, e)
 		default:
-			return nil, fmt.Errorf("%w: codec %q (%v) out of order", ErrInvalid, e.Name, k)
+			return nil, nil, nil, fmt.Errorf("%w: codec %q (%v) out of order", ErrInvalid, e.Name, k)
 		}
 	}
 	if ab == nil {
-		return nil, fmt.Errorf("%w: no array→bytes codec", ErrInvalid)
+		return nil, nil, nil, fmt.Errorf("%w: no array→bytes codec", ErrInvalid)
 	}
-	p := &pipe{unperm: true}
-	var aaDesc, bbDesc []string // encode order
-	var abDesc string
+	return aa, ab, bb, nil
+}
 
-	// Array→array codecs, encode direction: the shape and item size each
-	// one produces.
-	var aas []codec.Decoder
-	cur, curItem := append([]int(nil), shape...), itemSize
+// arrayToArray builds the decoders of the array→array codecs aa, in
+// encode order, with their descriptions, and returns the chunk shape and
+// item size the last one produces (encode direction).
+func (p *pipe) arrayToArray(aa []extension, shape []int, itemSize int, endian string) (aas []codec.Decoder, descs []string, cur []int, curItem int, err error) {
+	cur, curItem = append([]int(nil), shape...), itemSize
 	for _, e := range aa {
 		if e.Name == "transpose" {
 			order, err := transposeOrder(e.Config, len(cur))
 			if err != nil {
-				return nil, err
+				return nil, nil, nil, 0, err
 			}
 			t, err := codec.NewTranspose(cur, order, curItem)
 			if err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+				return nil, nil, nil, 0, fmt.Errorf("%w: %v", ErrInvalid, err)
 			}
 			next := make([]int, len(cur))
 			for i, o := range order {
@@ -148,14 +181,14 @@ func buildPipe(list []json.RawMessage, shape []int, itemSize int, fill []byte, e
 			}
 			p.perm = composePerm(p.perm, order)
 			aas = append(aas, t)
-			aaDesc = append(aaDesc, fmt.Sprintf("transpose(%v)", order))
+			descs = append(descs, fmt.Sprintf("transpose(%v)", order))
 			cur = next
 			continue
 		}
 		p.unperm = false
 		cfg, d, err := v3Decoder(e, endian)
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, 0, err
 		}
 		switch {
 		case cfg.ID() == "packbits":
@@ -168,70 +201,64 @@ func buildPipe(list []json.RawMessage, shape []int, itemSize int, fill []byte, e
 			s, _ := cfg.String(key, "")
 			t, err := codec.ParseDType(s)
 			if err != nil {
-				return nil, err
+				return nil, nil, nil, 0, err
 			}
 			curItem = t.Size
 		}
 		aas = append(aas, d)
-		aaDesc = append(aaDesc, describeConfig(cfg))
+		descs = append(descs, describeConfig(cfg))
 	}
+	return aas, descs, cur, curItem, nil
+}
 
-	// The array→bytes codec.
-	var stages []codec.Decoder
+// arrayToBytes returns the decode stages of the array→bytes codec ab for
+// chunks of shape cur and item size curItem (none for bytes, the shard
+// decoder for sharding_indexed) and its description.
+func (p *pipe) arrayToBytes(ab extension, cur []int, curItem int, fill []byte, endian string, depth int) ([]codec.Decoder, string, error) {
 	switch ab.Name {
 	case "bytes", "endian":
-		e := "little"
-		if endian == "big" {
-			e = "big"
-		}
-		abDesc = "bytes(" + e + ")"
 		if curItem == 1 {
-			abDesc = "bytes"
+			return nil, "bytes", nil
 		}
+		if endian == "big" {
+			return nil, "bytes(big)", nil
+		}
+		return nil, "bytes(little)", nil
 	case "sharding_indexed":
-		shardFill := fill
-		if curItem != itemSize {
-			shardFill = nil
-		}
-		s, err := newShard(ab.Config, cur, curItem, shardFill, endian, depth+1)
+		s, err := newShard(ab.Config, cur, curItem, fill, endian, depth+1)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		p.shard = s
-		stages = append(stages, s)
-		abDesc = s.desc
-	default:
-		if _, _, err := v3Decoder(*ab, endian); err != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%w: array→bytes codec %q", codec.ErrUnknownCodec, ab.Name)
+		return []codec.Decoder{s}, s.desc, nil
 	}
+	if _, _, err := v3Decoder(ab, endian); err != nil {
+		return nil, "", err
+	}
+	return nil, "", fmt.Errorf("%w: array→bytes codec %q", codec.ErrUnknownCodec, ab.Name)
+}
 
-	// Bytes→bytes codecs, decode order (last listed first).
+// bytesToBytes builds the decoders of the bytes→bytes codecs bb in decode
+// order (last listed first), with their descriptions, and sets p.first
+// and p.outer.
+func (p *pipe) bytesToBytes(bb []extension, endian string) ([]codec.Decoder, []string, error) {
 	var outer []codec.Decoder
+	var descs []string
 	for i := len(bb) - 1; i >= 0; i-- {
 		cfg, d, err := v3Decoder(bb[i], endian)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if p.first == nil {
 			p.first = cfg
 		}
 		outer = append(outer, d)
-		bbDesc = append(bbDesc, describeConfig(cfg)) // decode order already
+		descs = append(descs, describeConfig(cfg)) // decode order already
 	}
 	if len(outer) > 0 {
 		p.outer = codec.Chain(outer...)
 	}
-	stages = append(append([]codec.Decoder(nil), outer...), stages...)
-	descs := append(bbDesc, abDesc)
-	for i := len(aas) - 1; i >= 0; i-- {
-		stages = append(stages, aas[i])
-		descs = append(descs, aaDesc[i])
-	}
-	p.dec = codec.Chain(stages...) // the sizes between stages follow from the chunk's (codec.Pipeline)
-	p.desc = strings.Join(descs, " | ")
-	return p, nil
+	return outer, descs, nil
 }
 
 // unknownCodec reports whether zfuse has no decoder for a codec name.

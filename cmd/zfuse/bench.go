@@ -15,9 +15,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zfuse/zfuse/cache"
 	"github.com/zfuse/zfuse/fs"
 	"github.com/zfuse/zfuse/gpu"
+	"github.com/zfuse/zfuse/internal/bytesize"
 	"github.com/zfuse/zfuse/zarr"
 )
 
@@ -58,10 +58,10 @@ const (
 	viaHTTP  = "http"  // the compressed store over HTTP, read by zarr-python with fsspec: it decodes
 )
 
-// bench is zfuse bench: it writes (or takes) the stores, then reads them
+// runBench is zfuse bench: it writes (or takes) the stores, then reads them
 // with each reader of the matrix, through fresh mounts of this binary and
 // directly, in interleaved rounds, and prints the medians as a table.
-func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fl := flag.NewFlagSet("zfuse bench", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	b := &bencher{out: stdout, progress: stderr, lf: addLoaderFlags(fl), size: 256 << 20}
@@ -186,7 +186,7 @@ type storeSet struct {
 
 // chunkSide returns the side of square float32 chunks of the size s.
 func chunkSide(s string) (int, error) {
-	n, err := ParseSize(s)
+	n, err := bytesize.Parse(s)
 	side := 1
 	for int64(side*side*4) < n {
 		side *= 2
@@ -276,7 +276,7 @@ func (b *bencher) direct(ctx context.Context, set *storeSet, reader, via, store 
 	if err != nil {
 		return err
 	}
-	b.res.add(cell{set.name, codec, reader, via, ""}, epochs)
+	b.res.Add(cell{set.name, codec, reader, via, ""}, epochs)
 	b.say("%s %s %s %s: %s", set.name, reader, via, store, epochString(epochs))
 	return nil
 }
@@ -310,14 +310,14 @@ func (b *bencher) viaMount(ctx context.Context, set *storeSet, reader, codec, se
 		return err
 	}
 	c := cell{set.name, codec, reader, viaMount, serving}
-	b.res.add(c, epochs)
+	b.res.Add(c, epochs)
 	b.res.addMount(c, st)
 	remote := ""
 	if reader == readRemote {
 		remote = fmt.Sprintf("; %d requests", b.http.requests.Load()-requests)
 	}
 	b.say("%s %s mount(%s) %s: %s; mount: %s, peak RSS %s + memfds and pushed %s, CPU %.2f s, %d chunks pushed, %d chunk READs (p50 %v, p99 %v)%s",
-		set.name, reader, st.serving, codec, epochString(epochs), st.serving, cache.FormatSize(st.hwm), cache.FormatSize(st.memfdPeak), st.cpu.Seconds(),
+		set.name, reader, st.serving, codec, epochString(epochs), st.serving, bytesize.Format(st.hwm), bytesize.Format(st.memfdPeak), st.cpu.Seconds(),
 		st.pushed, st.reads.Count, seconds(st.reads.Quantile(0.5)), seconds(st.reads.Quantile(0.99)), remote)
 	return nil
 }

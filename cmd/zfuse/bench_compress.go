@@ -18,8 +18,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/zfuse/zfuse/cache"
 	"github.com/zfuse/zfuse/codec"
+	"github.com/zfuse/zfuse/internal/bench"
+	"github.com/zfuse/zfuse/internal/bytesize"
 )
 
 // zfuse bench compress measures the encode half against the C libraries
@@ -46,6 +47,55 @@ import (
 var benchCompressPy []byte
 
 func benchCompress(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	b, err := parseBenchCompress(args, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	b.ctx = ctx
+	cleanup, err := b.prepare()
+	defer cleanup()
+	if err != nil {
+		return err
+	}
+	var m benchCompressRuns
+	m.parts = b.parts
+	load0 := loadAvg()
+	start := time.Now()
+	for r := range b.rounds {
+		for _, side := range b.sides(r, &m) {
+			if err := side(); err != nil {
+				return err
+			}
+		}
+		b.say("round %d of %d done", r+1, b.rounds)
+	}
+	m.report(stdout, b.total, len(b.chunks), b.workers, start, load0)
+	return nil
+}
+
+// A compressBench is one run of zfuse bench compress: its flags, and what
+// prepare sets up for the rounds.
+type compressBench struct {
+	rounds, workers, parts int
+	size                   Size
+	dir, python, gwBin     string
+	stderr                 io.Writer
+
+	ctx     context.Context
+	py      string   // bench_compress.py, written into the work directory
+	raw     string   // the uncompressed store
+	chunks  [][]byte // its chunk files
+	total   int64    // their bytes
+	pool    *codec.Pool
+	lz, zs  codec.Encoder // Blosc-lz4 and Zstd
+	self    string        // this executable: zfuse compress
+	threads string        // workers, for numcodecs and --workers
+	outs    string        // where the copies go, this run's own
+	gw      *benchGateway // nil: no S3 rows
+}
+
+// parseBenchCompress parses the flags of zfuse bench compress.
+func parseBenchCompress(args []string, stdout, stderr io.Writer) (*compressBench, error) {
 	fl := flag.NewFlagSet("zfuse bench compress", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	size := Size(1 << 30)
@@ -59,260 +109,290 @@ func benchCompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fl.Var(&parts, "parts", "the processes of the split runs (--part K/N)")
 	gwBin := fl.String("versitygw", "", "the versitygw binary for the S3 rows (default: $ZFUSE_VERSITYGW, $GOPATH/bin or $HOME/go/bin, then PATH); none found: no S3 rows")
 	if err := parseFlags(fl, args, 0, stdout); err != nil { // usage.go: help to stdout, bad usage exits 2
-		return err
+		return nil, err
 	}
-	work := *dir
+	return &compressBench{rounds: int(rounds), workers: int(workers), parts: int(parts), size: size,
+		dir: *dir, python: *python, gwBin: *gwBin, stderr: stderr}, nil
+}
+
+func (b *compressBench) say(format string, a ...any) {
+	fmt.Fprintf(b.stderr, "bench compress: "+format+"\n", a...)
+}
+
+// prepare makes the work directory, writes the uncompressed store (unless
+// --dir holds it), reads its chunks, and starts the pool, the encoders and
+// the S3 gateway. cleanup undoes it, in reverse order; it is never nil.
+func (b *compressBench) prepare() (cleanup func(), err error) {
+	var undo []func()
+	cleanup = func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	work := b.dir
 	if work != "" {
 		if err := os.MkdirAll(work, 0o755); err != nil {
-			return err
+			return cleanup, err
 		}
 	} else {
-		var err error
 		if work, err = os.MkdirTemp("", "zfuse-bench-compress-"); err != nil {
-			return err
+			return cleanup, err
 		}
-		defer os.RemoveAll(work)
+		undo = append(undo, func() { os.RemoveAll(work) })
 	}
-	py := filepath.Join(work, "bench_compress.py")
-	if err := os.WriteFile(py, benchCompressPy, 0o644); err != nil {
-		return err
+	b.py = filepath.Join(work, "bench_compress.py")
+	if err := os.WriteFile(b.py, benchCompressPy, 0o644); err != nil {
+		return cleanup, err
 	}
-	pyRun := func(args ...string) (map[string]float64, error) {
-		var out, errb bytes.Buffer
-		cmd := exec.CommandContext(ctx, *python, append([]string{py}, args...)...)
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			return nil, fmt.Errorf("bench_compress.py %s: %v\n%s", args[0], err, &errb)
-		}
-		var r map[string]float64
-		err := json.Unmarshal(out.Bytes(), &r)
-		return r, err
+	b.raw = filepath.Join(work, "raw.zarr")
+	if err := b.writeRaw(); err != nil {
+		return cleanup, err
 	}
-	say := func(format string, a ...any) { fmt.Fprintf(stderr, "bench compress: "+format+"\n", a...) }
-
-	raw := filepath.Join(work, "raw.zarr")
-	if _, err := os.Stat(filepath.Join(raw, ".zarray")); err != nil {
-		say("writing %s of float32 with zarr-python into %s...", size, raw)
-		cmd := exec.CommandContext(ctx, *python, py, "write", raw, strconv.FormatInt(int64(size), 10))
-		cmd.Stderr = stderr
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("bench_compress.py write: %w", err)
-		}
+	if b.chunks, err = readChunks(b.raw); err != nil {
+		return cleanup, err
 	}
-	chunks, err := readChunks(raw)
-	if err != nil {
-		return err
+	for _, c := range b.chunks {
+		b.total += int64(len(c))
 	}
-	var total int64
-	for _, c := range chunks {
-		total += int64(len(c))
+	b.pool = codec.NewPool(b.workers)
+	undo = append(undo, func() { b.pool.Close() })
+	if b.lz, err = codec.NewEncoder(json.RawMessage(`{"id":"blosc","cname":"lz4","clevel":5,"shuffle":1}`), 4); err != nil {
+		return cleanup, err
 	}
-	pool := codec.NewPool(int(workers))
-	defer pool.Close()
-	lz, err := codec.NewEncoder(json.RawMessage(`{"id":"blosc","cname":"lz4","clevel":5,"shuffle":1}`), 4)
-	if err != nil {
-		return err
+	if b.zs, err = codec.NewEncoder(json.RawMessage(`{"id":"zstd","level":3}`), 4); err != nil {
+		return cleanup, err
 	}
-	zs, err := codec.NewEncoder(json.RawMessage(`{"id":"zstd","level":3}`), 4)
-	if err != nil {
-		return err
+	if b.self, err = os.Executable(); err != nil {
+		return cleanup, err
 	}
-	// Batches of 16 chunks into the same 16 output buffers, as zfuse
-	// compress reuses its buffers (and as numcodecs' output is malloc'd
-	// and freed per chunk): fresh output memory for all 1024 chunks at
-	// once would time page faults, not encoding.
-	goEncode := func(e codec.Encoder) (float64, int64, error) {
-		const batch = 16
-		bufs := make([][]byte, batch)
-		for i := range bufs {
-			bufs[i] = make([]byte, e.MaxEncodedLen(len(chunks[0])))
-		}
-		be := pool.EncoderBatch(e)
-		jobs := make([]codec.Job, batch)
-		var n int64
-		start := time.Now()
-		for i := 0; i < len(chunks); i += batch {
-			part := chunks[i:min(i+batch, len(chunks))]
-			for k, c := range part {
-				jobs[k] = codec.Job{Src: c, Dst: bufs[k][:0]}
-			}
-			if err := be.EncodeBatch(ctx, jobs[:len(part)]); err != nil {
-				return 0, 0, err
-			}
-			for _, j := range jobs[:len(part)] {
-				if j.Err != nil {
-					return 0, 0, j.Err
-				}
-				n += int64(len(j.Dst))
-			}
-		}
-		return time.Since(start).Seconds(), n, nil
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	threads := strconv.Itoa(int(workers))
+	b.threads = strconv.Itoa(b.workers)
 	// The copies go into a directory of this run's own, so that removing
 	// them never touches what --dir held before.
-	outs, err := os.MkdirTemp(work, "zfuse-bench-out-")
-	if err != nil {
-		return err
+	if b.outs, err = os.MkdirTemp(work, "zfuse-bench-out-"); err != nil {
+		return cleanup, err
 	}
-	defer os.RemoveAll(outs)
-	gw, err := startBenchGateway(ctx, *gwBin, outs)
-	if err != nil {
-		return err
+	undo = append(undo, func() { os.RemoveAll(b.outs) })
+	if b.gw, err = startBenchGateway(b.ctx, b.gwBin, b.outs); err != nil {
+		return cleanup, err
 	}
-	if gw != nil {
-		defer gw.stop()
+	if b.gw != nil {
+		undo = append(undo, b.gw.stop)
 	} else {
-		say("no versitygw found: the S3 rows are left out (--versitygw)")
+		b.say("no versitygw found: the S3 rows are left out (--versitygw)")
 	}
-	// compressTo runs zfuse compress of raw into dest with args, as one
-	// process or as *parts at once with the workers divided among them,
-	// then --finish, and returns the rate in GB/s and the CPU seconds of
-	// the zfuse processes and of the gateway (with one) per GiB.
-	compressTo := func(dest string, gw *benchGateway, n int) (rate, cpu, gwCPU float64, err error) {
-		var env, args []string
-		if gw != nil {
-			env, args = gw.env, gw.flags
-		}
-		runOne := func(extra ...string) *exec.Cmd {
-			cmd := exec.CommandContext(ctx, self, append(append(append([]string{"compress", "--progress", "none", "--codec", "blosc:lz4:5:shuffle"}, args...), extra...), raw, dest)...)
-			cmd.Env = append(os.Environ(), env...)
-			return cmd
-		}
-		gw0 := gw.cpu()
-		t0 := time.Now()
-		var cmds []*exec.Cmd
-		var errs []*bytes.Buffer
-		if n == 1 {
-			cmds = append(cmds, runOne("--workers", threads))
-		} else {
-			for k := range n {
-				cmds = append(cmds, runOne("--workers", strconv.Itoa(max(int(workers)/n, 1)), "--part", fmt.Sprintf("%d/%d", k, n)))
-			}
-		}
-		for _, cmd := range cmds {
-			var b bytes.Buffer
-			cmd.Stderr = &b
-			errs = append(errs, &b)
-			if err := cmd.Start(); err != nil {
-				return 0, 0, 0, err
-			}
-		}
-		for i, cmd := range cmds {
-			if e := cmd.Wait(); e != nil && err == nil {
-				err = fmt.Errorf("zfuse compress %s: %v\n%s", dest, e, errs[i])
-			}
-		}
-		if err == nil && n > 1 {
-			fin := runOne("--finish")
-			var b bytes.Buffer
-			fin.Stderr = &b
-			if e := fin.Run(); e != nil {
-				err = fmt.Errorf("zfuse compress --finish %s: %v\n%s", dest, e, &b)
-			}
-			cmds = append(cmds, fin)
-		}
-		sec := time.Since(t0).Seconds()
-		gib := float64(total) / (1 << 30)
-		for _, cmd := range cmds {
-			if ps := cmd.ProcessState; ps != nil {
-				cpu += (ps.UserTime() + ps.SystemTime()).Seconds() / gib
-			}
-		}
-		return float64(total) / sec / 1e9, cpu, (gw.cpu() - gw0).Seconds() / gib, err
+	return cleanup, nil
+}
+
+// writeRaw writes the uncompressed float32 array with zarr-python, unless
+// it is there already.
+func (b *compressBench) writeRaw() error {
+	if _, err := os.Stat(filepath.Join(b.raw, ".zarray")); err == nil {
+		return nil
 	}
-	var m benchCompressRuns
-	m.parts = int(parts)
-	load0 := loadAvg()
-	start := time.Now()
-	for r := range int(rounds) {
-		// Alternate which side goes first, so that neither always meets
-		// a warmer (or busier) machine.
-		sides := []func() error{
-			func() error { // C: numcodecs
-				res, err := pyRun("encode", raw, threads, "blosc-lz4")
-				if err != nil {
-					return err
-				}
-				m.cEnc = append(m.cEnc, float64(total)/res["seconds"]/1e9)
-				m.cLZ4 = int64(res["encoded"])
-				if res, err = pyRun("encode", raw, threads, "zstd"); err != nil {
-					return err
-				}
-				m.cZstd = int64(res["encoded"])
-				dest := filepath.Join(outs, "py.zarr")
-				res, err = pyRun("copy", raw, dest, threads)
-				os.RemoveAll(dest)
-				if err != nil {
-					return err
-				}
-				m.pyCopy = append(m.pyCopy, float64(total)/res["seconds"]/1e9)
-				return nil
-			},
-			func() error { // Go: zfuse
-				sec, n, err := goEncode(lz)
-				if err != nil {
-					return err
-				}
-				m.goEnc = append(m.goEnc, float64(total)/sec/1e9)
-				m.goLZ4 = n
-				if _, m.goZstd, err = goEncode(zs); err != nil {
-					return err
-				}
-				dest := filepath.Join(outs, "zfuse.zarr")
-				rate, cpu, _, err := compressTo(dest, nil, 1)
-				os.RemoveAll(dest)
-				m.zCopy = append(m.zCopy, rate)
-				m.cpu[0] = append(m.cpu[0], cpu)
-				return err
-			},
-			func() error { // zfuse, in parts
-				dest := filepath.Join(outs, "parts.zarr")
-				rate, cpu, _, err := compressTo(dest, nil, int(parts))
-				os.RemoveAll(dest)
-				m.zParts = append(m.zParts, rate)
-				m.cpu[1] = append(m.cpu[1], cpu)
-				return err
-			},
-		}
-		if gw != nil {
-			sides = append(sides,
-				func() error { // zfuse into S3
-					rate, cpu, gwCPU, err := compressTo("s3://bench/one.zarr", gw, 1)
-					os.RemoveAll(filepath.Join(gw.root, "bench", "one.zarr"))
-					m.s3Copy = append(m.s3Copy, rate)
-					m.cpu[2], m.gwCPU[0] = append(m.cpu[2], cpu), append(m.gwCPU[0], gwCPU)
-					return err
-				},
-				func() error { // zfuse into S3, in parts
-					rate, cpu, gwCPU, err := compressTo("s3://bench/parts.zarr", gw, int(parts))
-					os.RemoveAll(filepath.Join(gw.root, "bench", "parts.zarr"))
-					m.s3Parts = append(m.s3Parts, rate)
-					m.cpu[3], m.gwCPU[1] = append(m.cpu[3], cpu), append(m.gwCPU[1], gwCPU)
-					return err
-				})
-		}
-		// Each round in another order, so that no side always meets a
-		// warmer (or busier) machine, or follows the same one.
-		for range r % len(sides) {
-			sides = append(sides[1:], sides[0])
-		}
-		if r%2 == 1 {
-			slices.Reverse(sides)
-		}
-		for _, side := range sides {
-			if err := side(); err != nil {
-				return err
-			}
-		}
-		say("round %d of %d done", r+1, int(rounds))
+	b.say("writing %s of float32 with zarr-python into %s...", b.size, b.raw)
+	cmd := exec.CommandContext(b.ctx, b.python, b.py, "write", b.raw, strconv.FormatInt(int64(b.size), 10))
+	cmd.Stderr = b.stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("bench_compress.py write: %w", err)
 	}
-	m.report(stdout, total, len(chunks), int(workers), start, load0)
 	return nil
+}
+
+// pyRun runs bench_compress.py with args and returns the numbers it
+// prints as JSON.
+func (b *compressBench) pyRun(args ...string) (map[string]float64, error) {
+	var out, errb bytes.Buffer
+	cmd := exec.CommandContext(b.ctx, b.python, append([]string{b.py}, args...)...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("bench_compress.py %s: %v\n%s", args[0], err, &errb)
+	}
+	var r map[string]float64
+	err := json.Unmarshal(out.Bytes(), &r)
+	return r, err
+}
+
+// goEncode encodes every chunk with e on the pool and returns the seconds
+// it took and the encoded bytes. Batches of 16 chunks go into the same 16
+// output buffers, as zfuse compress reuses its buffers (and as numcodecs'
+// output is malloc'd and freed per chunk): fresh output memory for all
+// 1024 chunks at once would time page faults, not encoding.
+func (b *compressBench) goEncode(e codec.Encoder) (float64, int64, error) {
+	const batch = 16
+	bufs := make([][]byte, batch)
+	for i := range bufs {
+		bufs[i] = make([]byte, e.MaxEncodedLen(len(b.chunks[0])))
+	}
+	be := b.pool.EncoderBatch(e)
+	jobs := make([]codec.Job, batch)
+	var n int64
+	start := time.Now()
+	for i := 0; i < len(b.chunks); i += batch {
+		part := b.chunks[i:min(i+batch, len(b.chunks))]
+		for k, c := range part {
+			jobs[k] = codec.Job{Src: c, Dst: bufs[k][:0]}
+		}
+		if err := be.EncodeBatch(b.ctx, jobs[:len(part)]); err != nil {
+			return 0, 0, err
+		}
+		for _, j := range jobs[:len(part)] {
+			if j.Err != nil {
+				return 0, 0, j.Err
+			}
+			n += int64(len(j.Dst))
+		}
+	}
+	return time.Since(start).Seconds(), n, nil
+}
+
+// compressTo runs zfuse compress of raw into dest, through gw if not nil,
+// as one process or as n at once with the workers divided among them,
+// then --finish, and returns the rate in GB/s and the CPU seconds of the
+// zfuse processes and of the gateway (with one) per GiB.
+func (b *compressBench) compressTo(dest string, gw *benchGateway, n int) (rate, cpu, gwCPU float64, err error) {
+	var env, args []string
+	if gw != nil {
+		env, args = gw.env, gw.flags
+	}
+	runOne := func(extra ...string) *exec.Cmd {
+		cmd := exec.CommandContext(b.ctx, b.self, append(append(append([]string{"compress", "--progress", "none", "--codec", "blosc:lz4:5:shuffle"}, args...), extra...), b.raw, dest)...)
+		cmd.Env = append(os.Environ(), env...)
+		return cmd
+	}
+	gw0 := gw.cpu()
+	t0 := time.Now()
+	var cmds []*exec.Cmd
+	if n == 1 {
+		cmds = append(cmds, runOne("--workers", b.threads))
+	} else {
+		for k := range n {
+			cmds = append(cmds, runOne("--workers", strconv.Itoa(max(b.workers/n, 1)), "--part", fmt.Sprintf("%d/%d", k, n)))
+		}
+	}
+	err = runAll(cmds, dest)
+	if err == nil && n > 1 {
+		fin := runOne("--finish")
+		var eb bytes.Buffer
+		fin.Stderr = &eb
+		if e := fin.Run(); e != nil {
+			err = fmt.Errorf("zfuse compress --finish %s: %v\n%s", dest, e, &eb)
+		}
+		cmds = append(cmds, fin)
+	}
+	sec := time.Since(t0).Seconds()
+	gib := float64(b.total) / (1 << 30)
+	for _, cmd := range cmds {
+		if ps := cmd.ProcessState; ps != nil {
+			cpu += (ps.UserTime() + ps.SystemTime()).Seconds() / gib
+		}
+	}
+	return float64(b.total) / sec / 1e9, cpu, (gw.cpu() - gw0).Seconds() / gib, err
+}
+
+// runAll starts the zfuse compress processes cmds at once and waits for
+// them all; the error is the first that failed, with its stderr.
+func runAll(cmds []*exec.Cmd, dest string) error {
+	var errs []*bytes.Buffer
+	for _, cmd := range cmds {
+		var b bytes.Buffer
+		cmd.Stderr = &b
+		errs = append(errs, &b)
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+	}
+	var err error
+	for i, cmd := range cmds {
+		if e := cmd.Wait(); e != nil && err == nil {
+			err = fmt.Errorf("zfuse compress %s: %v\n%s", dest, e, errs[i])
+		}
+	}
+	return err
+}
+
+// sides returns the sides of round r, each adding its measurements to m,
+// in this round's order: each round in another order, so that no side
+// always meets a warmer (or busier) machine, or follows the same one.
+func (b *compressBench) sides(r int, m *benchCompressRuns) []func() error {
+	sides := []func() error{
+		func() error { return b.cSide(m) },
+		func() error { return b.goSide(m) },
+		func() error { // zfuse, in parts
+			dest := filepath.Join(b.outs, "parts.zarr")
+			rate, cpu, _, err := b.compressTo(dest, nil, b.parts)
+			os.RemoveAll(dest)
+			m.zParts = append(m.zParts, rate)
+			m.cpu[1] = append(m.cpu[1], cpu)
+			return err
+		},
+	}
+	if gw := b.gw; gw != nil {
+		sides = append(sides,
+			func() error { // zfuse into S3
+				rate, cpu, gwCPU, err := b.compressTo("s3://bench/one.zarr", gw, 1)
+				os.RemoveAll(filepath.Join(gw.root, "bench", "one.zarr"))
+				m.s3Copy = append(m.s3Copy, rate)
+				m.cpu[2], m.gwCPU[0] = append(m.cpu[2], cpu), append(m.gwCPU[0], gwCPU)
+				return err
+			},
+			func() error { // zfuse into S3, in parts
+				rate, cpu, gwCPU, err := b.compressTo("s3://bench/parts.zarr", gw, b.parts)
+				os.RemoveAll(filepath.Join(gw.root, "bench", "parts.zarr"))
+				m.s3Parts = append(m.s3Parts, rate)
+				m.cpu[3], m.gwCPU[1] = append(m.cpu[3], cpu), append(m.gwCPU[1], gwCPU)
+				return err
+			})
+	}
+	for range r % len(sides) {
+		sides = append(sides[1:], sides[0])
+	}
+	if r%2 == 1 {
+		slices.Reverse(sides)
+	}
+	return sides
+}
+
+// cSide measures the C libraries: numcodecs' Blosc-lz4 encode and ratio,
+// its Zstd ratio, and zarr-python copying the store.
+func (b *compressBench) cSide(m *benchCompressRuns) error {
+	res, err := b.pyRun("encode", b.raw, b.threads, "blosc-lz4")
+	if err != nil {
+		return err
+	}
+	m.cEnc = append(m.cEnc, float64(b.total)/res["seconds"]/1e9)
+	m.cLZ4 = int64(res["encoded"])
+	if res, err = b.pyRun("encode", b.raw, b.threads, "zstd"); err != nil {
+		return err
+	}
+	m.cZstd = int64(res["encoded"])
+	dest := filepath.Join(b.outs, "py.zarr")
+	res, err = b.pyRun("copy", b.raw, dest, b.threads)
+	os.RemoveAll(dest)
+	if err != nil {
+		return err
+	}
+	m.pyCopy = append(m.pyCopy, float64(b.total)/res["seconds"]/1e9)
+	return nil
+}
+
+// goSide measures zfuse: the pool's Blosc-lz4 encode and ratio, its Zstd
+// ratio, and zfuse compress of the store as one process.
+func (b *compressBench) goSide(m *benchCompressRuns) error {
+	sec, n, err := b.goEncode(b.lz)
+	if err != nil {
+		return err
+	}
+	m.goEnc = append(m.goEnc, float64(b.total)/sec/1e9)
+	m.goLZ4 = n
+	if _, m.goZstd, err = b.goEncode(b.zs); err != nil {
+		return err
+	}
+	dest := filepath.Join(b.outs, "zfuse.zarr")
+	rate, cpu, _, err := b.compressTo(dest, nil, 1)
+	os.RemoveAll(dest)
+	m.zCopy = append(m.zCopy, rate)
+	m.cpu[0] = append(m.cpu[0], cpu)
+	return err
 }
 
 // readChunks reads every chunk file of the array at dir.
@@ -348,25 +428,14 @@ type benchCompressRuns struct {
 	cLZ4, goLZ4, cZstd, goZstd int64 // encoded bytes
 }
 
-// median returns the median and the range of v.
-func median(v []float64) (med, lo, hi float64) {
-	s := slices.Sorted(slices.Values(v))
-	n := len(s)
-	med = s[n/2]
-	if n%2 == 0 {
-		med = (s[n/2-1] + s[n/2]) / 2
-	}
-	return med, s[0], s[n-1]
-}
-
 func (m benchCompressRuns) report(w io.Writer, total int64, nchunks, workers int, start time.Time, load0 string) {
 	fmt.Fprintf(w, "zfuse bench compress, %s: %s\n", start.UTC().Format("2006-01-02 15:04 MST"), machine())
-	fmt.Fprintf(w, "array: float32, %s in %d chunks of 1 MiB, smooth field plus noise (zfuse bench's), stored uncompressed\n", cache.FormatSize(total), nchunks)
+	fmt.Fprintf(w, "array: float32, %s in %d chunks of 1 MiB, smooth field plus noise (zfuse bench's), stored uncompressed\n", bytesize.Format(total), nchunks)
 	fmt.Fprintf(w, "zfuse: --workers %d; numcodecs 0.11: blosc.set_nthreads(%d); %d rounds alternating, median [min-max]; rates are 1e9 bytes/s of decoded data\n", workers, workers, len(m.goEnc))
 	fmt.Fprintf(w, "load average (1, 5, 15 min) at the start %s, at the end %s\n\n", load0, loadAvg())
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(name string, v []float64) {
-		med, lo, hi := median(v)
+		med, lo, hi := bench.Median(v)
 		fmt.Fprintf(tw, "%s\t%.2f GB/s [%.2f-%.2f]\n", name, med, lo, hi)
 	}
 	row("Blosc(lz4, 5, shuffle) encode, numcodecs", m.cEnc)
@@ -384,7 +453,7 @@ func (m benchCompressRuns) report(w io.Writer, total int64, nchunks, workers int
 		if len(v) == 0 {
 			return "-"
 		}
-		x, lo, hi := median(v)
+		x, lo, hi := bench.Median(v)
 		return fmt.Sprintf("%.2f [%.2f-%.2f]", x, lo, hi)
 	}
 	fmt.Fprintf(w, "\nCPU seconds per GiB, median [min-max]: zfuse into a directory %s, in %d parts %s", med(m.cpu[0]), m.parts, med(m.cpu[1]))
@@ -404,7 +473,7 @@ func (m benchCompressRuns) report(w io.Writer, total int64, nchunks, workers int
 		for i := range a {
 			r[i] = a[i] / b[i]
 		}
-		return median(r)
+		return bench.Median(r)
 	}
 	enc, encLo, encHi := paired(m.goEnc, m.cEnc)
 	cp, cpLo, cpHi := paired(m.zCopy, m.pyCopy)

@@ -17,8 +17,8 @@ import (
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"github.com/zfuse/zfuse/cache"
 	"github.com/zfuse/zfuse/fs"
+	"github.com/zfuse/zfuse/internal/bytesize"
 	"github.com/zfuse/zfuse/zarr"
 )
 
@@ -225,9 +225,9 @@ func (b *bencher) viaFloor(ctx context.Context, set *storeSet, reader string) er
 		return err
 	}
 	c := cell{set.name, "", reader, viaFloor, ""}
-	b.res.add(c, epochs)
+	b.res.Add(c, epochs)
 	b.res.addMount(c, st)
-	b.say("%s %s floor(%s): %s; peak RSS %s, CPU %.2f s", set.name, reader, st.serving, epochString(epochs), cache.FormatSize(st.hwm), st.cpu.Seconds())
+	b.say("%s %s floor(%s): %s; peak RSS %s, CPU %.2f s", set.name, reader, st.serving, epochString(epochs), bytesize.Format(st.hwm), st.cpu.Seconds())
 	return nil
 }
 

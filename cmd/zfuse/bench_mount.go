@@ -1,23 +1,21 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/zfuse/zfuse/fs"
+	"github.com/zfuse/zfuse/internal/bench"
 )
 
 // This file runs zfuse bench's mounts: each a `zfuse mount` process of this
@@ -102,10 +100,10 @@ func (m *benchMount) stop() (mountStats, error) {
 	pid := m.cmd.Process.Pid
 	var errs []error
 	var err error
-	if st.hwm, err = vmHWM(pid); err != nil {
+	if st.hwm, err = bench.VmHWM(pid); err != nil {
 		errs = append(errs, err)
 	}
-	if st.cpu, err = cpuTime(pid); err != nil {
+	if st.cpu, err = bench.CPUTime(pid); err != nil {
 		errs = append(errs, err)
 	}
 	m.cmd.Process.Signal(syscall.SIGTERM)
@@ -186,58 +184,4 @@ func (l *lineLog) waitFor(ctx context.Context, s string, exited <-chan struct{})
 			return ctx.Err()
 		}
 	}
-}
-
-// cpuTime returns the CPU time (user and system) process pid has used.
-func cpuTime(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseCPUTime(string(b))
-}
-
-// parseCPUTime reads utime and stime (fields 14 and 15, in clock ticks of
-// 1/100 s, Linux's USER_HZ) from a /proc/PID/stat line. The command name
-// (field 2) may hold spaces, so fields are counted after its ")".
-func parseCPUTime(stat string) (time.Duration, error) {
-	i := strings.LastIndexByte(stat, ')')
-	f := strings.Fields(stat[i+1:])
-	if i < 0 || len(f) < 13 {
-		return 0, fmt.Errorf("bench: /proc/PID/stat: %q", stat)
-	}
-	var ticks int64
-	for _, s := range f[11:13] {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("bench: /proc/PID/stat: %w", err)
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * 10 * time.Millisecond, nil
-}
-
-// vmHWM returns the peak resident set size of process pid.
-func vmHWM(pid int) (int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	return parseVmHWM(f)
-}
-
-// parseVmHWM finds "VmHWM: N kB" in a /proc/PID/status.
-func parseVmHWM(r io.Reader) (int64, error) {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10, err
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	return 0, errors.New("no VmHWM line")
 }

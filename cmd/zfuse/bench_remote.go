@@ -97,7 +97,7 @@ func (b *bencher) remote(ctx context.Context, set *storeSet) error {
 		if err != nil {
 			return err
 		}
-		b.res.add(cell{set.name, codec, readRemote, viaHTTP, ""}, epochs)
+		b.res.Add(cell{set.name, codec, readRemote, viaHTTP, ""}, epochs)
 		b.say("%s %s http %s: %s; %d requests", set.name, readRemote, codec, epochString(epochs), b.http.requests.Load()-before)
 		for _, serving := range b.servings {
 			if err := b.viaMount(ctx, set, readRemote, codec, serving); err != nil {

@@ -7,7 +7,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/zfuse/zfuse/cache"
+	"github.com/zfuse/zfuse/internal/bench"
+	"github.com/zfuse/zfuse/internal/bytesize"
 )
 
 // This file holds zfuse bench's results and its report: the matrix of
@@ -23,59 +24,18 @@ type cell struct {
 	serving string // asked for (viaMount only)
 }
 
-// benchResults are the rates (GB/s) of every cell, by epoch and round, and
-// what each cell's mounts used.
+// benchResults are the rates of every cell (bench.Results), and what each
+// cell's mounts used.
 type benchResults struct {
-	rates  map[cell][][]float64 // [round][epoch]
+	*bench.Results[cell]
 	mounts map[cell][]mountStats
-	order  []cell // in the order first measured
 }
 
 func newBenchResults() *benchResults {
-	return &benchResults{rates: map[cell][][]float64{}, mounts: map[cell][]mountStats{}}
-}
-
-func (r *benchResults) add(c cell, epochs []float64) {
-	if _, ok := r.rates[c]; !ok {
-		r.order = append(r.order, c)
-	}
-	r.rates[c] = append(r.rates[c], epochs)
+	return &benchResults{Results: bench.NewResults[cell](), mounts: map[cell][]mountStats{}}
 }
 
 func (r *benchResults) addMount(c cell, st mountStats) { r.mounts[c] = append(r.mounts[c], st) }
-
-// epoch returns the median and the range over rounds of cell c's rate in
-// epoch e (0-based); ok is false when c was not measured.
-func (r *benchResults) epoch(c cell, e int) (med, lo, hi float64, ok bool) {
-	var xs []float64
-	for _, round := range r.rates[c] {
-		if e < len(round) {
-			xs = append(xs, round[e])
-		}
-	}
-	if len(xs) == 0 {
-		return 0, 0, 0, false
-	}
-	med, lo, hi = median(xs) // bench_compress.go
-	return med, lo, hi, true
-}
-
-// ratio returns the median over rounds of a's rate ÷ b's in epoch e, each
-// round's pair taken together (they ran side by side), and its range.
-func (r *benchResults) ratio(a, b cell, e int) (med, lo, hi float64, ok bool) {
-	ra, rb := r.rates[a], r.rates[b]
-	var xs []float64
-	for i := range min(len(ra), len(rb)) {
-		if e < len(ra[i]) && e < len(rb[i]) && rb[i][e] > 0 {
-			xs = append(xs, ra[i][e]/rb[i][e])
-		}
-	}
-	if len(xs) == 0 {
-		return 0, 0, 0, false
-	}
-	med, lo, hi = median(xs) // bench_compress.go
-	return med, lo, hi, true
-}
 
 // report prints the setting, the matrix, the mounts' memory and the
 // targets.
@@ -87,8 +47,8 @@ func (b *bencher) report() {
 			return float64(set.stored[storeRaw]) / float64(max(set.stored[name], 1))
 		}
 		fmt.Fprintf(b.out, "arrays %s: float32 %s, %d chunks of %s (%s); stored: blosc lz4 clevel 5 shuffle %s (ratio %.2f), zstd level 3 %s (ratio %.2f), uncompressed %s\n",
-			set.name, dims(set.shape), len(set.keys), cache.FormatSize(set.chunkLen), dims(set.chunks),
-			cache.FormatSize(set.stored[storeBlosc]), ratio(storeBlosc), cache.FormatSize(set.stored[storeZstd]), ratio(storeZstd), cache.FormatSize(set.stored[storeRaw]))
+			set.name, dims(set.shape), len(set.keys), bytesize.Format(set.chunkLen), dims(set.chunks),
+			bytesize.Format(set.stored[storeBlosc]), ratio(storeBlosc), bytesize.Format(set.stored[storeZstd]), ratio(storeZstd), bytesize.Format(set.stored[storeRaw]))
 	}
 	kra := "kernel default (not root)"
 	if os.Geteuid() == 0 && lf.kernelReadahead > 0 {
@@ -110,7 +70,7 @@ func (b *bencher) report() {
 		head += fmt.Sprintf("epoch %d\t", e+1)
 	}
 	fmt.Fprintln(w, head+"mount: serving, peak RSS + memfds + pushed, CPU\t")
-	for _, c := range r.order {
+	for _, c := range r.Order {
 		src := c.via
 		if c.via == viaMount {
 			src = "mount"
@@ -124,7 +84,7 @@ func (b *bencher) report() {
 		}
 		line := fmt.Sprintf("%s\t%s\t%s\t%s\t", c.chunk, c.reader, codec, src)
 		for e := range b.epochs {
-			med, lo, hi, ok := r.epoch(c, e)
+			med, lo, hi, ok := r.Epoch(c, e)
 			if ok {
 				line += fmt.Sprintf("%.2f [%.2f-%.2f]\t", med, lo, hi)
 			} else {
@@ -137,7 +97,7 @@ func (b *bencher) report() {
 				peak = max(peak, m.hwm+m.memfdPeak)
 				cpu += m.cpu
 			}
-			line += fmt.Sprintf("%s, %s, %.2f s\t", ms[0].serving, cache.FormatSize(peak), cpu.Seconds()/float64(len(ms)))
+			line += fmt.Sprintf("%s, %s, %.2f s\t", ms[0].serving, bytesize.Format(peak), cpu.Seconds()/float64(len(ms)))
 		} else {
 			line += "\t"
 		}
@@ -173,7 +133,7 @@ func (b *bencher) targets() []benchTarget {
 	var out []benchTarget
 	x := func(med, lo, hi float64) string { return fmt.Sprintf("%.2fx [%.2f-%.2f]", med, lo, hi) }
 	add := func(name string, a, base cell, e int, want float64) {
-		med, lo, hi, ok := r.ratio(a, base, e)
+		med, lo, hi, ok := r.Ratio(a, base, e)
 		if ok {
 			out = append(out, benchTarget{name, x(med, lo, hi), fmt.Sprintf(">= %.2fx", want), med >= want})
 		}
@@ -230,8 +190,8 @@ func (b *bencher) targets() []benchTarget {
 	}
 	if at != "" {
 		limit := b.lf.memory()
-		out = append(out, benchTarget{"peak RSS + memfds + pushed of a mount (" + at + ")", cache.FormatSize(peak),
-			"<= " + cache.FormatSize(limit) + " (decoded + compressed + readahead + 64 MiB)", peak <= limit})
+		out = append(out, benchTarget{"peak RSS + memfds + pushed of a mount (" + at + ")", bytesize.Format(peak),
+			"<= " + bytesize.Format(limit) + " (decoded + compressed + readahead + 64 MiB)", peak <= limit})
 	}
 	return out
 }
@@ -249,7 +209,7 @@ func (b *bencher) reportRatios() {
 		head += fmt.Sprintf("epoch %d\t", e+1)
 	}
 	fmt.Fprintln(w, head)
-	for _, c := range r.order {
+	for _, c := range r.Order {
 		if c.via != viaMount {
 			continue
 		}
@@ -263,12 +223,12 @@ func (b *bencher) reportRatios() {
 			{c.chunk, c.codec, c.reader, viaHTTP, ""},
 			{c.chunk, "", c.reader, viaFloor, ""},
 		} {
-			if _, ok := r.rates[base]; !ok {
+			if _, ok := r.Rates[base]; !ok {
 				continue
 			}
 			line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t", c.chunk, c.reader, c.codec, src, base.via)
 			for e := range b.epochs {
-				if med, lo, hi, ok := r.ratio(c, base, e); ok {
+				if med, lo, hi, ok := r.Ratio(c, base, e); ok {
 					line += fmt.Sprintf("%.2fx [%.2f-%.2f]\t", med, lo, hi)
 				} else {
 					line += "-\t"
@@ -287,7 +247,7 @@ func (b *bencher) reportFloor() {
 	var lines []string
 	for _, set := range b.sets {
 		for _, reader := range []string{readGrid, readList} {
-			med, lo, hi, ok := b.res.epoch(cell{set.name, "", reader, viaFloor, ""}, 0)
+			med, lo, hi, ok := b.res.Epoch(cell{set.name, "", reader, viaFloor, ""}, 0)
 			if !ok || med <= 0 || lo <= 0 {
 				continue
 			}
@@ -318,7 +278,7 @@ func mapTarget(ms []mountStats, set *storeSet) (t benchTarget, ok bool) {
 	for i, m := range ms {
 		xs[i] = float64(m.storeReads) / float64(covered)
 	}
-	med, lo, hi := median(xs) // bench_compress.go
+	med, lo, hi := bench.Median(xs)
 	return benchTarget{
 		name: "1/8 through np.load(mmap_mode='r'): chunks read from the store / chunks it covers",
 		got:  fmt.Sprintf("%.2fx [%.2f-%.2f] of %d", med, lo, hi, covered),

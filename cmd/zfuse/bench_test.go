@@ -36,40 +36,6 @@ func TestLineLog(t *testing.T) {
 	}
 }
 
-func TestParseVmHWM(t *testing.T) {
-	for _, r := range []struct {
-		status string
-		want   int64
-		err    bool
-	}{
-		{"Name:\tzfuse\nVmPeak:\t  2000 kB\nVmHWM:\t   1234 kB\nVmRSS:\t 1000 kB\n", 1234 << 10, false},
-		{"VmHWM: 0 kB\n", 0, false},
-		{"Name:\tzfuse\n", 0, true},
-		{"VmHWM:\tlots kB\n", 0, true},
-	} {
-		got, err := parseVmHWM(strings.NewReader(r.status))
-		if got != r.want || (err != nil) != r.err {
-			t.Errorf("parseVmHWM(%q) = %d, %v; want %d, error %v", r.status, got, err, r.want, r.err)
-		}
-	}
-	if n, err := vmHWM(os.Getpid()); err != nil || n <= 0 {
-		t.Errorf("vmHWM(self) = %d, %v", n, err)
-	}
-}
-
-func TestParseCPUTime(t *testing.T) {
-	stat := "4242 (zfuse (x) y) S 1 4242 4242 0 -1 4194560 900 0 0 0 123 45 0 0 20 0 9 0 100 1000000 2000 18446744073709551615"
-	if d, err := parseCPUTime(stat); err != nil || d != 1680*time.Millisecond {
-		t.Errorf("parseCPUTime = %v, %v; want 1.68s", d, err)
-	}
-	if _, err := parseCPUTime("4242 (zfuse) S 1"); err == nil {
-		t.Errorf("short stat line: no error")
-	}
-	if d, err := cpuTime(os.Getpid()); err != nil || d < 0 {
-		t.Errorf("cpuTime(self) = %v, %v", d, err)
-	}
-}
-
 func TestChunkSide(t *testing.T) {
 	for _, r := range []struct {
 		size string
@@ -83,30 +49,6 @@ func TestChunkSide(t *testing.T) {
 		if side != r.side && !r.err || (err != nil) != r.err {
 			t.Errorf("chunkSide(%q) = %d, %v; want %d, error %v", r.size, side, err, r.side, r.err)
 		}
-	}
-}
-
-// TestBenchRatio: ratios pair the rounds (they ran side by side), and the
-// median is taken over rounds.
-func TestBenchRatio(t *testing.T) {
-	r := newBenchResults()
-	a, b := cell{chunk: "1MiB", reader: readZarr, via: viaMount}, cell{chunk: "1MiB", reader: readZarr, via: viaSelf}
-	for _, round := range [][2][]float64{{{2, 4}, {1, 1}}, {{3, 6}, {1, 2}}, {{1, 1}, {2, 1}}} {
-		r.add(a, round[0])
-		r.add(b, round[1])
-	}
-	if med, lo, hi, ok := r.epoch(a, 1); !ok || med != 4 || lo != 1 || hi != 6 {
-		t.Errorf("epoch 2 of a: %v %v %v %v", med, lo, hi, ok)
-	}
-	// Round ratios in epoch 1: 2, 3, 0.5.
-	if med, lo, hi, ok := r.ratio(a, b, 0); !ok || med != 2 || lo != 0.5 || hi != 3 {
-		t.Errorf("ratio: %v [%v-%v] %v; want 2 [0.5-3]", med, lo, hi, ok)
-	}
-	if _, _, _, ok := r.ratio(a, cell{}, 0); ok {
-		t.Error("ratio with an unmeasured cell")
-	}
-	if _, _, _, ok := r.epoch(a, 5); ok {
-		t.Error("an epoch that was not read")
 	}
 }
 
@@ -126,18 +68,18 @@ func TestBenchTargets(t *testing.T) {
 	base := func() *benchResults {
 		r := newBenchResults()
 		for _, ch := range []string{"1MiB", "64KiB"} {
-			r.add(self(ch, readZarr), []float64{1, 1, 1})
-			r.add(mount(ch, readZarr), []float64{1.3, 2.1, 2.1})
-			r.add(raw(ch, readGrid), []float64{10, 10, 10})
-			r.add(mount(ch, readGrid), []float64{3, 9, 9})
-			r.add(mount(ch, readList), []float64{2.5, 9, 9})
-			r.add(floor(ch, readGrid), []float64{2.3, 9, 9})
-			r.add(floor(ch, readList), []float64{2.2, 9, 9})
-			r.add(http(ch), []float64{0.1, 0.1, 0.1})
-			r.add(mount(ch, readRemote), []float64{0.31, 1.01, 1.01})
+			r.Add(self(ch, readZarr), []float64{1, 1, 1})
+			r.Add(mount(ch, readZarr), []float64{1.3, 2.1, 2.1})
+			r.Add(raw(ch, readGrid), []float64{10, 10, 10})
+			r.Add(mount(ch, readGrid), []float64{3, 9, 9})
+			r.Add(mount(ch, readList), []float64{2.5, 9, 9})
+			r.Add(floor(ch, readGrid), []float64{2.3, 9, 9})
+			r.Add(floor(ch, readList), []float64{2.2, 9, 9})
+			r.Add(http(ch), []float64{0.1, 0.1, 0.1})
+			r.Add(mount(ch, readRemote), []float64{0.31, 1.01, 1.01})
 		}
-		r.add(self("1MiB", readLoader), []float64{1, 1, 1})
-		r.add(mount("1MiB", readLoader), []float64{1.1, 1.2, 1.2})
+		r.Add(self("1MiB", readLoader), []float64{1, 1, 1})
+		r.Add(mount("1MiB", readLoader), []float64{1.1, 1.2, 1.2})
 		r.addMount(mount("1MiB", readGrid), mountStats{hwm: 100 << 20, memfdPeak: 50 << 20})
 		r.addMount(floor("1MiB", readGrid), mountStats{hwm: 300 << 20}) // not a mount: no budget
 		return r
@@ -155,26 +97,26 @@ func TestBenchTargets(t *testing.T) {
 		t.Fatalf("all met: verdicts %v", got)
 	}
 	for i, miss := range []func(r *benchResults){
-		func(r *benchResults) { r.rates[mount("1MiB", readZarr)][0][0] = 1.1 },         // 1.1x at epoch 1
-		func(r *benchResults) { r.rates[mount("1MiB", readZarr)][0][1] = 1.9 },         // 1.9x at epoch 2
-		func(r *benchResults) { r.rates[mount("1MiB", readLoader)][0][0] = 0.9 },       // DataLoader epoch 1
-		func(r *benchResults) { r.rates[mount("1MiB", readLoader)][0][2] = 1.05 },      // DataLoader epoch 3
-		func(r *benchResults) { r.rates[mount("1MiB", readGrid)][0][0] = 2.4 },         // cold 0.24x
-		func(r *benchResults) { r.rates[mount("1MiB", readGrid)][0][1] = 7.9 },         // warm 0.79x
-		func(r *benchResults) { r.rates[mount("1MiB", readList)][0][0] = 2.3 },         // listing 0.77x of grid
-		func(r *benchResults) { r.rates[floor("1MiB", readGrid)][0][0] = 3.1 },         // 0.97x the floor
-		func(r *benchResults) { r.rates[floor("1MiB", readList)][0][0] = 2.6 },         // 0.96x the floor, listing order
-		func(r *benchResults) { r.rates[mount("1MiB", readRemote)][0][0] = 0.29 },      // 2.9x HTTP itself, epoch 1
-		func(r *benchResults) { r.rates[mount("1MiB", readRemote)][0][1] = 0.99 },      // 9.9x HTTP itself, epoch 2
-		func(r *benchResults) { r.rates[mount("64KiB", readZarr)][0][0] = 0.7 },        // 64 KiB epoch 1
-		func(r *benchResults) { r.rates[mount("64KiB", readZarr)][0][1] = 0.9 },        // 64 KiB epoch 2
-		func(r *benchResults) { r.rates[mount("64KiB", readGrid)][0][0] = 2 },          // 64 KiB cold 0.2x
-		func(r *benchResults) { r.rates[mount("64KiB", readGrid)][0][1] = 7 },          // 64 KiB warm 0.7x
-		func(r *benchResults) { r.rates[mount("64KiB", readList)][0][0] = 2 },          // 64 KiB listing 0.67x
-		func(r *benchResults) { r.rates[floor("64KiB", readGrid)][0][0] = 3.8 },        // 0.79x the 64 KiB floor
-		func(r *benchResults) { r.rates[floor("64KiB", readList)][0][0] = 3.2 },        // 0.78x, listing order
-		func(r *benchResults) { r.rates[http("64KiB")][0][0] = 0.11 },                  // 64 KiB 2.8x HTTP itself
-		func(r *benchResults) { r.rates[http("64KiB")][0][1] = 0.11 },                  // 64 KiB 9.2x, epoch 2
+		func(r *benchResults) { r.Rates[mount("1MiB", readZarr)][0][0] = 1.1 },         // 1.1x at epoch 1
+		func(r *benchResults) { r.Rates[mount("1MiB", readZarr)][0][1] = 1.9 },         // 1.9x at epoch 2
+		func(r *benchResults) { r.Rates[mount("1MiB", readLoader)][0][0] = 0.9 },       // DataLoader epoch 1
+		func(r *benchResults) { r.Rates[mount("1MiB", readLoader)][0][2] = 1.05 },      // DataLoader epoch 3
+		func(r *benchResults) { r.Rates[mount("1MiB", readGrid)][0][0] = 2.4 },         // cold 0.24x
+		func(r *benchResults) { r.Rates[mount("1MiB", readGrid)][0][1] = 7.9 },         // warm 0.79x
+		func(r *benchResults) { r.Rates[mount("1MiB", readList)][0][0] = 2.3 },         // listing 0.77x of grid
+		func(r *benchResults) { r.Rates[floor("1MiB", readGrid)][0][0] = 3.1 },         // 0.97x the floor
+		func(r *benchResults) { r.Rates[floor("1MiB", readList)][0][0] = 2.6 },         // 0.96x the floor, listing order
+		func(r *benchResults) { r.Rates[mount("1MiB", readRemote)][0][0] = 0.29 },      // 2.9x HTTP itself, epoch 1
+		func(r *benchResults) { r.Rates[mount("1MiB", readRemote)][0][1] = 0.99 },      // 9.9x HTTP itself, epoch 2
+		func(r *benchResults) { r.Rates[mount("64KiB", readZarr)][0][0] = 0.7 },        // 64 KiB epoch 1
+		func(r *benchResults) { r.Rates[mount("64KiB", readZarr)][0][1] = 0.9 },        // 64 KiB epoch 2
+		func(r *benchResults) { r.Rates[mount("64KiB", readGrid)][0][0] = 2 },          // 64 KiB cold 0.2x
+		func(r *benchResults) { r.Rates[mount("64KiB", readGrid)][0][1] = 7 },          // 64 KiB warm 0.7x
+		func(r *benchResults) { r.Rates[mount("64KiB", readList)][0][0] = 2 },          // 64 KiB listing 0.67x
+		func(r *benchResults) { r.Rates[floor("64KiB", readGrid)][0][0] = 3.8 },        // 0.79x the 64 KiB floor
+		func(r *benchResults) { r.Rates[floor("64KiB", readList)][0][0] = 3.2 },        // 0.78x, listing order
+		func(r *benchResults) { r.Rates[http("64KiB")][0][0] = 0.11 },                  // 64 KiB 2.8x HTTP itself
+		func(r *benchResults) { r.Rates[http("64KiB")][0][1] = 0.11 },                  // 64 KiB 9.2x, epoch 2
 		func(r *benchResults) { r.mounts[mount("1MiB", readGrid)][0].hwm = 200 << 20 }, // 250 MiB > 194
 	} {
 		b.res = base()
@@ -297,8 +239,8 @@ func TestBenchNpyTargets(t *testing.T) {
 		mapOK      bool
 	}{{2.5, 60, true, true}, {2.3, 64, false, true}, {2.5, 65, true, false}} {
 		b.res = newBenchResults()
-		b.res.add(mount(readGrid), []float64{3, 9, 9})
-		b.res.add(mount(readNpy), []float64{tc.npy, 9, 9})
+		b.res.Add(mount(readGrid), []float64{3, 9, 9})
+		b.res.Add(mount(readNpy), []float64{tc.npy, 9, 9})
 		b.res.addMount(mount(readMap), mountStats{storeReads: tc.storeReads})
 		if got := find(".npy file"); got.ok != tc.npyOK {
 			t.Errorf("npy at %v GB/s: %+v, want met %v", tc.npy, got, tc.npyOK)

@@ -18,6 +18,7 @@ import (
 	"github.com/zfuse/zfuse/convert"
 	"github.com/zfuse/zfuse/fs"
 	"github.com/zfuse/zfuse/gpu"
+	"github.com/zfuse/zfuse/internal/bytesize"
 	"github.com/zfuse/zfuse/store"
 )
 
@@ -440,7 +441,7 @@ func parseShard(s string) (keep bool, size int64, per []int, err error) {
 		per, err := parseShape(s, false)
 		return false, 0, per, err
 	}
-	n, err := ParseSize(s)
+	n, err := bytesize.Parse(s)
 	if err != nil || n <= 0 {
 		return false, 0, nil, fmt.Errorf("%q: want keep, none, a size such as 64MiB, or chunks per axis such as 2x2x2", s)
 	}

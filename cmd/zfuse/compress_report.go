@@ -11,7 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/zfuse/zfuse/cache"
+	"github.com/zfuse/zfuse/internal/bytesize"
 )
 
 // progressTotal is the work of a run: new chunks and their decoded bytes.
@@ -116,7 +116,7 @@ func (p *progress) line() string {
 		}
 	}
 	return fmt.Sprintf("%s%3.0f%%  %d/%d chunks  %s in, %s out  %.2f GB/s  ETA %s",
-		bar, 100*frac, n, p.total.chunks, cache.FormatSize(in), cache.FormatSize(p.out.Load()), rate, eta)
+		bar, 100*frac, n, p.total.chunks, bytesize.Format(in), bytesize.Format(p.out.Load()), rate, eta)
 }
 
 // stop ends the reports (a bar gets its final state and a newline).
@@ -187,12 +187,12 @@ func summaryTable(w io.Writer, p *convert.Plan, stats []convert.Stats) error {
 			format += " sharded"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\n", pa.Path, format, dims(d.Chunks),
-			s.Written, s.Empty, s.Kept, cache.FormatSize(s.In), cache.FormatSize(s.Out),
+			s.Written, s.Empty, s.Kept, bytesize.Format(s.In), bytesize.Format(s.Out),
 			ratio(s.In, s.Out), s.Took.Round(time.Millisecond), float64(s.In)/max(s.Took.Seconds(), 1e-9)/1e9)
 		tot.Written, tot.Empty, tot.Kept, tot.In, tot.Out = tot.Written+s.Written, tot.Empty+s.Empty, tot.Kept+s.Kept, tot.In+s.In, tot.Out+s.Out
 	}
 	fmt.Fprintf(tw, "total\t\t\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\n", tot.Written, tot.Empty, tot.Kept,
-		cache.FormatSize(tot.In), cache.FormatSize(tot.Out), ratio(tot.In, tot.Out), tot.Took.Round(time.Millisecond),
+		bytesize.Format(tot.In), bytesize.Format(tot.Out), ratio(tot.In, tot.Out), tot.Took.Round(time.Millisecond),
 		float64(tot.In)/max(tot.Took.Seconds(), 1e-9)/1e9)
 	return tw.Flush()
 }
@@ -240,7 +240,7 @@ func jobSummary(w io.Writer, p *convert.Plan, recs []*convert.Record, finish tim
 		}
 		took := time.Duration(r.Done.Took * float64(time.Second))
 		fmt.Fprintf(w, "part %s: %d objects, %s in, %s out, ratio %s; its last run took %s\n", convert.Part{K: k, N: len(recs)}, pobjs,
-			cache.FormatSize(partIn[k]), cache.FormatSize(pout), ratio(partIn[k], pout), took.Round(time.Millisecond))
+			bytesize.Format(partIn[k]), bytesize.Format(pout), ratio(partIn[k], pout), took.Round(time.Millisecond))
 		in, out, objs, busy = in+partIn[k], out+pout, objs+pobjs, busy+took
 		if first.IsZero() || r.Started.Before(first) {
 			first = r.Started
@@ -251,7 +251,7 @@ func jobSummary(w io.Writer, p *convert.Plan, recs []*convert.Record, finish tim
 	}
 	wall := last.Sub(first)
 	_, err := fmt.Fprintf(w, "job: %d parts, %d objects, %s in, %s out, ratio %s; %s from the first part's start to the last part's end, the parts' last runs summed %s; --finish %s\n",
-		len(recs), objs, cache.FormatSize(in), cache.FormatSize(out), ratio(in, out), wall.Round(time.Millisecond),
+		len(recs), objs, bytesize.Format(in), bytesize.Format(out), ratio(in, out), wall.Round(time.Millisecond),
 		busy.Round(time.Millisecond), finish.Round(time.Millisecond))
 	return err
 }

@@ -23,6 +23,8 @@ import (
 	"syscall"
 
 	"github.com/zfuse/zfuse/fs"
+	"github.com/zfuse/zfuse/readahead"
+	"github.com/zfuse/zfuse/store/diskcache"
 )
 
 // daemon is the pipe to the parent when this process is the background
@@ -68,7 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if len(args) > 0 && args[0] == "floor" { // bench_floor.go: the bench's own FUSE floor
 			return benchFloor(ctx, args[1:], stdout, stderr)
 		}
-		return bench(ctx, args, stdout, stderr)
+		return runBench(ctx, args, stdout, stderr)
 	case "warmup":
 		return warmup(ctx, args, stdout, stderr) // warmup.go
 	case "compress":
@@ -78,40 +80,68 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if nargs == 0 {
 		return badUsage("", "unknown command %q", cmd)
 	}
-	fl := flag.NewFlagSet("zfuse "+cmd, flag.ContinueOnError)
-	level := levelFlag(slog.LevelInfo)
-	fl.Var(&level, "log-level", "log level, `debug|info|warn|error`")
-	var asV2, asNpy, allowOther boolFlag
-	fl.Var(&asV2, "as-v2", "present Zarr v3 groups and arrays as Zarr v2 (.zgroup, .zarray, v2 chunk keys) for v2-only readers; v3 arrays with no v2 equivalent are not shown")
-	fl.Var(&asNpy, "as-npy", "present every array PARENT/NAME as one NumPy file PARENT/NAME.npy (header and the whole decoded array, for np.load(mmap_mode='r'), dd, pread) with its attributes in PARENT/NAME.json; an array at the root of SOURCE is named after SOURCE; arrays with no fixed-size raw layout are not shown")
-	lf := addLoaderFlags(fl)
-	mf := addMemoryFlags(fl) // memory.go: --memory-limit
-	sf := addSourceFlags(fl) // source.go: http(s):// and s3:// SOURCE
-	statsFile := fl.String("stats-file", "", "mount: write the readahead and cache counters as JSON to this file on SIGUSR1 and at unmount")
-	bg := addBackgroundFlags(fl) // background.go: --background, -d, --log-file
-	metricsAddr := fl.String("metrics", "", "mount: serve Prometheus metrics at http://`ADDR`/metrics (e.g. 127.0.0.1:9464)")
-	fl.Var(&allowOther, "allow-other", "mount: let other users read the mount (FUSE allow_other; for non-root mounts, user_allow_other in /etc/fuse.conf)")
-	fl.Var(optionsFlag{fl}, "o", "mount options, `opt[=value],...`: the flags of this command spelled with _ (cache_decoded=2GiB,as_v2), and mount(8)'s generic ones (ro, nodev, _netdev, ...), which are ignored") // options.go
-	if err := parseFlags(fl, args, nargs, stdout); err != nil {                                                                                                                                                     // usage.go
+	f, err := parseTreeFlags(cmd, nargs, args, stdout)
+	if err != nil {
 		return err
 	}
-	lf.forSource(fl, fl.Arg(0))
-	if asV2 && asNpy {
-		return badUsage(cmd, "--as-v2 and --as-npy are two views: choose one")
+	return runTree(ctx, cmd, f, args, stdout, stderr)
+}
+
+// treeFlags are the flags of the commands that serve a tree: mount, cat
+// and info.
+type treeFlags struct {
+	fl                      *flag.FlagSet
+	level                   levelFlag
+	asV2, asNpy, allowOther boolFlag
+	lf                      *loaderFlags
+	mf                      *memoryFlags
+	sf                      *sourceFlags
+	bg                      *backgroundFlags
+	statsFile, metricsAddr  *string
+}
+
+// parseTreeFlags defines and parses the flags of cmd, which takes nargs
+// arguments.
+func parseTreeFlags(cmd string, nargs int, args []string, stdout io.Writer) (*treeFlags, error) {
+	fl := flag.NewFlagSet("zfuse "+cmd, flag.ContinueOnError)
+	f := &treeFlags{fl: fl, level: levelFlag(slog.LevelInfo)}
+	fl.Var(&f.level, "log-level", "log level, `debug|info|warn|error`")
+	fl.Var(&f.asV2, "as-v2", "present Zarr v3 groups and arrays as Zarr v2 (.zgroup, .zarray, v2 chunk keys) for v2-only readers; v3 arrays with no v2 equivalent are not shown")
+	fl.Var(&f.asNpy, "as-npy", "present every array PARENT/NAME as one NumPy file PARENT/NAME.npy (header and the whole decoded array, for np.load(mmap_mode='r'), dd, pread) with its attributes in PARENT/NAME.json; an array at the root of SOURCE is named after SOURCE; arrays with no fixed-size raw layout are not shown")
+	f.lf = addLoaderFlags(fl)
+	f.mf = addMemoryFlags(fl) // memory.go: --memory-limit
+	f.sf = addSourceFlags(fl) // source.go: http(s):// and s3:// SOURCE
+	f.statsFile = fl.String("stats-file", "", "mount: write the readahead and cache counters as JSON to this file on SIGUSR1 and at unmount")
+	f.bg = addBackgroundFlags(fl) // background.go: --background, -d, --log-file
+	f.metricsAddr = fl.String("metrics", "", "mount: serve Prometheus metrics at http://`ADDR`/metrics (e.g. 127.0.0.1:9464)")
+	fl.Var(&f.allowOther, "allow-other", "mount: let other users read the mount (FUSE allow_other; for non-root mounts, user_allow_other in /etc/fuse.conf)")
+	fl.Var(optionsFlag{fl}, "o", "mount options, `opt[=value],...`: the flags of this command spelled with _ (cache_decoded=2GiB,as_v2), and mount(8)'s generic ones (ro, nodev, _netdev, ...), which are ignored") // options.go
+	if err := parseFlags(fl, args, nargs, stdout); err != nil {                                                                                                                                                     // usage.go
+		return nil, err
 	}
+	f.lf.forSource(fl, fl.Arg(0))
+	if f.asV2 && f.asNpy {
+		return nil, badUsage(cmd, "--as-v2 and --as-npy are two views: choose one")
+	}
+	return f, nil
+}
+
+// runTree opens the source of mount, cat or info, builds its tree and
+// runs the command on it.
+func runTree(ctx context.Context, cmd string, f *treeFlags, args []string, stdout, stderr io.Writer) error {
+	fl, lf, sf := f.fl, f.lf, f.sf
 	var plan *memoryPlan
 	if cmd != "cat" {
-		p, err := planMemory(cmd, fl, lf, mf, os.DirFS("/")) // memory.go: fit the budgets to the memory limit
+		p, err := planMemory(cmd, fl, lf, f.mf, os.DirFS("/")) // memory.go: fit the budgets to the memory limit
 		if err != nil {
 			return err
 		}
 		plan = p
 	}
-	lv := slog.Level(level)
-	if cmd == "mount" && bg.background && daemon == nil {
-		return startBackground(ctx, append([]string{"mount"}, args...), bg.logFile, stderr) // background.go
+	if cmd == "mount" && f.bg.background && daemon == nil {
+		return startBackground(ctx, append([]string{"mount"}, args...), f.bg.logFile, stderr) // background.go
 	}
-	log, closeLog, err := openLog(stderr, lv, bg, daemon)
+	log, closeLog, err := openLog(stderr, slog.Level(f.level), f.bg, daemon)
 	if err != nil {
 		return err
 	}
@@ -119,7 +149,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if cmd == "mount" {
 		plan.logPlan(log) // the first line: the limit found and the budgets chosen
 	}
-	m := newMetrics(*metricsAddr) // metrics.go; nil without --metrics
+	m := newMetrics(*f.metricsAddr) // metrics.go; nil without --metrics
 	if cmd != "mount" {
 		m = nil
 	}
@@ -146,39 +176,46 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	lf.changing = sf.refresh > 0
 	loader, closeLoader := lf.loader(src, dec, log)
 	defer closeLoader()
-	tree := fs.New(fs.Config{Store: src, Chunks: m.chunks(loader), Log: log, AsV2: bool(asV2), AsNpy: bool(asNpy),
+	tree := fs.New(fs.Config{Store: src, Chunks: m.chunks(loader), Log: log, AsV2: bool(f.asV2), AsNpy: bool(f.asNpy),
 		RootName: npyRootName(fl.Arg(0)), Refresh: sf.refresh})
 	switch cmd {
 	case "mount":
-		if err := needArrays(ctx, tree, fl.Arg(0)); err != nil {
-			if sf.refresh <= 0 {
-				return err
-			}
-			log.Warn("mounted all the same: with --refresh, arrays may appear", "err", err)
-		}
-		pw := newPressureWatcher(plan, os.DirFS("/"), loader, log) // pressure.go: shed the caches under memory pressure
-		defer pw.stop()
-		m.watch(loader.Stats, dec.router.GPU(), disk)
-		m.watchMemory(pw.stats)
-		stopMetrics, err := m.serve(ctx, *metricsAddr, log)
-		if err != nil {
-			return err
-		}
-		defer stopMetrics()
-		mounted := func(srv *fs.Server) { m.served(srv); pw.start(srv.Serving() == fs.Passthrough) }
-		err = mount(ctx, log, tree, fl.Arg(0), fl.Arg(1), mountOpts{
-			debug: lv <= slog.LevelDebug, statsFile: *statsFile, stats: loader.Stats,
-			memLimit: plan.softLimit(plan.budgets, lf.serving == fs.Passthrough), kernelReadahead: int64(lf.kernelReadahead), cpuProfile: lf.cpuProfile, serving: lf.serving,
-			gpu: dec.router.GPU(), ready: daemon.ready, mounted: mounted, allowOther: bool(allowOther)})
-		if err != nil && daemon != nil {
-			log.Error("mount failed", "err", err) // the parent may be gone
-		}
-		return err
+		return runMount(ctx, f, log, tree, plan, m, dec, loader, disk)
 	case "cat":
 		return cat(ctx, stdout, tree, fl.Arg(1))
 	}
-	if err := info(ctx, stdout, tree, dec, lf.serving, fl.Arg(0), viewFlag(bool(asV2), bool(asNpy))); err != nil {
+	if err := info(ctx, stdout, tree, dec, lf.serving, fl.Arg(0), viewFlag(bool(f.asV2), bool(f.asNpy))); err != nil {
 		return err
 	}
 	return plan.print(stdout)
+}
+
+// runMount serves tree at the mount point until ctx ends or someone
+// unmounts it, with the pressure watcher and metrics around the mount.
+func runMount(ctx context.Context, f *treeFlags, log *slog.Logger, tree *fs.Tree, plan *memoryPlan, m *metrics, dec *decoders, loader *readahead.Loader, disk *diskcache.Store) error {
+	fl, lf := f.fl, f.lf
+	if err := needArrays(ctx, tree, fl.Arg(0)); err != nil {
+		if f.sf.refresh <= 0 {
+			return err
+		}
+		log.Warn("mounted all the same: with --refresh, arrays may appear", "err", err)
+	}
+	pw := newPressureWatcher(plan, os.DirFS("/"), loader, log) // pressure.go: shed the caches under memory pressure
+	defer pw.stop()
+	m.watch(loader.Stats, dec.router.GPU(), disk)
+	m.watchMemory(pw.stats)
+	stopMetrics, err := m.serve(ctx, *f.metricsAddr, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+	mounted := func(srv *fs.Server) { m.served(srv); pw.start(srv.Serving() == fs.Passthrough) }
+	err = mount(ctx, log, tree, fl.Arg(0), fl.Arg(1), mountOpts{
+		debug: slog.Level(f.level) <= slog.LevelDebug, statsFile: *f.statsFile, stats: loader.Stats,
+		memLimit: plan.softLimit(plan.budgets, lf.serving == fs.Passthrough), kernelReadahead: int64(lf.kernelReadahead), cpuProfile: lf.cpuProfile, serving: lf.serving,
+		gpu: dec.router.GPU(), ready: daemon.ready, mounted: mounted, allowOther: bool(f.allowOther)})
+	if err != nil && daemon != nil {
+		log.Error("mount failed", "err", err) // the parent may be gone
+	}
+	return err
 }

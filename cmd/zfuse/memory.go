@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/zfuse/zfuse/cache"
 	"github.com/zfuse/zfuse/fs"
+	"github.com/zfuse/zfuse/internal/bytesize"
 	"github.com/zfuse/zfuse/internal/memlimit"
 )
 
@@ -168,18 +168,18 @@ func fitBudgets(limit int64, b budgets, given map[string]bool, memfds bool) (bud
 		switch {
 		case given[t.flag]:
 			fixed += *t.v
-			named = append(named, fmt.Sprintf("--%s %s", t.flag, cache.FormatSize(*t.v)))
+			named = append(named, fmt.Sprintf("--%s %s", t.flag, bytesize.Format(*t.v)))
 		case *t.v > 0:
 			free = append(free, t)
 		}
 	}
 	if room <= 0 && fixed == 0 {
 		return b, nil, fmt.Errorf("%.0f%% of the memory limit of %s leaves no room for caches beside the mount's own %s",
-			memoryShare*100, cache.FormatSize(limit), cache.FormatSize(own(memfds)))
+			memoryShare*100, bytesize.Format(limit), bytesize.Format(own(memfds)))
 	}
 	if fixed > room {
 		return b, nil, fmt.Errorf("%s with the mount's own %s need %s, more than %.0f%% of the memory limit of %s",
-			strings.Join(named, " and "), cache.FormatSize(own(memfds)), cache.FormatSize(fixed+own(memfds)), memoryShare*100, cache.FormatSize(limit))
+			strings.Join(named, " and "), bytesize.Format(own(memfds)), bytesize.Format(fixed+own(memfds)), memoryShare*100, bytesize.Format(limit))
 	}
 	// Water-filling: share the room left by weight; a tier whose share
 	// is above its default keeps its default, and the others share the
@@ -254,10 +254,10 @@ func (p *memoryPlan) kind() string {
 func (p *memoryPlan) attrs() []any {
 	limit := "none found"
 	if p.limit > 0 {
-		limit = cache.FormatSize(p.limit)
+		limit = bytesize.Format(p.limit)
 	}
 	a := []any{"limit", limit, "from", p.from,
-		"decoded", cache.FormatSize(p.budgets.decoded), "readahead", cache.FormatSize(p.budgets.readahead), "compressed", cache.FormatSize(p.budgets.compressed)}
+		"decoded", bytesize.Format(p.budgets.decoded), "readahead", bytesize.Format(p.budgets.readahead), "compressed", bytesize.Format(p.budgets.compressed)}
 	if len(p.sized) > 0 {
 		a = append(a, "sized", strings.Join(p.sized, ","))
 	}
@@ -281,7 +281,7 @@ func (p *memoryPlan) logPlan(log *slog.Logger) {
 func (p *memoryPlan) print(w io.Writer) error {
 	limit := "none found"
 	if p.limit > 0 {
-		limit = fmt.Sprintf("%s (%s)", cache.FormatSize(p.limit), p.from)
+		limit = fmt.Sprintf("%s (%s)", bytesize.Format(p.limit), p.from)
 	}
 	how := "as given or by default"
 	switch {
@@ -291,6 +291,6 @@ func (p *memoryPlan) print(w io.Writer) error {
 		how = fmt.Sprintf("%s sized to fit %.0f%% of the limit", strings.Join(p.sized, ", "), memoryShare*100)
 	}
 	_, err := fmt.Fprintf(w, "memory (zfuse mount): limit %s; budgets decoded %s, readahead %s, compressed %s (%s)\n", limit,
-		cache.FormatSize(p.budgets.decoded), cache.FormatSize(p.budgets.readahead), cache.FormatSize(p.budgets.compressed), how)
+		bytesize.Format(p.budgets.decoded), bytesize.Format(p.budgets.readahead), bytesize.Format(p.budgets.compressed), how)
 	return err
 }

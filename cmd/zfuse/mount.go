@@ -132,8 +132,8 @@ func (f *loaderFlags) decoders(log *slog.Logger, quiet bool) (*decoders, error) 
 	if quiet {
 		glog, level = nil, slog.LevelDebug // the decoder's own lines: discarded
 	}
-	pool := codec.NewPool(f.workers)
-	r, err := gpu.NewRouter(f.decoder, gpu.Config{Log: glog}, prefaultPool{pool}, 0)
+	pool := codec.NewPool(f.workers, codec.WithPrefault())
+	r, err := gpu.NewRouter(f.decoder, gpu.Config{Log: glog}, pool, 0)
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("%w (--decoder auto or cpu decodes on the CPU)", err)
@@ -179,30 +179,6 @@ func (f *loaderFlags) loader(s store.Store, dec *decoders, log *slog.Logger) (*r
 		Log:              log,
 	})
 	return l, func() { l.Close() }
-}
-
-// prefaultPool is the CPU pool the router falls back to: the pool, with
-// every decoder wrapped in prefault. The router sees the bare decoder, so
-// it still recognises the codecs that have a GPU path.
-type prefaultPool struct{ p *codec.Pool }
-
-func (p prefaultPool) Batch(d codec.Decoder) codec.BatchDecoder { return p.p.Batch(prefault{d}) }
-
-// prefault is a Decoder that maps the whole of dst into memory with one
-// madvise(MADV_POPULATE_WRITE) before decoding into it. A decoded chunk is
-// usually fresh memory (the decoded tier keeps it), and touching it page
-// by page costs a page fault per 4 KiB: on the 2-core VM of
-// docs/performance.md those faults cost about as much as the decoding;
-// populating the range in one call roughly halves them. Where the kernel lacks it (before Linux
-// 5.14) the call fails and nothing changes. It runs on the pool's workers,
-// so the faults are taken in parallel too.
-type prefault struct{ d codec.Decoder }
-
-func (p prefault) Decode(dst, src []byte) ([]byte, error) {
-	if c := cap(dst); c >= 64<<10 {
-		_ = unix.Madvise(dst[:c], unix.MADV_POPULATE_WRITE)
-	}
-	return p.d.Decode(dst, src)
 }
 
 // mountOpts are what mount needs besides the tree.

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/zfuse/zfuse/cache"
+	"github.com/zfuse/zfuse/internal/bytesize"
 	"github.com/zfuse/zfuse/internal/memlimit"
 )
 
@@ -148,7 +148,7 @@ func (w *pressureWatcher) run() {
 			next := s.step(now, used, found.Bytes, w.plan.budgets.sum())
 			if next.scale != s.scale {
 				w.apply(next.scale, next.scale < s.scale)
-				attrs := []any{"in_use", cache.FormatSize(used), "limit", cache.FormatSize(found.Bytes), "from", found.From(), "scale", next.scale}
+				attrs := []any{"in_use", bytesize.Format(used), "limit", bytesize.Format(found.Bytes), "from", found.From(), "scale", next.scale}
 				if next.scale < s.scale {
 					w.log.Warn("memory pressure: shedding caches", attrs...)
 				} else {

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/zfuse/zfuse/cache"
 	"github.com/zfuse/zfuse/fs"
+	"github.com/zfuse/zfuse/internal/bytesize"
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/zarr"
@@ -104,7 +104,7 @@ func info(ctx context.Context, stdout io.Writer, tree *fs.Tree, dec *decoders, s
 		if in.Shards != nil {
 			shards = dims(in.Shards)
 		}
-		stored := fmt.Sprintf("%d chunks, %s", in.Chunks, cache.FormatSize(in.Stored))
+		stored := fmt.Sprintf("%d chunks, %s", in.Chunks, bytesize.Format(in.Stored))
 		ratio := "-" // passed-through arrays are served as stored
 		switch {
 		case !listed:

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,7 +21,7 @@ import (
 	"github.com/prometheus/common/model"
 	"golang.org/x/sys/unix"
 
-	"github.com/zfuse/zfuse/cache"
+	"github.com/zfuse/zfuse/internal/bytesize"
 	"github.com/zfuse/zfuse/zarr"
 )
 
@@ -100,25 +99,11 @@ type warmArray struct {
 // readahead recognises.
 func (w warmArray) files() []string {
 	var out []string
-	c := slices.Clone(w.lo)
-	for i := range c {
-		if c[i] >= w.hi[i] {
-			return nil
-		}
-	}
-	for {
+	zarr.EachC(w.lo, w.hi, func(c []int) bool {
 		out = append(out, filepath.Join(w.dir, filepath.FromSlash(w.a.ChunkKey(c))))
-		i := len(c) - 1
-		for ; i >= 0; i-- {
-			if c[i]++; c[i] < w.hi[i] {
-				break
-			}
-			c[i] = w.lo[i]
-		}
-		if i < 0 {
-			return out
-		}
-	}
+		return true
+	})
+	return out
 }
 
 // openArray reads the presented metadata of the array at dir: .zarray, or
@@ -209,7 +194,7 @@ func onZfuseMount(p string) error {
 // sliceArray returns the array and chunk range that --slice names under
 // root.
 func sliceArray(root, expr string) (warmArray, error) {
-	name, sel, err := parseSlice(expr)
+	name, sel, err := zarr.ParseSlice(expr)
 	if err != nil {
 		return warmArray{}, fmt.Errorf("--slice: %w", err)
 	}
@@ -223,105 +208,11 @@ func sliceArray(root, expr string) (warmArray, error) {
 	case w.a.PassThrough != nil:
 		return w, fmt.Errorf("--slice: %s is passed through undecoded: %v", dir, w.a.PassThrough)
 	}
-	w.lo, w.hi, err = chunkRange(w.a.Shape, w.a.Chunks, sel)
+	w.lo, w.hi, err = zarr.ChunkRange(w.a.Shape, w.a.Chunks, sel)
 	if err != nil {
 		return w, fmt.Errorf("--slice %s: %w", expr, err)
 	}
 	return w, nil
-}
-
-// A span is one dimension of a selection: the indices [lo, hi), negative
-// ones counted from the end; hi is open (none) when !hasHi; index selects
-// one element (lo).
-type span struct {
-	lo, hi       int64
-	hasLo, hasHi bool
-	index        bool
-}
-
-// parseSlice parses NAME[SEL]: SEL is a comma-separated list of
-// dimensions, each an index ("5", "-1") or a range ("0:100", ":", "10:",
-// ":-2"); dimensions not given are whole. Steps are not supported (every
-// chunk a strided slice touches is read anyway when the step is smaller
-// than the chunk).
-func parseSlice(expr string) (name string, sel []span, err error) {
-	expr = strings.TrimSpace(expr)
-	open := strings.IndexByte(expr, '[')
-	if open < 0 || !strings.HasSuffix(expr, "]") {
-		return "", nil, fmt.Errorf("%q: want NAME[SEL], e.g. t2m[0:100]", expr)
-	}
-	name = strings.Trim(strings.TrimSpace(expr[:open]), "/")
-	body := strings.TrimSpace(expr[open+1 : len(expr)-1])
-	if body == "" {
-		return name, nil, nil
-	}
-	for part := range strings.SplitSeq(body, ",") {
-		part = strings.TrimSpace(part)
-		var s span
-		lo, hi, isRange := strings.Cut(part, ":")
-		if strings.Contains(hi, ":") {
-			return "", nil, fmt.Errorf("%q: steps (a:b:c) are not supported", part)
-		}
-		s.index = !isRange
-		if lo = strings.TrimSpace(lo); lo != "" || !isRange {
-			if s.lo, err = strconv.ParseInt(lo, 10, 64); err != nil {
-				return "", nil, fmt.Errorf("%q: not an index", part)
-			}
-			s.hasLo = true
-		}
-		if hi = strings.TrimSpace(hi); isRange && hi != "" {
-			if s.hi, err = strconv.ParseInt(hi, 10, 64); err != nil {
-				return "", nil, fmt.Errorf("%q: not an index", part)
-			}
-			s.hasHi = true
-		}
-		sel = append(sel, s)
-	}
-	return name, sel, nil
-}
-
-// chunkRange returns the chunk coordinates [lo[i], hi[i]) that hold the
-// selection sel of an array of shape in chunks of chunk. Indices are
-// numpy's: negative from the end, ranges clipped to the shape, an index
-// out of range an error.
-func chunkRange(shape, chunk []int, sel []span) (lo, hi []int, err error) {
-	if len(sel) > len(shape) {
-		return nil, nil, fmt.Errorf("%d dimensions selected, the array has %d", len(sel), len(shape))
-	}
-	lo, hi = make([]int, len(shape)), make([]int, len(shape))
-	for i, n := range shape {
-		c := int64(chunk[i])
-		a, b := int64(0), int64(n)
-		if i < len(sel) {
-			s := sel[i]
-			norm := func(x int64) int64 {
-				if x < 0 {
-					x += int64(n)
-				}
-				return x
-			}
-			switch {
-			case s.index:
-				a = norm(s.lo)
-				if a < 0 || a >= int64(n) {
-					return nil, nil, fmt.Errorf("index %d is out of range for dimension %d of size %d", s.lo, i, n)
-				}
-				b = a + 1
-			default:
-				if s.hasLo {
-					a = min(max(norm(s.lo), 0), int64(n))
-				}
-				if s.hasHi {
-					b = min(max(norm(s.hi), 0), int64(n))
-				}
-			}
-		}
-		if b <= a {
-			return lo, lo, nil // empty: no chunks
-		}
-		lo[i], hi[i] = int(a/c), int((b+c-1)/c)
-	}
-	return lo, hi, nil
 }
 
 // A warmer reads files with bounded parallelism, counting as it goes.
@@ -397,7 +288,7 @@ func (w *warmer) showProgress(out io.Writer) (stop func()) {
 		mbs := float64(w.bytes.Load()) / max(time.Since(start).Seconds(), 1e-3) / 1e6
 		fmt.Fprintf(out, "\r[%s%s] %3d%% %d/%d chunk files, %s, %.0f MB/s ",
 			strings.Repeat("=", fill), strings.Repeat(" ", width-fill), 100*done/int64(n), done, n,
-			cache.FormatSize(w.bytes.Load()), mbs)
+			bytesize.Format(w.bytes.Load()), mbs)
 	}
 	quit, exited := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -422,11 +313,11 @@ func (w *warmer) showProgress(out io.Writer) (stop func()) {
 func (w *warmer) report(out io.Writer, root string, arrays int, took time.Duration, metricsAddr string) error {
 	n := int64(len(w.files))
 	fmt.Fprintf(out, "warmed %s: %d chunk files of %d array%s, %s read (%d missing: fill value) in %v, %.0f MB/s\n",
-		root, n-w.missing.Load()-int64(len(w.failed)), arrays, plural(arrays), cache.FormatSize(w.bytes.Load()), w.missing.Load(),
+		root, n-w.missing.Load()-int64(len(w.failed)), arrays, plural(arrays), bytesize.Format(w.bytes.Load()), w.missing.Load(),
 		took.Round(time.Millisecond), float64(w.bytes.Load())/took.Seconds()/1e6)
 	if held, f, err := resident(w.files); err == nil {
 		fmt.Fprintf(out, "page cache: %s of them resident (%.1f%% of those files' pages): reads of those need nothing from zfuse\n",
-			cache.FormatSize(held), 100*f)
+			bytesize.Format(held), 100*f)
 	}
 	if metricsAddr != "" {
 		tiers, err := mountTiers(metricsAddr)
@@ -504,7 +395,7 @@ func mountTiers(addr string) (string, error) {
 	}
 	for _, t := range []string{"decoded", "readahead", "compressed", "disk"} {
 		if v, ok := held[t]; ok {
-			fmt.Fprintf(&b, " %s %s of %s,", t, cache.FormatSize(int64(v)), cache.FormatSize(int64(budget[t])))
+			fmt.Fprintf(&b, " %s %s of %s,", t, bytesize.Format(int64(v)), bytesize.Format(int64(budget[t])))
 		}
 	}
 	return strings.TrimSuffix(b.String(), ","), nil

@@ -131,7 +131,40 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	b := cfg.Backoff
+	b := withDefaults(cfg.Backoff)
+	awsCfg, err := loadAWSConfig(ctx, cfg.Region, inflight, b, log)
+	if err != nil {
+		return nil, err
+	}
+	prefix := strings.Trim(cfg.Prefix, "/")
+	if prefix != "" {
+		prefix += "/"
+	}
+	s := &Store{
+		client:   newClient(awsCfg, cfg),
+		bucket:   cfg.Bucket,
+		prefix:   prefix,
+		limit:    remote.NewLimit(inflight),
+		backoff:  b,
+		log:      log,
+		facts:    remote.NewFacts(0, log),
+		name:     "s3://" + cfg.Bucket + "/" + strings.TrimSuffix(prefix, "/"),
+		partSize: cfg.PartSize,
+	}
+	if s.partSize <= 0 {
+		s.partSize = DefaultPartSize
+	}
+	s.facts.Refresh(cfg.Refresh)
+	if _, err := s.list(ctx, ".", 1); err != nil {
+		return nil, fmt.Errorf("s3store: %s: %w", s.name, err)
+	}
+	log.InfoContext(ctx, "s3 store opened", "url", s.name, "endpoint", redact(cfg.Endpoint), "region", awsCfg.Region, "path_style", cfg.PathStyle)
+	return s, nil
+}
+
+// withDefaults fills the unset fields of b: 5 attempts, waits from 100 ms
+// up to 2 s.
+func withDefaults(b remote.Backoff) remote.Backoff {
 	if b.Attempts <= 0 {
 		b.Attempts = 5
 	}
@@ -141,6 +174,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if b.Max <= 0 {
 		b.Max = 2 * time.Second
 	}
+	return b
+}
+
+// loadAWSConfig loads the SDK's configuration (environment, profiles)
+// with our HTTP client and retry policy, in region or the configured one
+// (us-east-1 if none), and anonymous credentials if none are found.
+func loadAWSConfig(ctx context.Context, region string, inflight int, b remote.Backoff, log *slog.Logger) (aws.Config, error) {
 	// A BuildableClient, unlike an http.Client, takes AWS_CA_BUNDLE.
 	hc := awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
 		t.MaxIdleConns = 2 * inflight
@@ -163,12 +203,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		// Ranged reads carry no whole-object checksum to check.
 		config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired),
 	}
-	if cfg.Region != "" {
-		opts = append(opts, config.WithRegion(cfg.Region))
+	if region != "" {
+		opts = append(opts, config.WithRegion(region))
 	}
 	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("s3store: AWS configuration: %w", err)
+		return aws.Config{}, fmt.Errorf("s3store: AWS configuration: %w", err)
 	}
 	if awsCfg.Region == "" {
 		awsCfg.Region = "us-east-1"
@@ -179,11 +219,17 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		log.InfoContext(ctx, "no AWS credentials found: sending unsigned requests")
 		awsCfg.Credentials = aws.AnonymousCredentials{}
 	}
+	return awsCfg, nil
+}
+
+// newClient returns the S3 client of cfg's endpoint, path style and
+// transport, each attempt bounded by the watchdog's silence timeout.
+func newClient(awsCfg aws.Config, cfg Config) *s3.Client {
 	timeout := cfg.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+	return s3.NewFromConfig(awsCfg, func(o *s3.Options) {
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
@@ -195,30 +241,6 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		// that a silent server costs an attempt, which the SDK retries.
 		o.HTTPClient = remote.Watchdog{Next: o.HTTPClient.Do, Silence: timeout}
 	})
-	prefix := strings.Trim(cfg.Prefix, "/")
-	if prefix != "" {
-		prefix += "/"
-	}
-	s := &Store{
-		client:   client,
-		bucket:   cfg.Bucket,
-		prefix:   prefix,
-		limit:    remote.NewLimit(inflight),
-		backoff:  b,
-		log:      log,
-		facts:    remote.NewFacts(0, log),
-		name:     "s3://" + cfg.Bucket + "/" + strings.TrimSuffix(prefix, "/"),
-		partSize: cfg.PartSize,
-	}
-	if s.partSize <= 0 {
-		s.partSize = DefaultPartSize
-	}
-	s.facts.Refresh(cfg.Refresh)
-	if _, err := s.list(ctx, ".", 1); err != nil {
-		return nil, fmt.Errorf("s3store: %s: %w", s.name, err)
-	}
-	log.InfoContext(ctx, "s3 store opened", "url", s.name, "endpoint", redact(cfg.Endpoint), "region", awsCfg.Region, "path_style", cfg.PathStyle)
-	return s, nil
 }
 
 // jitter is b's exponential backoff with half of each wait random, and at
