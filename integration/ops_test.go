@@ -16,6 +16,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/zfuse/zfuse/internal/testutil"
 )
@@ -356,8 +359,15 @@ func TestWarmup(t *testing.T) {
 		reads = "zfuse_chunk_reads_total"
 		hits  = `zfuse_cache_hits_total{tier="decoded"}`
 	)
+	var warmed []string
 	for i := 2; i < 6; i++ {
-		p := filepath.Join(m.Dir, "x.zarr", fmt.Sprintf("%d.0.0", i))
+		warmed = append(warmed, filepath.Join(m.Dir, "x.zarr", fmt.Sprintf("%d.0.0", i)))
+	}
+	held := 4 << 20 / os.Getpagesize()
+	if !passthrough { // where an open does not read the chunk
+		held = residentPages(t, warmed)
+	}
+	for _, p := range warmed {
 		if b, err := os.ReadFile(p); err != nil || len(b) != 1<<20 {
 			t.Fatalf("%s: %d bytes, %v", p, len(b), err)
 		}
@@ -367,8 +377,20 @@ func TestWarmup(t *testing.T) {
 	if passthrough {
 		wantReads = 4
 	}
-	if r, h := again[reads]-got[reads], again[hits]-got[hits]; r != wantReads || h != r {
-		t.Errorf("re-reading the warmed chunks: %v chunk reads, %v of them decoded-tier hits; want %v, all hits (nothing decoded)", r, h, wantReads)
+	// Pages the kernel let go between warmup and the re-read (seen on a
+	// loaded machine: 2 of 1024) come back through a READ each, decoded
+	// again: at most that many chunk reads, then.
+	missing := float64(4<<20/os.Getpagesize() - held)
+	r, h := again[reads]-got[reads], again[hits]-got[hits]
+	switch {
+	case passthrough || missing == 0:
+		if r != wantReads || h != r {
+			t.Errorf("re-reading the warmed chunks: %v chunk reads, %v of them decoded-tier hits; want %v, all hits (nothing decoded)", r, h, wantReads)
+		}
+	case r > missing:
+		t.Errorf("re-reading the warmed chunks: %v chunk reads; want at most one for each of the %v pages not in the page cache", r, missing)
+	default:
+		t.Logf("%v pages of the warmed chunks left the page cache before the re-read: %v chunk reads", missing, r)
 	}
 	out, stderr, err = run("warmup", "--jobs", "3", "--progress", m.Dir)
 	if err != nil || !strings.Contains(string(out), "12 chunk files of 2 arrays") || !regexp.MustCompile(`page cache: [0-9.]+ [KMG]?i?B of them resident \([0-9.]+% of those files' pages\)`).Match(out) {
@@ -555,4 +577,36 @@ func BenchmarkDiskCacheRemount(b *testing.B) {
 	b.ReportMetric(med(ratio), "second/first")
 	b.ReportMetric(med(agedRatio), "max-age/first")
 	b.Logf("second/first %.2f, max-age/first %.2f", ratio, agedRatio)
+}
+
+// residentPages counts the pages of files in the page cache (mincore over
+// a read-only mapping of each).
+func residentPages(t *testing.T, files []string) int {
+	t.Helper()
+	n := 0
+	for _, p := range files {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		vec := make([]byte, (len(m)+os.Getpagesize()-1)/os.Getpagesize())
+		_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0])))
+		unix.Munmap(m)
+		if errno != 0 {
+			t.Fatal(errno)
+		}
+		for _, v := range vec {
+			n += int(v & 1)
+		}
+	}
+	return n
 }
