@@ -18,14 +18,16 @@ import (
 // waiting in the mount gets ENOTCONN once the server is gone.
 //
 // The child is sh, whose test -e is a stat: one path a line in, one empty
-// line out, in order. Lookups are pipelined: ask does not wait, so the
-// lookups of a planned batch run while it is fetched and decoded. It is
-// safe for concurrent use; the zero value is ready.
+// line out, in order. Lookups are pipelined: ask does not wait, not even
+// for room in the child's input (send writes), so the lookups of a
+// planned batch run while it is fetched and decoded. It is safe for
+// concurrent use; the zero value is ready.
 type looker struct {
 	mu      sync.Mutex
 	cmd     *exec.Cmd
-	in      io.WriteCloser
-	asked   []look           // sent, not yet answered, in order
+	queue   []string         // asked, not yet written to the child
+	wake    chan struct{}    // tells send of a queue; closed by close
+	asked   []look           // asked, not yet answered, in order
 	pending map[string]*look // asked, by path
 	failed  bool             // the child could not start or died: no more lookups
 	closed  bool
@@ -64,13 +66,14 @@ func (l *looker) ask(path string) <-chan struct{} {
 	if l.failed || l.closed || len(l.asked) >= maxAsked {
 		return nil
 	}
-	if _, err := io.WriteString(l.in, path+"\n"); err != nil {
-		l.failed = true
-		return nil
-	}
 	k := &look{path, make(chan struct{})}
+	l.queue = append(l.queue, path)
 	l.asked = append(l.asked, *k)
 	l.pending[path] = k
+	select {
+	case l.wake <- struct{}{}:
+	default: // send is woken already
+	}
 	return k.done
 }
 
@@ -98,10 +101,31 @@ func (l *looker) start() error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	l.cmd, l.in, l.pending = cmd, in, map[string]*look{}
+	l.cmd, l.pending, l.wake = cmd, map[string]*look{}, make(chan struct{}, 1)
 	l.pid.Store(int64(cmd.Process.Pid))
+	go l.send(in)
 	go l.answers(bufio.NewReader(out))
 	return nil
+}
+
+// send writes the queued paths to the child, outside the lock: a write
+// waits while the child's input is full, that is while its lookups wait
+// for this mount's answers. Once close closed wake, it writes the rest
+// and closes the input, and sh exits.
+func (l *looker) send(in io.WriteCloser) {
+	defer in.Close()
+	for range l.wake {
+		l.mu.Lock()
+		q := l.queue
+		l.queue = nil
+		l.mu.Unlock()
+		if len(q) == 0 {
+			continue
+		}
+		if _, err := io.WriteString(in, strings.Join(q, "\n")+"\n"); err != nil {
+			return // the child is gone: answers sees it and lets every look go
+		}
+	}
 }
 
 // answers closes each look's channel as the child answers it, and all of
@@ -133,10 +157,14 @@ func (l *looker) answers(out *bufio.Reader) {
 // input and exits.
 func (l *looker) close() {
 	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
 	l.closed = true
 	cmd := l.cmd
 	if cmd != nil {
-		l.in.Close()
+		close(l.wake)
 	}
 	l.mu.Unlock()
 	if cmd != nil {
