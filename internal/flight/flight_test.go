@@ -9,30 +9,37 @@ import (
 	"testing/synctest"
 )
 
-// gate returns a load that counts its calls in n, blocks until release
-// is closed, records whether its ctx had ended then, and returns v, err.
-func gate(n *atomic.Int32, release <-chan struct{}, ended *atomic.Bool, v int, err error) func(context.Context) (int, error) {
+// A rig is a Group and the gate its loads wait at.
+type rig struct {
+	g       Group[int]
+	n       atomic.Int32  // loads started
+	ended   atomic.Bool   // a load's ctx had ended when it was released
+	release chan struct{} // closed to let the loads return
+}
+
+func newRig() *rig { return &rig{release: make(chan struct{})} }
+
+// load returns a load that counts itself in n, waits for release, records
+// whether its ctx had ended then, and returns v, err.
+func (r *rig) load(v int, err error) func(context.Context) (int, error) {
 	return func(ctx context.Context) (int, error) {
-		n.Add(1)
-		<-release
-		ended.Store(ctx.Err() != nil)
+		r.n.Add(1)
+		<-r.release
+		r.ended.Store(ctx.Err() != nil)
 		return v, err
 	}
 }
 
 func TestDedup(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var g Group[int]
-		var n atomic.Int32
-		var ended atomic.Bool
-		release := make(chan struct{})
+		r := newRig()
 		const callers = 8
 		got := make([]int, callers)
 		shared := make([]bool, callers)
 		var wg sync.WaitGroup
 		for i := range callers {
 			wg.Go(func() {
-				v, s, err := g.DoShared(t.Context(), "k", gate(&n, release, &ended, 42, nil))
+				v, s, err := r.g.DoShared(t.Context(), "k", r.load(42, nil))
 				if err != nil {
 					t.Errorf("caller %d: %v", i, err)
 				}
@@ -40,10 +47,10 @@ func TestDedup(t *testing.T) {
 			})
 		}
 		synctest.Wait() // every caller waits for the one load
-		if c := n.Load(); c != 1 {
+		if c := r.n.Load(); c != 1 {
 			t.Errorf("%d loads for %d callers of one key, want 1", c, callers)
 		}
-		close(release)
+		close(r.release)
 		wg.Wait()
 		for i := range callers {
 			if got[i] != 42 || !shared[i] {
@@ -51,7 +58,7 @@ func TestDedup(t *testing.T) {
 			}
 		}
 		// The load is over: the next Do loads again, unshared.
-		v, s, err := g.DoShared(t.Context(), "k", func(context.Context) (int, error) { return 7, nil })
+		v, s, err := r.g.DoShared(t.Context(), "k", func(context.Context) (int, error) { return 7, nil })
 		if v != 7 || s || err != nil {
 			t.Errorf("Do after the load: %d, shared %v, %v; want 7, unshared, nil", v, s, err)
 		}
@@ -60,19 +67,16 @@ func TestDedup(t *testing.T) {
 
 func TestKeysIndependent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var g Group[int]
-		var n atomic.Int32
-		var ended atomic.Bool
-		release := make(chan struct{})
+		r := newRig()
 		var wg sync.WaitGroup
 		for _, k := range []string{"a", "b"} {
-			wg.Go(func() { g.Do(t.Context(), k, gate(&n, release, &ended, 1, nil)) })
+			wg.Go(func() { r.g.Do(t.Context(), k, r.load(1, nil)) })
 		}
 		synctest.Wait()
-		if c := n.Load(); c != 2 {
+		if c := r.n.Load(); c != 2 {
 			t.Errorf("%d loads for two keys, want 2", c)
 		}
-		close(release)
+		close(r.release)
 		wg.Wait()
 	})
 }
@@ -81,26 +85,23 @@ func TestKeysIndependent(t *testing.T) {
 // load, whose own ctx does not end, goes on and serves the others.
 func TestCallerCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var g Group[int]
-		var n atomic.Int32
-		var ended atomic.Bool
-		release := make(chan struct{})
+		r := newRig()
 		type key struct{}
 		ctx, cancel := context.WithCancel(context.WithValue(t.Context(), key{}, "v"))
 		left := make(chan error, 1)
 		go func() {
-			_, err := g.Do(ctx, "k", func(ctx context.Context) (int, error) {
+			_, err := r.g.Do(ctx, "k", func(ctx context.Context) (int, error) {
 				if ctx.Value(key{}) != "v" {
 					t.Errorf("the load lost the first caller's context values")
 				}
-				return gate(&n, release, &ended, 42, nil)(ctx)
+				return r.load(42, nil)(ctx)
 			})
 			left <- err
 		}()
 		synctest.Wait()
 		other := make(chan int, 1)
 		go func() {
-			v, err := g.Do(t.Context(), "k", gate(&n, release, &ended, -1, nil))
+			v, err := r.g.Do(t.Context(), "k", r.load(-1, nil))
 			if err != nil {
 				t.Errorf("the caller that stayed: %v", err)
 			}
@@ -117,12 +118,12 @@ func TestCallerCancel(t *testing.T) {
 		default:
 			t.Fatalf("the cancelled caller still waits for the load")
 		}
-		close(release)
+		close(r.release)
 		if v := <-other; v != 42 {
 			t.Errorf("the caller that stayed got %d, want 42 (the first load's value)", v)
 		}
-		if n.Load() != 1 || ended.Load() {
-			t.Errorf("%d loads, load's ctx ended %v; want 1 load whose ctx did not end", n.Load(), ended.Load())
+		if r.n.Load() != 1 || r.ended.Load() {
+			t.Errorf("%d loads, load's ctx ended %v; want 1 load whose ctx did not end", r.n.Load(), r.ended.Load())
 		}
 	})
 }
@@ -131,16 +132,13 @@ func TestCallerCancel(t *testing.T) {
 // cache it fills), and a caller arriving meanwhile joins it.
 func TestAllLeave(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var g Group[int]
-		var n atomic.Int32
-		var ended atomic.Bool
-		release := make(chan struct{})
+		r := newRig()
 		finished := make(chan struct{})
 		ctx, cancel := context.WithCancel(t.Context())
 		go func() {
-			g.Do(ctx, "k", func(ctx context.Context) (int, error) {
+			r.g.Do(ctx, "k", func(ctx context.Context) (int, error) {
 				defer close(finished)
-				return gate(&n, release, &ended, 42, nil)(ctx)
+				return r.load(42, nil)(ctx)
 			})
 		}()
 		synctest.Wait()
@@ -148,46 +146,42 @@ func TestAllLeave(t *testing.T) {
 		synctest.Wait()
 		late := make(chan int, 1)
 		go func() {
-			v, _ := g.Do(t.Context(), "k", gate(&n, release, &ended, -1, nil))
+			v, _ := r.g.Do(t.Context(), "k", r.load(-1, nil))
 			late <- v
 		}()
 		synctest.Wait()
-		close(release)
+		close(r.release)
 		<-finished
-		if v := <-late; v != 42 || n.Load() != 1 || ended.Load() {
-			t.Errorf("late caller got %d after %d loads (ctx ended %v); want 42 from the one load, ctx alive", v, n.Load(), ended.Load())
+		if v := <-late; v != 42 || r.n.Load() != 1 || r.ended.Load() {
+			t.Errorf("late caller got %d after %d loads (ctx ended %v); want 42 from the one load, ctx alive", v, r.n.Load(), r.ended.Load())
 		}
 	})
 }
 
 func TestError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var g Group[int]
-		var n atomic.Int32
-		var ended atomic.Bool
-		release := make(chan struct{})
+		r := newRig()
 		errBad := errors.New("bad value")
 		var wg sync.WaitGroup
 		for range 3 {
 			wg.Go(func() {
-				if _, err := g.Do(t.Context(), "k", gate(&n, release, &ended, 0, errBad)); !errors.Is(err, errBad) {
+				if _, err := r.g.Do(t.Context(), "k", r.load(0, errBad)); !errors.Is(err, errBad) {
 					t.Errorf("Do: %v, want the load's error", err)
 				}
 			})
 		}
 		synctest.Wait()
-		close(release)
+		close(r.release)
 		wg.Wait()
-		if n.Load() != 1 {
-			t.Errorf("%d loads, want 1", n.Load())
+		if r.n.Load() != 1 {
+			t.Errorf("%d loads, want 1", r.n.Load())
 		}
 	})
 }
 
 func TestPanic(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var g Group[int]
-		release := make(chan struct{})
+		r := newRig()
 		errBoom := errors.New("boom")
 		var wg sync.WaitGroup
 		for range 3 {
@@ -198,18 +192,18 @@ func TestPanic(t *testing.T) {
 						t.Errorf("a caller of a panicking load panicked with %v, want a *PanicError of boom with a stack", p)
 					}
 				}()
-				g.Do(t.Context(), "k", func(context.Context) (int, error) {
-					<-release
+				r.g.Do(t.Context(), "k", func(context.Context) (int, error) {
+					<-r.release
 					panic(errBoom)
 				})
 				t.Errorf("Do returned from a panicking load")
 			})
 		}
 		synctest.Wait()
-		close(release)
+		close(r.release)
 		wg.Wait()
 		// The key is free again.
-		if v, err := g.Do(t.Context(), "k", func(context.Context) (int, error) { return 1, nil }); v != 1 || err != nil {
+		if v, err := r.g.Do(t.Context(), "k", func(context.Context) (int, error) { return 1, nil }); v != 1 || err != nil {
 			t.Errorf("Do after a panic: %d, %v", v, err)
 		}
 	})
@@ -219,28 +213,25 @@ func TestPanic(t *testing.T) {
 // wait for the one running, and Forgets tells the running one.
 func TestForget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var g Group[int]
-		var n atomic.Int32
-		var ended atomic.Bool
-		release := make(chan struct{})
-		before := g.Forgets()
+		r := newRig()
+		before := r.g.Forgets()
 		first := make(chan int, 1)
 		go func() {
-			v, _ := g.Do(t.Context(), "k", gate(&n, release, &ended, 1, nil))
+			v, _ := r.g.Do(t.Context(), "k", r.load(1, nil))
 			first <- v
 		}()
 		synctest.Wait()
-		g.Forget("k")
+		r.g.Forget("k")
 		second := make(chan int, 1)
 		go func() {
-			v, _ := g.Do(t.Context(), "k", gate(&n, release, &ended, 2, nil))
+			v, _ := r.g.Do(t.Context(), "k", r.load(2, nil))
 			second <- v
 		}()
 		synctest.Wait()
-		if n.Load() != 2 || g.Forgets() != before+1 {
-			t.Errorf("%d loads after a Forget, Forgets %d→%d; want 2 loads, one Forget", n.Load(), before, g.Forgets())
+		if r.n.Load() != 2 || r.g.Forgets() != before+1 {
+			t.Errorf("%d loads after a Forget, Forgets %d→%d; want 2 loads, one Forget", r.n.Load(), before, r.g.Forgets())
 		}
-		close(release)
+		close(r.release)
 		if a, b := <-first, <-second; a != 1 || b != 2 {
 			t.Errorf("got %d and %d, want 1 (the load forgotten) and 2", a, b)
 		}
