@@ -256,60 +256,79 @@ func (g *gatedStore) wait(key string) {
 	}
 }
 
+// gatedMount mounts the test store with its reads of key held at a gate
+// until the test opens it.
+func gatedMount(t *testing.T, key string, serving Serving) (*testStore, *gatedStore, string, *Server) {
+	s := newTestStore(t)
+	ds, err := store.Dir(s.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ds.Close() })
+	g := &gatedStore{DirStore: ds, key: key, gate: make(chan struct{}), started: make(chan struct{})}
+	tr := New(Config{Store: g, Chunks: testLoader(t, g, nil)})
+	mnt, srv := mountServing(t, tr, false, serving, false)
+	t.Cleanup(func() { // before the unmount, which a waiting request keeps busy
+		select {
+		case <-g.gate:
+		default:
+			close(g.gate)
+		}
+	})
+	return s, g, mnt, srv
+}
+
+// killWhileGated starts killed, kills it once its request waits at g's
+// gate, and checks that it exits at once, that other (run meanwhile)
+// waits for the gate and then succeeds, and that g read its key once.
+func killWhileGated(t *testing.T, g *gatedStore, killed *exec.Cmd, other func() error) {
+	t.Helper()
+	if err := killed.Start(); err != nil {
+		t.Fatal(err)
+	}
+	<-g.started
+	done := make(chan error, 1)
+	go func() { done <- other() }()
+	killed.Process.Kill()
+	exited := make(chan error, 1)
+	go func() { exited <- killed.Wait() }()
+	select {
+	case err := <-exited:
+		if err == nil {
+			t.Error("the killed reader exited 0")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the killed reader still waits for the store read (its request was not interrupted)")
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the other reader finished before the store read: %v", err)
+	default:
+	}
+	close(g.gate)
+	if err := <-done; err != nil {
+		t.Errorf("the other reader: %v", err)
+	}
+	if n := g.reads.Load(); n != 1 {
+		t.Errorf("%d store reads of %s, want 1", n, g.key)
+	}
+}
+
 // TestInterruptedOpen: a reader killed while its open (passthrough) or
 // read waits for a chunk's decode gets out at once (its OPEN is
 // interrupted: EINTR), and another reader waiting for the same chunk gets
 // it once the load finishes, from the one store read.
 func TestInterruptedOpen(t *testing.T) {
 	servings(t, func(t *testing.T, serving Serving) {
-		s := newTestStore(t)
-		ds, err := store.Dir(s.root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ds.Close() })
-		g := &gatedStore{DirStore: ds, key: "temp/0.1", gate: make(chan struct{}), started: make(chan struct{})}
-		t.Cleanup(func() {
-			select {
-			case <-g.gate:
-			default:
-				close(g.gate)
-			}
-		})
-		tr := New(Config{Store: g, Chunks: testLoader(t, g, nil)})
-		mnt, srv := mountServing(t, tr, false, serving, false)
+		s, g, mnt, srv := gatedMount(t, "temp/0.1", serving)
 		p := filepath.Join(mnt, "temp/0.1")
-
-		killed := exec.Command("cat", p)
-		if err := killed.Start(); err != nil {
-			t.Fatal(err)
-		}
-		<-g.started // its open or read waits for the store
-		other := make(chan error, 1)
-		go func() {
+		killWhileGated(t, g, exec.Command("cat", p), func() error {
 			b, err := os.ReadFile(p)
 			if err == nil && !bytes.Equal(b, s.raw["temp/0.1"]) {
 				err = errors.New("wrong bytes")
 			}
-			other <- err
-		}()
-		killed.Process.Kill()
-		if err := killed.Wait(); err == nil {
-			t.Error("the killed reader exited 0")
-		}
-		// The killed reader is gone while the load still waits.
-		select {
-		case err := <-other:
-			t.Fatalf("the other reader finished before the store read: %v", err)
-		default:
-		}
-		close(g.gate)
-		if err := <-other; err != nil {
-			t.Errorf("the other reader: %v", err)
-		}
-		if n := g.reads.Load(); n != 1 {
-			t.Errorf("%d store reads of the chunk, want 1", n)
-		}
+			return err
+		})
 		// A passthrough OPEN is the killed reader's own request, which the
 		// kernel interrupts; a page-cache READ is the kernel's readahead,
 		// which goes on for the page the other reader waits on too.
@@ -324,58 +343,13 @@ func TestInterruptedOpen(t *testing.T) {
 // the LOOKUP: EINTR) instead of waiting the read out, and the load goes
 // on for another reader of the same directory, from the one store read.
 func TestInterruptedLookup(t *testing.T) {
-	s := newTestStore(t)
-	ds, err := store.Dir(s.root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ds.Close() })
-	g := &gatedStore{DirStore: ds, key: "temp/.zarray", gate: make(chan struct{}), started: make(chan struct{})}
-	tr := New(Config{Store: g, Chunks: testLoader(t, g, nil)})
-	mnt, _ := mountServing(t, tr, false, NoOpen, false)
-	t.Cleanup(func() { // before the unmount, which a waiting LOOKUP keeps busy
-		select {
-		case <-g.gate:
-		default:
-			close(g.gate)
-		}
-	})
+	_, g, mnt, _ := gatedMount(t, "temp/.zarray", NoOpen)
 	p := filepath.Join(mnt, "temp")
-
-	killed := exec.Command("stat", p)
-	if err := killed.Start(); err != nil {
-		t.Fatal(err)
-	}
-	<-g.started // its LOOKUP waits for the metadata read
-	other := make(chan error, 1)
-	go func() {
+	killWhileGated(t, g, exec.Command("stat", p), func() error {
 		fi, err := os.Stat(p)
 		if err == nil && !fi.IsDir() {
 			err = errors.New("not a directory")
 		}
-		other <- err
-	}()
-	killed.Process.Kill()
-	exited := make(chan error, 1)
-	go func() { exited <- killed.Wait() }()
-	select {
-	case err := <-exited:
-		if err == nil {
-			t.Error("the killed reader exited 0")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the killed reader still waits for the metadata read (its LOOKUP was not interrupted)")
-	}
-	select {
-	case err := <-other:
-		t.Fatalf("the other reader finished before the store read: %v", err)
-	default:
-	}
-	close(g.gate)
-	if err := <-other; err != nil {
-		t.Errorf("the other reader: %v", err)
-	}
-	if n := g.reads.Load(); n != 1 {
-		t.Errorf("%d store reads of temp/.zarray, want 1", n)
-	}
+		return err
+	})
 }
