@@ -34,26 +34,15 @@ import json
 import os
 import random
 import sys
-import traceback
 
 import numpy as np
 import zarr
 
-
-def report(name, err=""):
-    print(json.dumps({"name": name, "err": err}), flush=True)
+from check import checked, report  # check.py, beside this file
 
 
 def log(name, msg):
     print(json.dumps({"name": name, "log": msg}), flush=True)
-
-
-def checked(name, fn, *args):
-    try:
-        err = fn(*args) or ""
-    except Exception as e:  # a failed read is a failed check, not a crash
-        err = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
-    report(name, err)
 
 
 def differ(want, got):

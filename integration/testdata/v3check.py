@@ -24,26 +24,15 @@ import json
 import math
 import os
 import sys
-import traceback
 
 import numpy as np
+
+from check import checked, report  # check.py, beside this file
 
 DTYPES = {"bool": "?", "int8": "i1", "int16": "i2", "int32": "i4", "int64": "i8",
           "uint8": "u1", "uint16": "u2", "uint32": "u4", "uint64": "u8",
           "float16": "f2", "float32": "f4", "float64": "f8",
           "complex64": "c8", "complex128": "c16"}
-
-
-def report(name, err=""):
-    print(json.dumps({"name": name, "err": err}), flush=True)
-
-
-def checked(name, fn, *args):
-    try:
-        err = fn(*args) or ""
-    except Exception as e:  # a failed read is a failed check, not a crash
-        err = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
-    report(name, err)
 
 
 def differ(want, got):
