@@ -142,7 +142,7 @@ func compress(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer src.Close()
-	p, err := planSource(ctx, lf, src, dec, source, opts, log)
+	p, err := planSource(ctx, src, source, opts, log)
 	if err != nil {
 		return err
 	}
@@ -234,11 +234,9 @@ func startCPUProfile(name string) (stop func(), err error) {
 
 // planSource walks SOURCE for its metadata and plans the copy. Settings
 // that fit no array of SOURCE are a usage error.
-func planSource(ctx context.Context, lf *loaderFlags, src store.Store, dec *decoders, source string, opts convert.Options, log *slog.Logger) (*convert.Plan, error) {
-	// The tree is walked for metadata only: its loader never loads.
-	walk, closeWalk := lf.loader(src, dec, log)
-	defer closeWalk()
-	tree := fs.New(fs.Config{Store: src, Chunks: walk}) // compress says itself what it cannot encode
+func planSource(ctx context.Context, src store.Store, source string, opts convert.Options, log *slog.Logger) (*convert.Plan, error) {
+	// A tree for metadata only (no Chunks): it reads shard indexes itself.
+	tree := fs.New(fs.Config{Store: src}) // compress says itself what it cannot encode
 	if err := needArrays(ctx, tree, source); err != nil {
 		return nil, err
 	}
