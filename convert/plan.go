@@ -123,7 +123,7 @@ func readMeta(ctx context.Context, s store.Store, dir string, names ...string) (
 
 // planOne decides one array.
 func planOne(ctx context.Context, src store.Store, in fs.ArrayInfo, o Options, log *slog.Logger) (*Array, error) {
-	pa := &Array{Path: in.Path, SrcDir: strings.TrimPrefix(in.Path, "."), Src: in.Array}
+	pa := &Array{Path: in.Path, SrcDir: in.Prefix(), Src: in.Array}
 	files, err := readMeta(ctx, src, in.Path, zarr.ArrayFile, zarr.AttrsFile, zarr.MetadataFile)
 	if err != nil {
 		return nil, err
