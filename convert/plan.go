@@ -195,8 +195,9 @@ func settingsErrorf(format string, args ...any) error {
 	return &SettingsError{fmt.Errorf(format, args...)}
 }
 
-// dims formats a shape as "100x200" ("()" for 0-d).
-func dims(d []int) string {
+// Dims formats a shape as "100x200" ("()" for 0-d), as zfuse's messages
+// and tables write shapes.
+func Dims(d []int) string {
 	if len(d) == 0 {
 		return "()"
 	}
@@ -237,9 +238,9 @@ func (o Options) fits(arrays []*Array) error {
 	case encoded == 0:
 		return nil
 	case o.Chunks != nil && !slices.Contains(ranks, len(o.Chunks)):
-		return settingsErrorf("--chunks %s is for arrays of rank %d: %s", dims(o.Chunks), len(o.Chunks), has(len(o.Chunks)))
+		return settingsErrorf("--chunks %s is for arrays of rank %d: %s", Dims(o.Chunks), len(o.Chunks), has(len(o.Chunks)))
 	case o.ShardPer != nil && !slices.Contains(ranks, len(o.ShardPer)):
-		return settingsErrorf("--shard %s is for arrays of rank %d: %s", dims(o.ShardPer), len(o.ShardPer), has(len(o.ShardPer)))
+		return settingsErrorf("--shard %s is for arrays of rank %d: %s", Dims(o.ShardPer), len(o.ShardPer), has(len(o.ShardPer)))
 	case skipped == encoded:
 		return settingsErrorf("--codec: delta encodes integers stored as themselves, and no array of SOURCE is one: leave it out")
 	}
