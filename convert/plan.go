@@ -138,27 +138,7 @@ func planOne(ctx context.Context, src store.Store, in fs.ArrayInfo, o Options, l
 		return pa, nil
 	}
 	a := in.Array
-	t := zarr.Target{Format: in.Format, Chunks: a.Chunks}
-	if o.Format != 0 {
-		t.Format = o.Format
-	}
-	rank := len(a.Shape)
-	if o.Chunks != nil {
-		if len(o.Chunks) == rank {
-			t.Chunks = make([]int, rank)
-			for i, c := range o.Chunks {
-				t.Chunks[i] = c
-				if c == -1 {
-					t.Chunks[i] = max(a.Shape[i], 1)
-				}
-			}
-		} else {
-			log.Warn("--chunks is for arrays of another rank: chunks kept", "key", in.Path, "rank", rank)
-		}
-	}
-	if t.Format == 3 {
-		t.Shard = shardShape(in, t.Chunks, o, log)
-	}
+	t := target(in, o, log)
 	if t.Compressor, t.Filters, pa.Skipped, err = o.Codecs(a.DType, a.ItemSize); err != nil {
 		return nil, fmt.Errorf("--codec: %w", err)
 	}
@@ -180,8 +160,36 @@ func planOne(ctx context.Context, src store.Store, in fs.ArrayInfo, o Options, l
 		return nil, err
 	}
 	d := pa.Enc.Array()
-	pa.Same = slices.Equal(d.Chunks, a.Chunks) && (d.Order == a.Order || rank <= 1)
+	pa.Same = slices.Equal(d.Chunks, a.Chunks) && (d.Order == a.Order || len(a.Shape) <= 1)
 	return pa, nil
+}
+
+// target decides the format, chunk shape and shards an array is written
+// with; its codecs are for planOne to add.
+func target(in fs.ArrayInfo, o Options, log *slog.Logger) zarr.Target {
+	a := in.Array
+	t := zarr.Target{Format: in.Format, Chunks: a.Chunks}
+	if o.Format != 0 {
+		t.Format = o.Format
+	}
+	rank := len(a.Shape)
+	if o.Chunks != nil {
+		if len(o.Chunks) == rank {
+			t.Chunks = make([]int, rank)
+			for i, c := range o.Chunks {
+				t.Chunks[i] = c
+				if c == -1 {
+					t.Chunks[i] = max(a.Shape[i], 1)
+				}
+			}
+		} else {
+			log.Warn("--chunks is for arrays of another rank: chunks kept", "key", in.Path, "rank", rank)
+		}
+	}
+	if t.Format == 3 {
+		t.Shard = shardShape(in, t.Chunks, o, log)
+	}
+	return t
 }
 
 // A SettingsError says that settings apply to no array of the source:
