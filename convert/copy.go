@@ -487,7 +487,7 @@ func (c *copier) writeFiles(ctx context.Context, p string, files map[string][]by
 func (c *copier) writeGroups(ctx context.Context, p *Plan) error {
 	docs := map[string]map[string][]byte{}
 	for _, pa := range p.Arrays {
-		docs[strings.TrimPrefix(pa.Path, ".")] = pa.Files
+		docs[pa.SrcDir] = pa.Files
 	}
 	var root map[string][]byte
 	for _, g := range p.Groups {

@@ -34,51 +34,10 @@ type Stage struct {
 // floats and integers gets delta where it applies.
 func (o Options) Codecs(dtype string, itemSize int) (comp codec.Config, filters []codec.Config, skipped []string, err error) {
 	for _, st := range o.Stages {
-		m := map[string]any{"id": st.ID}
-		arg := func(i int, def string) string {
-			if i < len(st.Args) && st.Args[i] != "" {
-				return st.Args[i]
-			}
-			return def
-		}
-		num := func(i int, def string) (int, error) {
-			n, err := strconv.Atoi(arg(i, def))
-			if err != nil {
-				return 0, fmt.Errorf("%s: %q is not a number", st.ID, arg(i, def))
-			}
-			return n, nil
-		}
-		switch st.ID {
-		case "blosc":
-			m["cname"] = arg(0, "lz4")
-			if m["clevel"], err = num(1, "5"); err != nil {
-				return nil, nil, nil, err
-			}
-			sh, ok := map[string]int{"noshuffle": 0, "0": 0, "shuffle": 1, "1": 1, "bitshuffle": 2, "2": 2, "auto": -1, "-1": -1}[arg(2, "shuffle")]
-			if !ok {
-				return nil, nil, nil, fmt.Errorf("blosc: shuffle %q: want noshuffle, shuffle, bitshuffle or auto", arg(2, ""))
-			}
-			m["shuffle"] = sh
-			if m["blocksize"], err = num(3, "0"); err != nil {
-				return nil, nil, nil, err
-			}
-		case "zstd":
-			m["level"], err = num(0, "3")
-		case "gzip", "zlib":
-			m["level"], err = num(0, map[string]string{"gzip": "6", "zlib": "1"}[st.ID])
-		case "lz4":
-			m["acceleration"], err = num(0, "1")
-		case "delta":
-			m["dtype"] = dtype
-		case "shuffle":
-			m["elementsize"] = itemSize
-		}
+		c, err := st.config(dtype, itemSize)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		b, _ := json.Marshal(m)
-		var c codec.Config
-		json.Unmarshal(b, &c)
 		if _, err := codec.NewEncoderConfig(c, itemSize); err != nil {
 			if st.ID == "delta" { // its one setting is the dtype
 				skipped = append(skipped, st.ID)
@@ -93,4 +52,59 @@ func (o Options) Codecs(dtype string, itemSize int) (comp codec.Config, filters 
 		}
 	}
 	return comp, filters, skipped, nil
+}
+
+// config returns the numcodecs configuration of st for an array of dtype
+// and item size, defaults filled in; whether the codec can encode such an
+// array is for Codecs to check.
+func (st Stage) config(dtype string, itemSize int) (codec.Config, error) {
+	m := map[string]any{"id": st.ID}
+	var err error
+	switch st.ID {
+	case "blosc":
+		m["cname"] = st.arg(0, "lz4")
+		if m["clevel"], err = st.num(1, "5"); err != nil {
+			return nil, err
+		}
+		sh, ok := map[string]int{"noshuffle": 0, "0": 0, "shuffle": 1, "1": 1, "bitshuffle": 2, "2": 2, "auto": -1, "-1": -1}[st.arg(2, "shuffle")]
+		if !ok {
+			return nil, fmt.Errorf("blosc: shuffle %q: want noshuffle, shuffle, bitshuffle or auto", st.arg(2, ""))
+		}
+		m["shuffle"] = sh
+		m["blocksize"], err = st.num(3, "0")
+	case "zstd":
+		m["level"], err = st.num(0, "3")
+	case "gzip", "zlib":
+		m["level"], err = st.num(0, map[string]string{"gzip": "6", "zlib": "1"}[st.ID])
+	case "lz4":
+		m["acceleration"], err = st.num(0, "1")
+	case "delta":
+		m["dtype"] = dtype
+	case "shuffle":
+		m["elementsize"] = itemSize
+	}
+	if err != nil {
+		return nil, err
+	}
+	b, _ := json.Marshal(m)
+	var c codec.Config
+	json.Unmarshal(b, &c)
+	return c, nil
+}
+
+// arg returns st's setting i, or def when it is not given.
+func (st Stage) arg(i int, def string) string {
+	if i < len(st.Args) && st.Args[i] != "" {
+		return st.Args[i]
+	}
+	return def
+}
+
+// num returns st's setting i (or def) as a number.
+func (st Stage) num(i int, def string) (int, error) {
+	n, err := strconv.Atoi(st.arg(i, def))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %q is not a number", st.ID, st.arg(i, def))
+	}
+	return n, nil
 }

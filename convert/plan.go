@@ -123,7 +123,7 @@ func readMeta(ctx context.Context, s store.Store, dir string, names ...string) (
 
 // planOne decides one array.
 func planOne(ctx context.Context, src store.Store, in fs.ArrayInfo, o Options, log *slog.Logger) (*Array, error) {
-	pa := &Array{Path: in.Path, SrcDir: strings.TrimPrefix(in.Path, "."), Src: in.Array}
+	pa := &Array{Path: in.Path, SrcDir: in.Prefix(), Src: in.Array}
 	files, err := readMeta(ctx, src, in.Path, zarr.ArrayFile, zarr.AttrsFile, zarr.MetadataFile)
 	if err != nil {
 		return nil, err
@@ -137,6 +137,36 @@ func planOne(ctx context.Context, src store.Store, in fs.ArrayInfo, o Options, l
 		pa.Files = files
 		return pa, nil
 	}
+	a := in.Array
+	t := target(in, o, log)
+	if t.Compressor, t.Filters, pa.Skipped, err = o.Codecs(a.DType, a.ItemSize); err != nil {
+		return nil, fmt.Errorf("--codec: %w", err)
+	}
+	if len(pa.Skipped) > 0 {
+		log.Warn("--codec: "+strings.Join(pa.Skipped, ",")+" does not suit this array (it encodes integers stored as themselves): written without it", "key", in.Path, "dtype", a.DType)
+	}
+	pa.Files, err = zarr.StoreArray(files, a, t)
+	if errors.Is(err, codec.ErrNotRaw) && t.Format != in.Format {
+		// No equivalent in the other format (a structured dtype in v3):
+		// encoded all the same, in the format it has.
+		log.Warn("array kept in its format", "key", in.Path, "format", in.Format, "err", err)
+		t.Format, t.Shard = in.Format, nil
+		pa.Files, err = zarr.StoreArray(files, a, t)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if pa.Enc, err = zarr.NewEncoding(pa.Files); err != nil {
+		return nil, err
+	}
+	d := pa.Enc.Array()
+	pa.Same = slices.Equal(d.Chunks, a.Chunks) && (d.Order == a.Order || len(a.Shape) <= 1)
+	return pa, nil
+}
+
+// target decides the format, chunk shape and shards an array is written
+// with; its codecs are for planOne to add.
+func target(in fs.ArrayInfo, o Options, log *slog.Logger) zarr.Target {
 	a := in.Array
 	t := zarr.Target{Format: in.Format, Chunks: a.Chunks}
 	if o.Format != 0 {
@@ -159,29 +189,7 @@ func planOne(ctx context.Context, src store.Store, in fs.ArrayInfo, o Options, l
 	if t.Format == 3 {
 		t.Shard = shardShape(in, t.Chunks, o, log)
 	}
-	if t.Compressor, t.Filters, pa.Skipped, err = o.Codecs(a.DType, a.ItemSize); err != nil {
-		return nil, fmt.Errorf("--codec: %w", err)
-	}
-	if len(pa.Skipped) > 0 {
-		log.Warn("--codec: "+strings.Join(pa.Skipped, ",")+" does not suit this array (it encodes integers stored as themselves): written without it", "key", in.Path, "dtype", a.DType)
-	}
-	pa.Files, err = zarr.StoreArray(files, a, t)
-	if errors.Is(err, codec.ErrNotRaw) && t.Format != in.Format {
-		// No equivalent in the other format (a structured dtype in v3):
-		// encoded all the same, in the format it has.
-		log.Warn("array kept in its format", "key", in.Path, "format", in.Format, "err", err)
-		t.Format, t.Shard = in.Format, nil
-		pa.Files, err = zarr.StoreArray(files, a, t)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if pa.Enc, err = zarr.NewEncoding(pa.Files); err != nil {
-		return nil, err
-	}
-	d := pa.Enc.Array()
-	pa.Same = slices.Equal(d.Chunks, a.Chunks) && (d.Order == a.Order || rank <= 1)
-	return pa, nil
+	return t
 }
 
 // A SettingsError says that settings apply to no array of the source:
@@ -195,8 +203,9 @@ func settingsErrorf(format string, args ...any) error {
 	return &SettingsError{fmt.Errorf(format, args...)}
 }
 
-// dims formats a shape as "100x200" ("()" for 0-d).
-func dims(d []int) string {
+// Dims formats a shape as "100x200" ("()" for 0-d), as zfuse's messages
+// and tables write shapes.
+func Dims(d []int) string {
 	if len(d) == 0 {
 		return "()"
 	}
@@ -237,9 +246,9 @@ func (o Options) fits(arrays []*Array) error {
 	case encoded == 0:
 		return nil
 	case o.Chunks != nil && !slices.Contains(ranks, len(o.Chunks)):
-		return settingsErrorf("--chunks %s is for arrays of rank %d: %s", dims(o.Chunks), len(o.Chunks), has(len(o.Chunks)))
+		return settingsErrorf("--chunks %s is for arrays of rank %d: %s", Dims(o.Chunks), len(o.Chunks), has(len(o.Chunks)))
 	case o.ShardPer != nil && !slices.Contains(ranks, len(o.ShardPer)):
-		return settingsErrorf("--shard %s is for arrays of rank %d: %s", dims(o.ShardPer), len(o.ShardPer), has(len(o.ShardPer)))
+		return settingsErrorf("--shard %s is for arrays of rank %d: %s", Dims(o.ShardPer), len(o.ShardPer), has(len(o.ShardPer)))
 	case skipped == encoded:
 		return settingsErrorf("--codec: delta encodes integers stored as themselves, and no array of SOURCE is one: leave it out")
 	}

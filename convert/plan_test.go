@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"os"
@@ -10,8 +11,49 @@ import (
 	"testing"
 
 	"github.com/zfuse/zfuse/fs"
+	"github.com/zfuse/zfuse/internal/testutil"
+	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/zarr"
 )
+
+// TestPlanSrcDir: each array's SrcDir is its key prefix in the store: ""
+// for an array at the root, and the whole directory key under a directory
+// whose name starts with "." (a legal key, not the root's ".").
+func TestPlanSrcDir(t *testing.T) {
+	zarray := []byte(`{"zarr_format":2,"shape":[4],"chunks":[2],"dtype":"<i2","compressor":null,"filters":null,"fill_value":0,"order":"C"}`)
+	root, nested := t.TempDir(), t.TempDir()
+	testutil.WriteFile(t, root, ".zarray", zarray)
+	testutil.WriteFile(t, nested, ".zgroup", []byte(`{"zarr_format":2}`))
+	for _, dir := range []string{".x", "g/.y", "z"} {
+		testutil.WriteFile(t, nested, dir+"/.zarray", zarray)
+	}
+	for _, tc := range []struct {
+		name     string
+		root     string
+		paths    []string
+		wantDirs []string
+	}{
+		{"root array", root, []string{"."}, []string{""}},
+		{"dot dirs", nested, []string{".x", "g/.y", "z"}, []string{".x", "g/.y", "z"}},
+	} {
+		ds, err := store.Dir(tc.root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ds.Close() })
+		p, err := NewPlan(context.Background(), fs.New(fs.Config{Store: ds}), ds, Options{}, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var paths, dirs []string
+		for _, pa := range p.Arrays {
+			paths, dirs = append(paths, pa.Path), append(dirs, pa.SrcDir)
+		}
+		if !slices.Equal(paths, tc.paths) || !slices.Equal(dirs, tc.wantDirs) {
+			t.Errorf("%s: arrays %q in %q, want %q in %q", tc.name, paths, dirs, tc.paths, tc.wantDirs)
+		}
+	}
+}
 
 func TestShardShape(t *testing.T) {
 	a, err := zarr.ParseV2([]byte(`{"zarr_format":2,"shape":[100,1000,1000],"chunks":[10,100,100],"dtype":"<f4","compressor":null,"filters":null,"fill_value":0,"order":"C"}`))

@@ -13,7 +13,7 @@ import (
 
 // ArrayInfo describes one array of the store, for zfuse info.
 type ArrayInfo struct {
-	Path   string      // store key of the array directory ("." for the root)
+	Path   string      // store key of the array directory ("." for the root; Prefix: "")
 	Format int         // zarr_format of the stored metadata: 2 or 3
 	Array  *zarr.Array // as presented (a v3 array under --as-v2: its v2 view); nil when the metadata does not parse
 	// Shards is the stored chunk shape of a sharded v3 array, which is
@@ -41,6 +41,10 @@ type ArrayInfo struct {
 	// when there is none.
 	ZarrJSON string
 }
+
+// Prefix returns the array's key prefix in the store, as
+// readahead.Loader takes it: Path, but "" for the root.
+func (i ArrayInfo) Prefix() string { return storePath(i.Path) }
 
 // Arrays walks the whole presented tree and describes every array in it,
 // in path order, including those --as-v2 does not show. It reads metadata,

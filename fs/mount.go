@@ -142,12 +142,16 @@ func FUSEOptions(cfg MountConfig, log *slog.Logger) *fusefs.Options {
 
 // Mount mounts t read-only at dir and serves it until the returned server
 // is unmounted (srv.Unmount, or fusermount3 -u); srv.Wait waits for that.
-// ctx is for reading the root metadata only.
+// ctx is for reading the root metadata only. A Tree without Chunks is
+// refused (ErrNoChunks).
 //
 // Auto serves through NoOpen where the kernel offers it (see choose). The
 // path chosen is logged at Info, or at Warn with the reason when it is not
 // the one asked for.
 func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*Server, error) {
+	if t.chunks == nil {
+		return nil, fmt.Errorf("mount %s: %w", dir, ErrNoChunks)
+	}
 	opts := FUSEOptions(cfg, t.log)
 	if t.refresh > 0 {
 		timeout, negative := min(attrTimeout, t.refresh), min(negativeTimeout, t.refresh)

@@ -18,6 +18,9 @@ var ErrIsDir = errors.New("fs: is a directory")
 // the end: chunks are copied into dest, other files may come as a shared
 // slice (metadata), which callers must not modify.
 func (t *Tree) readAt(ctx context.Context, n *node, dest []byte, off int64, pid uint32) ([]byte, error) {
+	if err := t.needChunks("read", n); err != nil {
+		return nil, err
+	}
 	switch n.kind {
 	case kindDir:
 		return nil, &iofs.PathError{Op: "read", Path: n.key, Err: ErrIsDir}

@@ -44,8 +44,10 @@ type Config struct {
 	// Store is the compressed store. It should be a store.Lister (to list
 	// directories) and a store.Stater or RangeReader (for speed).
 	Store store.Store
-	// Chunks serves decoded chunks, a *readahead.Loader over Store. It is
-	// required.
+	// Chunks serves decoded chunks, a *readahead.Loader over Store. Nil
+	// makes a Tree for metadata only (metaonly.go): it lists and reads
+	// metadata, reading shard indexes from Store itself, and its chunk
+	// files fail to read with ErrNoChunks.
 	Chunks Chunks
 	// AsV2 presents Zarr v3 groups and arrays as Zarr v2 ones (.zgroup,
 	// .zattrs, .zmetadata, .zarray, v2 chunk keys) and hides zarr.json, for
@@ -77,7 +79,8 @@ type Config struct {
 // Tree uses it). A Tree is safe for concurrent use.
 type Tree struct {
 	store    store.Store   // immutable
-	chunks   Chunks        // immutable
+	chunks   Chunks        // immutable; nil: metadata only
+	indexes  ShardIndexes  // immutable: chunks, or a storeIndexes when it is nil
 	log      *slog.Logger  // immutable
 	asV2     bool          // immutable
 	asNpy    bool          // immutable
@@ -107,8 +110,9 @@ func New(cfg Config) *Tree {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	var indexes ShardIndexes = cfg.Chunks
 	if cfg.Chunks == nil {
-		panic("fs: Config.Chunks is nil")
+		indexes = &storeIndexes{store: cfg.Store}
 	}
 	if cfg.AsV2 && cfg.AsNpy {
 		panic("fs: Config.AsV2 and AsNpy are both set")
@@ -117,7 +121,7 @@ func New(cfg Config) *Tree {
 	if root == "" {
 		root = "array"
 	}
-	return &Tree{store: cfg.Store, chunks: cfg.Chunks, log: log, asV2: cfg.AsV2, asNpy: cfg.AsNpy, rootName: root, refresh: max(cfg.Refresh, 0)}
+	return &Tree{store: cfg.Store, chunks: cfg.Chunks, indexes: indexes, log: log, asV2: cfg.AsV2, asNpy: cfg.AsNpy, rootName: root, refresh: max(cfg.Refresh, 0)}
 }
 
 // kind says how a path's bytes are produced.

@@ -310,7 +310,7 @@ func (t *Tree) v3Chunk(ctx context.Context, dir *node, name string, coords []int
 		return n, nil
 	}
 	n.stored = 0
-	ix, err := t.chunks.ShardIndex(ctx, x.a, skey, e.Size)
+	ix, err := t.indexes.ShardIndex(ctx, x.a, skey, e.Size)
 	switch {
 	case errors.Is(err, iofs.ErrNotExist), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return nil, err

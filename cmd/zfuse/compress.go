@@ -95,13 +95,8 @@ func addCompressFlags(fl *flag.FlagSet) *compressFlags {
 
 // compress is the zfuse compress command.
 func compress(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fl := flag.NewFlagSet("zfuse compress", flag.ContinueOnError)
-	f := addCompressFlags(fl)
-	sf := addSourceFlags(fl)
-	if err := parseFlags(fl, args, 2, stdout); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stdout, "\n%s\n", compressUsage)
-		}
+	fl, f, sf, err := parseCompress(args, stdout)
+	if err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.Level(f.logLevel)}))
@@ -127,22 +122,17 @@ func compress(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer stopProfile()
-	lf := &loaderFlags{workers: max(f.workers, 1), decoder: f.decoder}
-	dec, err := lf.decoders(log, true)
+	lf, dec, enc, err := f.coders(log)
 	if err != nil {
 		return err
 	}
 	defer dec.Close()
-	enc, err := newEncoders(f.encoder, dec.pool)
-	if err != nil {
-		return err
-	}
 	src, err := openSource(ctx, source, sf, log)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	p, err := planSource(ctx, lf, src, dec, source, opts, log)
+	p, err := planSource(ctx, src, source, opts, log)
 	if err != nil {
 		return err
 	}
@@ -158,6 +148,37 @@ func compress(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer closeLoader()
 	cfg.Chunks = loader
 	return runJob(ctx, p, cfg, f.progress, stdout, stderr)
+}
+
+// parseCompress parses zfuse compress's command line; with -h it prints
+// the usage, and compressUsage after it.
+func parseCompress(args []string, stdout io.Writer) (*flag.FlagSet, *compressFlags, *sourceFlags, error) {
+	fl := flag.NewFlagSet("zfuse compress", flag.ContinueOnError)
+	f := addCompressFlags(fl)
+	sf := addSourceFlags(fl)
+	if err := parseFlags(fl, args, 2, stdout); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stdout, "\n%s\n", compressUsage)
+		}
+		return nil, nil, nil, err
+	}
+	return fl, f, sf, nil
+}
+
+// coders starts the job's decoders (--workers, --decoder) and its
+// encoders (--encoder), on the decoders' CPU pool. The caller closes dec.
+func (f *compressFlags) coders(log *slog.Logger) (*loaderFlags, *decoders, func(codec.Encoder) codec.BatchEncoder, error) {
+	lf := &loaderFlags{workers: max(f.workers, 1), decoder: f.decoder}
+	dec, err := lf.decoders(log, true)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	enc, err := newEncoders(f.encoder, dec.pool)
+	if err != nil {
+		dec.Close()
+		return nil, nil, nil, err
+	}
+	return lf, dec, enc, nil
 }
 
 // sourceLoader returns the chunk loader the copy reads source chunks
@@ -234,11 +255,9 @@ func startCPUProfile(name string) (stop func(), err error) {
 
 // planSource walks SOURCE for its metadata and plans the copy. Settings
 // that fit no array of SOURCE are a usage error.
-func planSource(ctx context.Context, lf *loaderFlags, src store.Store, dec *decoders, source string, opts convert.Options, log *slog.Logger) (*convert.Plan, error) {
-	// The tree is walked for metadata only: its loader never loads.
-	walk, closeWalk := lf.loader(src, dec, log)
-	defer closeWalk()
-	tree := fs.New(fs.Config{Store: src, Chunks: walk}) // compress says itself what it cannot encode
+func planSource(ctx context.Context, src store.Store, source string, opts convert.Options, log *slog.Logger) (*convert.Plan, error) {
+	// A tree for metadata only (no Chunks): it reads shard indexes itself.
+	tree := fs.New(fs.Config{Store: src}) // compress says itself what it cannot encode
 	if err := needArrays(ctx, tree, source); err != nil {
 		return nil, err
 	}

@@ -186,7 +186,7 @@ func summaryTable(w io.Writer, p *convert.Plan, stats []convert.Stats) error {
 		if d.Shard() != nil {
 			format += " sharded"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\n", pa.Path, format, dims(d.Chunks),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\n", pa.Path, format, convert.Dims(d.Chunks),
 			s.Written, s.Empty, s.Kept, bytesize.Format(s.In), bytesize.Format(s.Out),
 			ratio(s.In, s.Out), s.Took.Round(time.Millisecond), float64(s.In)/max(s.Took.Seconds(), 1e-9)/1e9)
 		tot.Written, tot.Empty, tot.Kept, tot.In, tot.Out = tot.Written+s.Written, tot.Empty+s.Empty, tot.Kept+s.Kept, tot.In+s.In, tot.Out+s.Out

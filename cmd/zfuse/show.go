@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/zfuse/zfuse/convert"
 	"github.com/zfuse/zfuse/fs"
 	"github.com/zfuse/zfuse/internal/bytesize"
 	"github.com/zfuse/zfuse/readahead"
@@ -93,7 +94,7 @@ func info(ctx context.Context, stdout io.Writer, tree *fs.Tree, dec *decoders, s
 		shape, chunks, shards, dtype, codecs := "?", "?", "-", "?", "?"
 		format := "v" + strconv.Itoa(in.Format)
 		if a := in.Array; a != nil {
-			shape, chunks, dtype, codecs = dims(a.Shape), dims(a.Chunks), a.DType, a.Codecs
+			shape, chunks, dtype, codecs = convert.Dims(a.Shape), convert.Dims(a.Chunks), a.DType, a.Codecs
 			if a.Format == 3 {
 				dtype = a.DataType
 			}
@@ -102,7 +103,7 @@ func info(ctx context.Context, stdout io.Writer, tree *fs.Tree, dec *decoders, s
 			}
 		}
 		if in.Shards != nil {
-			shards = dims(in.Shards)
+			shards = convert.Dims(in.Shards)
 		}
 		stored := fmt.Sprintf("%d chunks, %s", in.Chunks, bytesize.Format(in.Stored))
 		ratio := "-" // passed-through arrays are served as stored
@@ -156,18 +157,6 @@ func decoderOf(a *zarr.Array, dec *decoders) string {
 		return "-"
 	}
 	return readahead.RouteOf(a, dec.route).String()
-}
-
-// dims formats a shape as "100x200" ("()" for 0-d).
-func dims(d []int) string {
-	if len(d) == 0 {
-		return "()"
-	}
-	s := make([]string, len(d))
-	for i, n := range d {
-		s[i] = strconv.Itoa(n)
-	}
-	return strings.Join(s, "x")
 }
 
 // version says what the binary was built from (versionOf).

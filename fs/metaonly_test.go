@@ -1,0 +1,55 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/zfuse/zfuse/store"
+)
+
+// TestMetadataOnly: a Tree without Chunks describes every array as one
+// with a loader does, reading shard indexes from the store (index at the
+// end, at the start, corrupt, under a crc32c over the whole shard), reads
+// metadata, and refuses chunk reads and Mount with ErrNoChunks.
+func TestMetadataOnly(t *testing.T) {
+	ctx := context.Background()
+	s := newV3Store(t)
+	full, _ := newV3Tree(t, s, false)
+	ds, err := store.Dir(s.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ds.Close() })
+	meta := New(Config{Store: ds})
+	want, err := full.Arrays(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := meta.Arrays(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d arrays, want %d", len(got), len(want))
+	}
+	for i, g := range got {
+		w := want[i]
+		if g.Path != w.Path || g.Format != w.Format || !slices.Equal(g.Shards, w.Shards) || g.Chunks != w.Chunks ||
+			g.Stored != w.Stored || g.Presented != w.Presented || (g.PassThrough == nil) != (w.PassThrough == nil) {
+			t.Errorf("%s: %+v, want %+v", w.Path, g, w)
+		}
+	}
+	if _, err := meta.ReadFile(ctx, "sharded/end/zarr.json"); err != nil {
+		t.Errorf("zarr.json: %v", err)
+	}
+	for _, p := range []string{"plain/c/0/0", "sharded/end/c/0/1"} {
+		if _, err := meta.ReadFile(ctx, p); !errors.Is(err, ErrNoChunks) {
+			t.Errorf("%s: %v, want ErrNoChunks", p, err)
+		}
+	}
+	if _, err := Mount(ctx, t.TempDir(), meta, MountConfig{}); !errors.Is(err, ErrNoChunks) {
+		t.Errorf("Mount: %v, want ErrNoChunks", err)
+	}
+}
