@@ -6,6 +6,7 @@ import (
 	iofs "io/fs"
 	"sync"
 
+	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/zarr"
 )
@@ -37,8 +38,7 @@ var (
 )
 
 // storeIndexes reads shard indexes straight from the store, for a Tree
-// without Chunks: with the store's range read (or, when codecs wrap the
-// whole shard, the whole shard) and zarr's parser. It keeps only the last
+// without Chunks (readahead.ReadShardIndex). It keeps only the last
 // index read, since a listing asks for it once per inner chunk in a row. It
 // is safe for concurrent use.
 type storeIndexes struct {
@@ -63,51 +63,13 @@ func (s *storeIndexes) ShardIndex(ctx context.Context, a *zarr.Array, key string
 	if l.ix != nil && l.key == key && l.size == size {
 		return l.ix, nil
 	}
-	ix, err := readIndex(ctx, s.store, a, key, size)
+	ix, err := readahead.ReadShardIndex(ctx, s.store, a, key, size)
 	if err == nil {
 		s.mu.Lock()
 		s.last = lastIndex{key: key, size: size, ix: ix}
 		s.mu.Unlock()
 	}
 	return ix, err
-}
-
-// readIndex reads and parses the index of a's shard stored under key, of
-// size bytes (negative: stat it). An index that does not parse gives a
-// *fs.PathError with Op "shard", as readahead.Loader.ShardIndex does.
-func readIndex(ctx context.Context, s store.Store, a *zarr.Array, key string, size int64) (*zarr.Index, error) {
-	sh := a.Shard()
-	var b []byte
-	if a.WholeShard() {
-		src, err := s.ReadKey(ctx, key)
-		if err != nil {
-			return nil, err
-		}
-		if src, err = a.UnwrapShard(src); err != nil {
-			return nil, &iofs.PathError{Op: "shard", Path: key, Err: err}
-		}
-		size = int64(len(src))
-		off, n := sh.IndexRange(size)
-		b = src[off : off+n]
-	} else {
-		if size < 0 {
-			e, err := store.Stat(ctx, s, key)
-			if err != nil {
-				return nil, err
-			}
-			size = e.Size
-		}
-		off, n := sh.IndexRange(size)
-		var err error
-		if b, err = store.ReadRange(ctx, s, key, off, n); err != nil {
-			return nil, err
-		}
-	}
-	ix, err := sh.ParseIndex(b, size)
-	if err != nil {
-		return nil, &iofs.PathError{Op: "shard", Path: key, Err: err}
-	}
-	return ix, nil
 }
 
 // needChunks returns the error of op on n when n's bytes are decoded

@@ -12,10 +12,9 @@ import (
 
 // shardIndexes keeps the parsed indexes of shards, and why an index did
 // not parse, so that listing a sharded array and reading its inner chunks
-// one at a time read each shard's index once. The Loader's ShardIndex is
-// the one place zfuse reads shard indexes: the presented tree asks it when
-// it lists, and the Loader itself when it reads. It is safe for concurrent
-// use.
+// one at a time read each shard's index once: the presented tree asks the
+// Loader's ShardIndex when it lists, and the Loader itself when it reads.
+// It is safe for concurrent use.
 type shardIndexes struct {
 	store    store.Store  // immutable
 	log      *slog.Logger // immutable
@@ -85,10 +84,35 @@ func (c *shardIndexes) unchanged(ctx context.Context, key string, r indexResult)
 	return e.Size == r.entry.Size && e.Version == r.entry.Version, nil
 }
 
-// load reads and parses a shard's index: a range read, or the whole shard
+// ReadShardIndex reads and parses the index of a's shard stored under
+// key, of size bytes (negative: unknown, stat it), and keeps nothing: for a
+// walk that reads no chunk (fs's Tree for metadata only); a Loader keeps
+// them (ShardIndex). An index that does not parse gives a *fs.PathError
+// with Op "shard".
+func ReadShardIndex(ctx context.Context, s store.Store, a *zarr.Array, key string, size int64) (*zarr.Index, error) {
+	c := shardIndexes{store: s, reads: func() {}, fetch: func(ctx context.Context, key string) ([]byte, error) {
+		return s.ReadKey(ctx, key)
+	}}
+	r, err := c.read(ctx, a, key, size)
+	if err != nil {
+		return nil, err
+	}
+	return r.ix, r.err
+}
+
+// load is read, logging an index that does not parse.
+func (c *shardIndexes) load(ctx context.Context, a *zarr.Array, key string, size int64) (indexResult, error) {
+	r, err := c.read(ctx, a, key, size)
+	if err == nil && r.err != nil {
+		c.log.WarnContext(ctx, "shard index unreadable: its chunks fail with EIO", "key", key, "err", r.err)
+	}
+	return r, err
+}
+
+// read reads and parses a shard's index: a range read, or the whole shard
 // when codecs over the whole shard must be undone first. Store errors are
 // returned; parse errors are the result.
-func (c *shardIndexes) load(ctx context.Context, a *zarr.Array, key string, size int64) (indexResult, error) {
+func (c *shardIndexes) read(ctx context.Context, a *zarr.Array, key string, size int64) (indexResult, error) {
 	sh := a.Shard()
 	var b []byte
 	var err error
@@ -123,7 +147,6 @@ func (c *shardIndexes) load(ctx context.Context, a *zarr.Array, key string, size
 	}
 	if err != nil {
 		err = &iofs.PathError{Op: "shard", Path: key, Err: err}
-		c.log.WarnContext(ctx, "shard index unreadable: its chunks fail with EIO", "key", key, "err", err)
 	}
 	return indexResult{ix: ix, err: err, entry: entry}, nil
 }
