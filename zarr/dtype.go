@@ -196,46 +196,60 @@ func parseDataType(raw json.RawMessage) (dataType, error) {
 			return dataType{}, fmt.Errorf("%w: data_type configuration: %v", ErrInvalid, err)
 		}
 	}
-	invalid := func(err error) (dataType, error) {
-		return dataType{}, fmt.Errorf("%w: data_type %s: %v", ErrInvalid, dt.text, err)
-	}
 	switch ext.Name {
 	case "numpy.datetime64", "numpy.timedelta64":
-		unit, err := c.String("unit", "")
-		if err != nil {
-			return invalid(err)
-		}
-		scale, err := c.Int("scale_factor", 1)
-		if err != nil {
-			return invalid(err)
-		}
-		if scale != 1 {
-			unit = strconv.Itoa(scale) + unit
-		}
-		kind := "<M8"
-		if ext.Name == "numpy.timedelta64" {
-			kind = "<m8"
-		}
-		if dt.DType, err = codec.ParseDType(kind + "[" + unit + "]"); err != nil {
-			return invalid(fmt.Errorf("unit %q", unit))
-		}
-		return dt, nil
+		return parseTimeType(dt, ext.Name, c)
 	case "fixed_length_utf32", "null_terminated_bytes", "raw_bytes":
-		n, err := c.Int("length_bytes", -1)
-		if err != nil {
-			return invalid(err)
-		}
-		if n <= 0 || n > 1<<30 || (ext.Name == "fixed_length_utf32" && n%4 != 0) {
-			return invalid(fmt.Errorf("length_bytes %d", n))
-		}
-		dt.DType = codec.DType{Kind: v3Bytes[ext.Name], Size: n}
-		return dt, nil
+		return parseFixedBytes(dt, ext.Name, c)
 	case "string", "variable_length_bytes", "bytes", "variable_length_utf8":
 		dt.notRaw = fmt.Errorf("%w: variable-length data type %s", codec.ErrNotRaw, dt.text)
 		return dt, nil
 	}
 	dt.notRaw = fmt.Errorf("%w: data type %s is not supported", codec.ErrNotRaw, dt.text)
 	return dt, nil
+}
+
+// parseTimeType sets dt to the numpy.datetime64 or numpy.timedelta64 (name)
+// of configuration c's unit and scale_factor.
+func parseTimeType(dt dataType, name string, c codec.Config) (dataType, error) {
+	unit, err := c.String("unit", "")
+	if err != nil {
+		return invalidType(dt, err)
+	}
+	scale, err := c.Int("scale_factor", 1)
+	if err != nil {
+		return invalidType(dt, err)
+	}
+	if scale != 1 {
+		unit = strconv.Itoa(scale) + unit
+	}
+	kind := "<M8"
+	if name == "numpy.timedelta64" {
+		kind = "<m8"
+	}
+	if dt.DType, err = codec.ParseDType(kind + "[" + unit + "]"); err != nil {
+		return invalidType(dt, fmt.Errorf("unit %q", unit))
+	}
+	return dt, nil
+}
+
+// parseFixedBytes sets dt to the fixed-length string or bytes type name of
+// configuration c's length_bytes.
+func parseFixedBytes(dt dataType, name string, c codec.Config) (dataType, error) {
+	n, err := c.Int("length_bytes", -1)
+	if err != nil {
+		return invalidType(dt, err)
+	}
+	if n <= 0 || n > 1<<30 || (name == "fixed_length_utf32" && n%4 != 0) {
+		return invalidType(dt, fmt.Errorf("length_bytes %d", n))
+	}
+	dt.DType = codec.DType{Kind: v3Bytes[name], Size: n}
+	return dt, nil
+}
+
+// invalidType returns the ErrInvalid of dt's malformed configuration.
+func invalidType(dt dataType, err error) (dataType, error) {
+	return dataType{}, fmt.Errorf("%w: data_type %s: %v", ErrInvalid, dt.text, err)
 }
 
 // v3DataTypeName is the v3 data_type of dt: the core types,

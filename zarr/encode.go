@@ -31,25 +31,35 @@ type Encoding struct {
 // wrapping codec.ErrUnknownCodec or codec.ErrConfig.
 func NewEncoding(files map[string][]byte) (*Encoding, error) {
 	if b, ok := files[ArrayFile]; ok {
-		a, err := ParseV2(b)
-		if err != nil {
-			return nil, err
-		}
-		if a.PassThrough != nil {
-			return nil, a.PassThrough
-		}
-		var m v2Array
-		json.Unmarshal(sanitizeJSON(b), &m)
-		enc, err := codec.EncoderV2(m.Compressor, m.Filters, a.ItemSize)
-		if err != nil {
-			return nil, err
-		}
-		return &Encoding{a: a, chunk: enc}, nil
+		return newEncodingV2(b)
 	}
 	b, ok := files[MetadataFile]
 	if !ok {
 		return nil, fmt.Errorf("%w: no %s or %s", ErrInvalid, ArrayFile, MetadataFile)
 	}
+	return newEncodingV3(b)
+}
+
+// newEncodingV2 returns the encoding of the v2 array whose .zarray is b.
+func newEncodingV2(b []byte) (*Encoding, error) {
+	a, err := ParseV2(b)
+	if err != nil {
+		return nil, err
+	}
+	if a.PassThrough != nil {
+		return nil, a.PassThrough
+	}
+	var m v2Array
+	json.Unmarshal(sanitizeJSON(b), &m)
+	enc, err := codec.EncoderV2(m.Compressor, m.Filters, a.ItemSize)
+	if err != nil {
+		return nil, err
+	}
+	return &Encoding{a: a, chunk: enc}, nil
+}
+
+// newEncodingV3 returns the encoding of the v3 array whose zarr.json is b.
+func newEncodingV3(b []byte) (*Encoding, error) {
 	a, _, err := ParseV3(b)
 	if err != nil {
 		return nil, err
@@ -74,6 +84,17 @@ func NewEncoding(files map[string][]byte) (*Encoding, error) {
 		}
 		return e, nil
 	}
+	if err := e.setShard(sh); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// setShard makes e encode inner chunks with the codecs of sh (the
+// sharding_indexed configuration) and shard indexes with the inverse of
+// the index's decoders.
+func (e *Encoding) setShard(sh json.RawMessage) error {
+	a := e.a
 	var c struct {
 		Codecs []json.RawMessage `json:"codecs"`
 	}
@@ -81,21 +102,21 @@ func NewEncoding(files map[string][]byte) (*Encoding, error) {
 	inner, nested, _, err := encodeList(c.Codecs, a.ItemSize, a.Endian)
 	switch {
 	case err != nil:
-		return nil, err
+		return err
 	case nested != nil:
-		return nil, fmt.Errorf("%w: no encoder for sharding inside sharding", codec.ErrUnknownCodec)
+		return fmt.Errorf("%w: no encoder for sharding inside sharding", codec.ErrUnknownCodec)
 	}
 	e.chunk = inner
 	var index []codec.Encoder
 	for i := len(a.shard.indexDec) - 1; i >= 0; i-- { // decode order, backwards
 		ie, ok := a.shard.indexDec[i].(codec.Encoder)
 		if !ok {
-			return nil, fmt.Errorf("%w: no encoder for the shard index codec %T", codec.ErrUnknownCodec, a.shard.indexDec[i])
+			return fmt.Errorf("%w: no encoder for the shard index codec %T", codec.ErrUnknownCodec, a.shard.indexDec[i])
 		}
 		index = append(index, ie)
 	}
 	e.index = codec.EncodeChain(index...)
-	return e, nil
+	return nil
 }
 
 // encodeList builds the encoder of a v3 codec list for chunks whose items

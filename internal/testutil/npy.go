@@ -48,26 +48,11 @@ var (
 // fixed-size elements the payload must be exactly shape × item size.
 func ParseNPY(b []byte) (NPY, error) {
 	var a NPY
-	if len(b) < 10 || !bytes.HasPrefix(b, []byte("\x93NUMPY")) {
-		return a, errors.New("not a .npy file")
+	h, data, err := npyHeader(b)
+	if err != nil {
+		return a, err
 	}
-	var hlen, start int
-	switch b[6] {
-	case 1:
-		hlen, start = int(binary.LittleEndian.Uint16(b[8:])), 10
-	case 2, 3:
-		if len(b) < 12 {
-			return a, errors.New("npy header truncated")
-		}
-		hlen, start = int(binary.LittleEndian.Uint32(b[8:])), 12
-	default:
-		return a, fmt.Errorf("npy version %d", b[6])
-	}
-	if start+hlen > len(b) {
-		return a, errors.New("npy header truncated")
-	}
-	h := string(b[start : start+hlen])
-	a.Data = b[start+hlen:]
+	a.Data = data
 	if m := npyDescr.FindStringSubmatch(h); m != nil {
 		a.Descr = m[1]
 	} else if !strings.Contains(h, "'descr': [") {
@@ -106,6 +91,30 @@ func ParseNPY(b []byte) (NPY, error) {
 		}
 	}
 	return a, nil
+}
+
+// npyHeader splits a .npy file b into its header dictionary's text and the
+// payload after it, checking the magic, the version and the header length.
+func npyHeader(b []byte) (header string, data []byte, err error) {
+	if len(b) < 10 || !bytes.HasPrefix(b, []byte("\x93NUMPY")) {
+		return "", nil, errors.New("not a .npy file")
+	}
+	var hlen, start int
+	switch b[6] {
+	case 1:
+		hlen, start = int(binary.LittleEndian.Uint16(b[8:])), 10
+	case 2, 3:
+		if len(b) < 12 {
+			return "", nil, errors.New("npy header truncated")
+		}
+		hlen, start = int(binary.LittleEndian.Uint32(b[8:])), 12
+	default:
+		return "", nil, fmt.Errorf("npy version %d", b[6])
+	}
+	if start+hlen > len(b) {
+		return "", nil, errors.New("npy header truncated")
+	}
+	return string(b[start : start+hlen]), b[start+hlen:], nil
 }
 
 // ItemSize is the element size of a numpy typestr ("<f8" 8, "|S3" 3, "<U4"

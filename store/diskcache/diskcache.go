@@ -347,40 +347,9 @@ func (s *Store) read(ctx context.Context, key string, off, n int64) ([]byte, err
 
 // load is read's work.
 func (s *Store) load(ctx context.Context, key string, off, n int64, id, name string) ([]byte, error) {
-	s.mu.Lock()
-	e := s.entries[name]
-	var valid bool
-	var checked time.Time
-	if e != nil {
-		s.lru.MoveToFront(e.elem)
-		valid = e.valid || s.maxAge > 0 && time.Since(e.checked) < s.maxAge
-		checked = e.checked
-	}
-	s.mu.Unlock()
-	var have string
-	var held []byte
-	if e != nil {
-		data, version, err := s.readEntry(name, id)
-		switch {
-		case err == nil && valid:
-			s.hits.Add(1)
-			s.mu.Lock()
-			e.valid, e.dataLen = true, int64(len(data))
-			s.mu.Unlock()
-			s.touch(name, checked)
-			return data, nil
-		case err == nil:
-			held, have = data, version
-			if have == "" {
-				held = nil // nothing to validate it by: read it again
-			}
-		default:
-			if !errors.Is(err, iofs.ErrNotExist) {
-				s.dropped.Add(1)
-				s.log.Warn("disk cache entry dropped", "key", key, "file", s.path(name), "err", err)
-			}
-			s.remove(name)
-		}
+	held, have, hit := s.fromDisk(key, id, name)
+	if hit {
+		return held, nil
 	}
 	b, version, err := s.inner.ReadKeyVersion(ctx, key, off, n, have)
 	switch {
@@ -408,6 +377,46 @@ func (s *Store) load(ctx context.Context, key string, off, n int64, id, name str
 	}
 	s.write(key, name, id, version, b)
 	return b, nil
+}
+
+// fromDisk reads the entry file name, if any: hit when it may be served
+// without a request, else the value and the version to validate it by
+// (nil and "" when there is none, or nothing to validate it by), removing
+// an entry that fails to read.
+func (s *Store) fromDisk(key, id, name string) (data []byte, version string, hit bool) {
+	s.mu.Lock()
+	e := s.entries[name]
+	var valid bool
+	var checked time.Time
+	if e != nil {
+		s.lru.MoveToFront(e.elem)
+		valid = e.valid || s.maxAge > 0 && time.Since(e.checked) < s.maxAge
+		checked = e.checked
+	}
+	s.mu.Unlock()
+	if e == nil {
+		return nil, "", false
+	}
+	data, version, err := s.readEntry(name, id)
+	switch {
+	case err == nil && valid:
+		s.hits.Add(1)
+		s.mu.Lock()
+		e.valid, e.dataLen = true, int64(len(data))
+		s.mu.Unlock()
+		s.touch(name, checked)
+		return data, version, true
+	case err == nil && version != "":
+		return data, version, false
+	case err == nil:
+		return nil, "", false // nothing to validate it by: read it again
+	}
+	if !errors.Is(err, iofs.ErrNotExist) {
+		s.dropped.Add(1)
+		s.log.Warn("disk cache entry dropped", "key", key, "file", s.path(name), "err", err)
+	}
+	s.remove(name)
+	return nil, "", false
 }
 
 // readEntry reads and validates the entry file name, which must hold id.

@@ -113,44 +113,17 @@ var (
 // the root and at each hint, and fails if the server cannot be reached or
 // no metadata is found.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
-	u, err := url.Parse(cfg.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("httpstore: %q is not an http(s) URL", redact(cfg.URL))
+	u, err := parseBase(cfg.URL)
+	if err != nil {
+		return nil, err
 	}
-	u.Path = strings.TrimSuffix(u.Path, "/")
-	u.RawPath = ""
 	inflight := cfg.MaxInFlight
 	if inflight <= 0 {
 		inflight = 128
 	}
-	rt := cfg.Transport
-	if rt == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConns = 2 * inflight
-		t.MaxIdleConnsPerHost = inflight // reuse a connection per request in flight
-		t.DisableCompression = true      // ranges of the stored bytes, not of a gzip stream
-		rt = t
-	}
-	timeout := cfg.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
 	s := &Store{
-		base: u,
-		client: &http.Client{
-			Transport: remote.Watchdog{Next: rt.RoundTrip, Silence: timeout},
-			// A redirect from "key" to "key/" says key is a directory: stop
-			// there. Follow any other.
-			CheckRedirect: func(req *http.Request, via []*http.Request) error {
-				if len(via) >= 10 {
-					return errors.New("stopped after 10 redirects")
-				}
-				if req.URL.Path == via[len(via)-1].URL.Path+"/" {
-					return http.ErrUseLastResponse
-				}
-				return nil
-			},
-		},
+		base:    u,
+		client:  newClient(cfg, inflight),
 		limit:   remote.NewLimit(inflight),
 		backoff: cfg.Backoff,
 		log:     cfg.Log,
@@ -167,18 +140,77 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("httpstore: %s: %w", s.Name(), err)
 	}
-	for _, h := range cfg.Hints {
+	f, err := s.probeHints(ctx, cfg.Hints)
+	if err != nil {
+		return nil, err
+	}
+	if !found && !f {
+		return nil, fmt.Errorf("httpstore: %s: no Zarr metadata at the root (.zmetadata, zarr.json, .zgroup or .zarray); HTTP cannot list directories, so name the arrays or groups to mount with --array PATH", s.Name())
+	}
+	s.log.InfoContext(ctx, "http store opened", "url", s.Name())
+	return s, nil
+}
+
+// parseBase parses the base URL raw, refusing anything but an http(s) URL
+// with a host, and drops a trailing "/" from its path.
+func parseBase(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("httpstore: %q is not an http(s) URL", redact(raw))
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	u.RawPath = ""
+	return u, nil
+}
+
+// newClient returns the HTTP client of cfg's transport (by default one that
+// keeps a connection per request in flight), each attempt bounded by the
+// watchdog's silence timeout.
+func newClient(cfg Config, inflight int) *http.Client {
+	rt := cfg.Transport
+	if rt == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConns = 2 * inflight
+		t.MaxIdleConnsPerHost = inflight // reuse a connection per request in flight
+		t.DisableCompression = true      // ranges of the stored bytes, not of a gzip stream
+		rt = t
+	}
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	return &http.Client{
+		Transport: remote.Watchdog{Next: rt.RoundTrip, Silence: timeout},
+		// A redirect from "key" to "key/" says key is a directory: stop
+		// there. Follow any other.
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= 10 {
+				return errors.New("stopped after 10 redirects")
+			}
+			if req.URL.Path == via[len(via)-1].URL.Path+"/" {
+				return http.ErrUseLastResponse
+			}
+			return nil
+		},
+	}
+}
+
+// probeHints probes each hint and every directory above it, warning of a
+// hint without metadata; it reports whether any of them holds metadata.
+func (s *Store) probeHints(ctx context.Context, hints []string) (bool, error) {
+	found := false
+	for _, h := range hints {
 		h = strings.Trim(path.Clean("/"+h), "/")
 		if h == "" {
 			continue
 		}
 		if !fs.ValidPath(h) {
-			return nil, fmt.Errorf("httpstore: hint %q: %w", h, store.ErrOutside)
+			return false, fmt.Errorf("httpstore: hint %q: %w", h, store.ErrOutside)
 		}
 		for d := h; d != "."; d = path.Dir(d) {
 			f, err := s.probe(ctx, d)
 			if err != nil {
-				return nil, fmt.Errorf("httpstore: %s: %w", s.Name(), err)
+				return false, fmt.Errorf("httpstore: %s: %w", s.Name(), err)
 			}
 			if d == h && !f {
 				s.log.WarnContext(ctx, "no metadata found at hint", "key", h)
@@ -186,11 +218,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			found = found || f
 		}
 	}
-	if !found {
-		return nil, fmt.Errorf("httpstore: %s: no Zarr metadata at the root (.zmetadata, zarr.json, .zgroup or .zarray); HTTP cannot list directories, so name the arrays or groups to mount with --array PATH", s.Name())
-	}
-	s.log.InfoContext(ctx, "http store opened", "url", s.Name())
-	return s, nil
+	return found, nil
 }
 
 // Name returns the base URL without credentials or query (for logs and the

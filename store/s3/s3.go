@@ -538,43 +538,62 @@ func (s *Store) list(ctx context.Context, dir string, most int32) ([]store.Entry
 	var out []store.Entry
 	p := s3.NewListObjectsV2Paginator(s.client, in)
 	for p.HasMorePages() {
-		// The SDK retries a request until its headers; a listing whose body
-		// breaks (it does not parse) is tried again here. NextPage moves on
-		// only after a page parsed.
-		var page *s3.ListObjectsV2Output
-		err := s.backoff.Do(ctx, func(ctx context.Context) error {
-			var err error
-			page, err = call(ctx, s, func(ctx context.Context) (*s3.ListObjectsV2Output, error) {
-				return p.NextPage(ctx)
-			})
-			s.log.DebugContext(ctx, "s3", "op", "LIST", "key", dir, "err", err)
-			if err != nil {
-				return s.mapErr(ctx, dir, err)
-			}
-			return nil
-		})
+		page, err := s.nextPage(ctx, p, dir)
 		if err != nil {
 			return nil, err
 		}
-		for _, cp := range page.CommonPrefixes {
-			if name, ok := entryName(aws.ToString(cp.Prefix), prefix, true); ok {
-				out = append(out, store.Entry{Name: name, Dir: true})
-			}
-		}
-		for _, o := range page.Contents {
-			name, ok := entryName(aws.ToString(o.Key), prefix, false)
-			if !ok {
-				continue
-			}
-			out = append(out, store.Entry{Name: name, Size: aws.ToInt64(o.Size), Version: tag(o.ETag, o.LastModified)})
-			// A listing serves no bytes: a changed value is refused when
-			// it is read, and the version seen first stays the one served.
-			_ = s.facts.Observe(ctx, remote.Join(dir, name), remote.Fact{Size: aws.ToInt64(o.Size), Tag: tag(o.ETag, o.LastModified)})
-		}
+		out = s.appendPage(ctx, out, page, dir, prefix)
 		if most > 0 && len(out) >= int(most) {
 			break
 		}
 	}
+	return byName(out), nil
+}
+
+// nextPage fetches the next page of the listing of dir, trying again when
+// its body breaks.
+func (s *Store) nextPage(ctx context.Context, p *s3.ListObjectsV2Paginator, dir string) (*s3.ListObjectsV2Output, error) {
+	// The SDK retries a request until its headers; a listing whose body
+	// breaks (it does not parse) is tried again here. NextPage moves on
+	// only after a page parsed.
+	var page *s3.ListObjectsV2Output
+	err := s.backoff.Do(ctx, func(ctx context.Context) error {
+		var err error
+		page, err = call(ctx, s, func(ctx context.Context) (*s3.ListObjectsV2Output, error) {
+			return p.NextPage(ctx)
+		})
+		s.log.DebugContext(ctx, "s3", "op", "LIST", "key", dir, "err", err)
+		if err != nil {
+			return s.mapErr(ctx, dir, err)
+		}
+		return nil
+	})
+	return page, err
+}
+
+// appendPage appends to out the entries of one page of the listing of dir
+// (whose keys start with prefix), and records what it says of each object.
+func (s *Store) appendPage(ctx context.Context, out []store.Entry, page *s3.ListObjectsV2Output, dir, prefix string) []store.Entry {
+	for _, cp := range page.CommonPrefixes {
+		if name, ok := entryName(aws.ToString(cp.Prefix), prefix, true); ok {
+			out = append(out, store.Entry{Name: name, Dir: true})
+		}
+	}
+	for _, o := range page.Contents {
+		name, ok := entryName(aws.ToString(o.Key), prefix, false)
+		if !ok {
+			continue
+		}
+		out = append(out, store.Entry{Name: name, Size: aws.ToInt64(o.Size), Version: tag(o.ETag, o.LastModified)})
+		// A listing serves no bytes: a changed value is refused when
+		// it is read, and the version seen first stays the one served.
+		_ = s.facts.Observe(ctx, remote.Join(dir, name), remote.Fact{Size: aws.ToInt64(o.Size), Tag: tag(o.ETag, o.LastModified)})
+	}
+	return out
+}
+
+// byName sorts listed entries by name and keeps one entry per name.
+func byName(out []store.Entry) []store.Entry {
 	// Sorted by name, one entry per name: a key that is also a prefix of
 	// others ("a" and "a/0") is a directory, which is what leads to the
 	// rest (a Zarr store has no such key), and a name listed twice once.
@@ -590,8 +609,7 @@ func (s *Store) list(ctx context.Context, dir string, most int32) ([]store.Entry
 		}
 		return 1
 	})
-	out = slices.CompactFunc(out, func(a, b store.Entry) bool { return a.Name == b.Name })
-	return out, nil
+	return slices.CompactFunc(out, func(a, b store.Entry) bool { return a.Name == b.Name })
 }
 
 // entryName returns the name directly under prefix that a listed key (or,
