@@ -2,6 +2,7 @@ package s3store_test
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"net/http"
 	"path/filepath"
@@ -83,6 +84,22 @@ func TestListing(t *testing.T) {
 		if err != nil || strings.Join(got, " ") != tc.want {
 			t.Errorf("listing %s: %q, %v; want %q", tc.body, got, err, tc.want)
 		}
+	}
+}
+
+// TestListingLoops: a listing that says there is more under a
+// continuation token it gave before fails, rather than list forever.
+func TestListingLoops(t *testing.T) {
+	s, l := listingStore(t)
+	l.mu.Lock()
+	l.body = []byte(`<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>zarr</Name><Prefix>st/a/</Prefix><IsTruncated>true</IsTruncated>` +
+		`<NextContinuationToken>t1</NextContinuationToken><Contents><Key>st/a/0.0</Key><Size>10</Size></Contents></ListBucketResult>`)
+	l.mu.Unlock()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	es, err := s.List(ctx, "a")
+	if err == nil || ctx.Err() != nil || errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "t1") {
+		t.Errorf("List of a listing that repeats its token: %v, %v; want an error naming the token, at once", es, err)
 	}
 }
 

@@ -537,10 +537,17 @@ func (s *Store) list(ctx context.Context, dir string, most int32) ([]store.Entry
 	}
 	var out []store.Entry
 	p := s3.NewListObjectsV2Paginator(s.client, in)
+	tokens := map[string]bool{} // a server that gives one twice would list forever
 	for p.HasMorePages() {
 		page, err := s.nextPage(ctx, p, dir)
 		if err != nil {
 			return nil, err
+		}
+		if t := aws.ToString(page.NextContinuationToken); aws.ToBool(page.IsTruncated) && t != "" {
+			if tokens[t] {
+				return nil, fmt.Errorf("s3: list %s: the server gave continuation token %q twice: its listing never ends", dir, t)
+			}
+			tokens[t] = true
 		}
 		out = s.appendPage(ctx, out, page, dir, prefix)
 		if most > 0 && len(out) >= int(most) {
