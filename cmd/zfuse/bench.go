@@ -17,6 +17,7 @@ import (
 
 	"github.com/zfuse/zfuse/fs"
 	"github.com/zfuse/zfuse/gpu"
+	"github.com/zfuse/zfuse/internal/bench"
 	"github.com/zfuse/zfuse/internal/bytesize"
 	"github.com/zfuse/zfuse/zarr"
 )
@@ -265,7 +266,7 @@ func (b *bencher) round(ctx context.Context, set *storeSet) error {
 
 // direct reads a store with reader, without a mount.
 func (b *bencher) direct(ctx context.Context, set *storeSet, reader, via, store string) error {
-	if err := warmStore(filepath.Join(set.dir, store)); err != nil {
+	if err := bench.WarmDir(filepath.Join(set.dir, store)); err != nil {
 		return err
 	}
 	codec := strings.TrimSuffix(store, ".zarr")
@@ -285,7 +286,7 @@ func (b *bencher) direct(ctx context.Context, set *storeSet, reader, via, store 
 // the store's directory, or for zarr-http of its URL.
 func (b *bencher) viaMount(ctx context.Context, set *storeSet, reader, codec, serving string) error {
 	store := filepath.Join(set.dir, codec+".zarr")
-	if err := warmStore(store); err != nil {
+	if err := bench.WarmDir(store); err != nil {
 		return err
 	}
 	source := store
@@ -327,13 +328,13 @@ func (b *bencher) viaMount(ctx context.Context, set *storeSet, reader, codec, se
 func (b *bencher) read(ctx context.Context, set *storeSet, reader, root string) ([]float64, error) {
 	switch reader {
 	case readGrid:
-		return scanEpochs(ctx, root, set.keys, b.epochs)
+		return bench.ReadEpochs(ctx, root, set.keys, b.epochs)
 	case readList:
 		names, err := listChunks(root)
 		if err != nil {
 			return nil, err
 		}
-		return scanEpochs(ctx, root, names, b.epochs)
+		return bench.ReadEpochs(ctx, root, names, b.epochs)
 	case readZarr, readRemote: // root: a directory, or for zarr-http a URL
 		return b.python3(ctx, "zarr", root, strconv.Itoa(b.epochs))
 	case readNpy, readMap:
@@ -350,7 +351,7 @@ func (b *bencher) read(ctx context.Context, set *storeSet, reader, root string) 
 		if reader == readMap {
 			return b.python3(ctx, "npymap", filepath.Join(root, es[i].Name()), strconv.Itoa(b.epochs))
 		}
-		return scanEpochs(ctx, root, []string{es[i].Name()}, b.epochs)
+		return bench.ReadEpochs(ctx, root, []string{es[i].Name()}, b.epochs)
 	}
 	return b.python3(ctx, "loader", root, strconv.Itoa(b.epochs), "2")
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -27,7 +25,7 @@ type benchMount struct {
 	dir       string
 	statsFile string // "" for the floor, which writes none
 	cmd       *exec.Cmd
-	log       lineLog // its stderr
+	log       bench.LineLog // its stderr
 	exited    chan struct{}
 	err       error // of Wait, once exited is closed
 }
@@ -86,7 +84,7 @@ func (m *benchMount) start(ctx context.Context, exe string, args []string) error
 	go func() { m.err = m.cmd.Wait(); close(m.exited) }()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := m.log.waitFor(ctx, "msg=mounted", m.exited); err != nil {
+	if err := m.log.WaitFor(ctx, "msg=mounted", m.exited); err != nil {
 		m.stop()
 		return fmt.Errorf("bench: zfuse %s did not get ready: %w\n%s", args[0], err, m.log.String())
 	}
@@ -137,51 +135,4 @@ func (m *benchMount) stop() (mountStats, error) {
 	st.serving, st.memfdPeak = doc.Serve.Serving, doc.Stats.MemfdPeak+doc.Stats.PlacedPeak
 	st.reads, st.pushed, st.storeReads = doc.Serve.ChunkReadTimes, doc.Serve.Pushed, doc.Stats.StoreReads
 	return st, nil
-}
-
-// A lineLog collects a process's output and lets a reader wait for a line.
-// It is safe for concurrent use.
-type lineLog struct {
-	mu   sync.Mutex
-	buf  bytes.Buffer
-	wake chan struct{} // closed and replaced on every write
-}
-
-func (l *lineLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.wake != nil {
-		close(l.wake)
-		l.wake = nil
-	}
-	return l.buf.Write(p)
-}
-
-func (l *lineLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-// waitFor waits until the output holds s, the process exits, or ctx ends.
-func (l *lineLog) waitFor(ctx context.Context, s string, exited <-chan struct{}) error {
-	for {
-		l.mu.Lock()
-		if strings.Contains(l.buf.String(), s) {
-			l.mu.Unlock()
-			return nil
-		}
-		if l.wake == nil {
-			l.wake = make(chan struct{})
-		}
-		wake := l.wake
-		l.mu.Unlock()
-		select {
-		case <-wake:
-		case <-exited:
-			return errors.New("it exited")
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
 }

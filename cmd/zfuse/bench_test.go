@@ -18,24 +18,6 @@ import (
 	"github.com/zfuse/zfuse/readahead"
 )
 
-// TestLineLog: waitFor returns once the line is there, or when the
-// process exits first.
-func TestLineLog(t *testing.T) {
-	var l lineLog
-	done := make(chan error)
-	go func() { done <- l.waitFor(context.Background(), "msg=mounted", nil) }()
-	l.Write([]byte("level=INFO msg=\"serving path\"\n"))
-	l.Write([]byte("level=INFO msg=mounted source=x\n"))
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	close(exited)
-	if err := l.waitFor(context.Background(), "never", exited); err == nil {
-		t.Error("waitFor after exit: no error")
-	}
-}
-
 func TestChunkSide(t *testing.T) {
 	for _, r := range []struct {
 		size string
