@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -342,13 +341,7 @@ func (b *compressBench) sides(r int, m *benchCompressRuns) []func() error {
 				return err
 			})
 	}
-	for range r % len(sides) {
-		sides = append(sides[1:], sides[0])
-	}
-	if r%2 == 1 {
-		slices.Reverse(sides)
-	}
-	return sides
+	return bench.RoundOrder(r, sides)
 }
 
 // cSide measures the C libraries: numcodecs' Blosc-lz4 encode and ratio,
