@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/zfuse/zfuse/fs"
@@ -17,17 +15,15 @@ import (
 )
 
 // This file runs zfuse bench's mounts: each a `zfuse mount` process of this
-// binary, ready when it logs "mounted" (as the integration tests wait for
-// it), and measured from /proc and its stats file when it stops.
+// binary (a bench.Process), ready when it logs "mounted" (as the
+// integration tests wait for it), and measured from /proc and its stats
+// file when it stops.
 
 // A benchMount is one zfuse mount process, or one zfuse bench floor.
 type benchMount struct {
 	dir       string
 	statsFile string // "" for the floor, which writes none
-	cmd       *exec.Cmd
-	log       bench.LineLog // its stderr
-	exited    chan struct{}
-	err       error // of Wait, once exited is closed
+	proc      *bench.Process
 }
 
 // mountStats is what a mount used.
@@ -69,57 +65,29 @@ func (b *bencher) floor(ctx context.Context, store string) (*benchMount, error) 
 // newMount makes a new mountpoint.
 func (b *bencher) newMount() (*benchMount, error) {
 	b.mounts++
-	m := &benchMount{dir: filepath.Join(b.work, fmt.Sprintf("mnt%d", b.mounts)), exited: make(chan struct{})}
+	m := &benchMount{dir: filepath.Join(b.work, fmt.Sprintf("mnt%d", b.mounts))}
 	return m, os.Mkdir(m.dir, 0o755)
 }
 
 // start runs exe with args, which mounts m.dir, and waits until it logs
 // "mounted".
 func (m *benchMount) start(ctx context.Context, exe string, args []string) error {
-	m.cmd = exec.Command(exe, args...)
-	m.cmd.Stderr = &m.log
-	if err := m.cmd.Start(); err != nil {
-		return err
-	}
-	go func() { m.err = m.cmd.Wait(); close(m.exited) }()
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if err := m.log.WaitFor(ctx, "msg=mounted", m.exited); err != nil {
-		m.stop()
-		return fmt.Errorf("bench: zfuse %s did not get ready: %w\n%s", args[0], err, m.log.String())
-	}
-	return nil
+	p, err := bench.Start(ctx, "zfuse "+args[0], exec.Command(exe, args...), "msg=mounted")
+	m.proc = p
+	return err
 }
 
 // stop measures the mount, stops it with SIGTERM and reads its stats
 // file.
 func (m *benchMount) stop() (mountStats, error) {
 	var st mountStats
-	pid := m.cmd.Process.Pid
-	var errs []error
-	var err error
-	if st.hwm, err = bench.VmHWM(pid); err != nil {
-		errs = append(errs, err)
-	}
-	if st.cpu, err = bench.CPUTime(pid); err != nil {
-		errs = append(errs, err)
-	}
-	m.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-m.exited:
-	case <-time.After(time.Minute):
-		m.cmd.Process.Kill()
-		<-m.exited
-		return st, fmt.Errorf("bench: zfuse mount did not stop within a minute of SIGTERM\n%s", m.log.String())
-	}
-	if m.err != nil {
-		return st, fmt.Errorf("bench: zfuse mount: %v\n%s", m.err, m.log.String())
-	}
-	if len(errs) > 0 {
-		return st, errors.Join(errs...)
+	u, err := m.proc.Stop()
+	st.hwm, st.cpu = u.HWM, u.CPU
+	if err != nil {
+		return st, err
 	}
 	if m.statsFile == "" { // the floor: its log says how it served
-		if _, v, ok := strings.Cut(m.log.String(), " serving="); ok {
+		if _, v, ok := strings.Cut(m.proc.Log(), " serving="); ok {
 			st.serving, _, _ = strings.Cut(v, "\n")
 		}
 		return st, nil
