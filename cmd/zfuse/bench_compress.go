@@ -309,8 +309,7 @@ func runAll(cmds []*exec.Cmd, dest string) error {
 }
 
 // sides returns the sides of round r, each adding its measurements to m,
-// in this round's order: each round in another order, so that no side
-// always meets a warmer (or busier) machine, or follows the same one.
+// in this round's order (bench.RoundOrder: each round in another).
 func (b *compressBench) sides(r int, m *benchCompressRuns) []func() error {
 	sides := []func() error{
 		func() error { return b.cSide(m) },
