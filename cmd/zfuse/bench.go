@@ -17,6 +17,7 @@ import (
 
 	"github.com/zfuse/zfuse/fs"
 	"github.com/zfuse/zfuse/gpu"
+	"github.com/zfuse/zfuse/internal/bench"
 	"github.com/zfuse/zfuse/internal/bytesize"
 	"github.com/zfuse/zfuse/zarr"
 )
@@ -62,56 +63,12 @@ const (
 // with each reader of the matrix, through fresh mounts of this binary and
 // directly, in interleaved rounds, and prints the medians as a table.
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fl := flag.NewFlagSet("zfuse bench", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	b := &bencher{out: stdout, progress: stderr, lf: addLoaderFlags(fl), size: 256 << 20}
-	fl.StringVar(&b.stores, "store", "", "read the stores written by an earlier run (with --keep) in this directory instead of writing new ones")
-	fl.StringVar(&b.dir, "dir", "", "where to write the stores, in a subdirectory per chunk size (default: a new directory in $TMPDIR); without --keep only what the run wrote there is removed")
-	fl.Var((*boolFlag)(&b.keep), "keep", "keep the stores written, for --store")
-	fl.Var(&b.size, "size", "decoded size of each array written (planes of 4 MiB)")
-	fl.StringVar(&b.python, "python", "/usr/bin/python3", "Python with zarr 2.13, numcodecs 0.11 and torch")
-	b.runs, b.epochs, b.latency = 3, 3, 20*time.Millisecond
-	fl.Var((*countFlag)(&b.runs), "runs", "rounds of the whole matrix; the table shows the median and the range")
-	fl.Var((*countFlag)(&b.epochs), "epochs", "epochs each reader reads in one mount (epoch 1 is cold)")
-	fl.Var((*durationFlag)(&b.latency), "latency", "zarr-http: the time the bench's HTTP server waits before answering each request")
-	// list is a comma-separated flag, each of whose items check accepts.
-	list := func(name, def, usage string, into *[]string, check func(string) error) {
-		*into = strings.Split(def, ",")
-		fl.Func(name, usage+" (default "+def+")", func(s string) error {
-			items := strings.Split(s, ",")
-			for _, it := range items {
-				if err := check(it); err != nil {
-					return err
-				}
-			}
-			*into = items
-			return nil
-		})
-	}
-	one := func(words ...string) func(string) error {
-		return func(s string) error { return choice(new(string), words...).Set(s) }
-	}
-	list("readers", strings.Join(allReaders, ","), "readers to run, comma-separated", &b.readers, one(allReaders...))
-	list("codecs", "blosc,zstd", "compressed stores to read, comma-separated", &b.codecs, one("blosc", "zstd"))
-	list("chunks", "1MiB,64KiB", "chunk sizes, comma-separated (square planes of float32: 1MiB is 512x512, 64KiB 128x128)", &b.chunkSizes,
-		func(s string) error { _, err := chunkSide(s); return err })
-	list("servings", "auto", "serving paths to mount with, comma-separated: each reader's mount is repeated on each", &b.servings,
-		func(s string) error { _, err := fs.ParseServing(s); return err })
-	if err := parseFlags(fl, args, 0, stdout); err != nil { // usage.go: help to stdout, bad usage exits 2
+	b, err := parseBench(args, stdout, stderr)
+	if err != nil {
 		return err
 	}
-	if slices.Contains(b.readers, readRemote) {
-		if err := b.checkRemotePython(ctx); err != nil { // bench_remote.go
-			return err
-		}
-	}
-	if b.lf.decoder == gpu.GPU {
-		// Fail now, not after writing the stores, where every mount would.
-		dec, err := b.lf.decoders(nil, true)
-		if err != nil {
-			return fmt.Errorf("bench: %w", err)
-		}
-		dec.Close()
+	if err := b.check(ctx); err != nil {
+		return err
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -130,6 +87,70 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}()
 	return b.run(ctx)
+}
+
+// parseBench parses the flags of zfuse bench.
+func parseBench(args []string, stdout, stderr io.Writer) (*bencher, error) {
+	fl := flag.NewFlagSet("zfuse bench", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	b := &bencher{out: stdout, progress: stderr, lf: addLoaderFlags(fl), size: 256 << 20}
+	fl.StringVar(&b.stores, "store", "", "read the stores written by an earlier run (with --keep) in this directory instead of writing new ones")
+	fl.StringVar(&b.dir, "dir", "", "where to write the stores, in a subdirectory per chunk size (default: a new directory in $TMPDIR); without --keep only what the run wrote there is removed")
+	fl.Var((*boolFlag)(&b.keep), "keep", "keep the stores written, for --store")
+	fl.Var(&b.size, "size", "decoded size of each array written (planes of 4 MiB)")
+	fl.StringVar(&b.python, "python", "/usr/bin/python3", "Python with zarr 2.13, numcodecs 0.11 and torch")
+	b.runs, b.epochs, b.latency = 3, 3, 20*time.Millisecond
+	fl.Var((*countFlag)(&b.runs), "runs", "rounds of the whole matrix; the table shows the median and the range")
+	fl.Var((*countFlag)(&b.epochs), "epochs", "epochs each reader reads in one mount (epoch 1 is cold)")
+	fl.Var((*durationFlag)(&b.latency), "latency", "zarr-http: the time the bench's HTTP server waits before answering each request")
+	one := func(words ...string) func(string) error {
+		return func(s string) error { return choice(new(string), words...).Set(s) }
+	}
+	listFlag(fl, "readers", strings.Join(allReaders, ","), "readers to run, comma-separated", &b.readers, one(allReaders...))
+	listFlag(fl, "codecs", "blosc,zstd", "compressed stores to read, comma-separated", &b.codecs, one("blosc", "zstd"))
+	listFlag(fl, "chunks", "1MiB,64KiB", "chunk sizes, comma-separated (square planes of float32: 1MiB is 512x512, 64KiB 128x128)", &b.chunkSizes,
+		func(s string) error { _, err := chunkSide(s); return err })
+	listFlag(fl, "servings", "auto", "serving paths to mount with, comma-separated: each reader's mount is repeated on each", &b.servings,
+		func(s string) error { _, err := fs.ParseServing(s); return err })
+	if err := parseFlags(fl, args, 0, stdout); err != nil { // usage.go: help to stdout, bad usage exits 2
+		return nil, err
+	}
+	return b, nil
+}
+
+// listFlag defines a comma-separated flag into *into, each of whose items
+// check accepts.
+func listFlag(fl *flag.FlagSet, name, def, usage string, into *[]string, check func(string) error) {
+	*into = strings.Split(def, ",")
+	fl.Func(name, usage+" (default "+def+")", func(s string) error {
+		items := strings.Split(s, ",")
+		for _, it := range items {
+			if err := check(it); err != nil {
+				return err
+			}
+		}
+		*into = items
+		return nil
+	})
+}
+
+// check fails early, before the stores are written, on what would fail
+// every reader or mount later: zarr-http without its Python packages, a
+// --decoder gpu that cannot start.
+func (b *bencher) check(ctx context.Context) error {
+	if slices.Contains(b.readers, readRemote) {
+		if err := b.checkRemotePython(ctx); err != nil { // bench_remote.go
+			return err
+		}
+	}
+	if b.lf.decoder == gpu.GPU {
+		dec, err := b.lf.decoders(nil, true)
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		dec.Close()
+	}
+	return nil
 }
 
 // removeWritten removes what this run wrote, and nothing else: the
@@ -265,7 +286,7 @@ func (b *bencher) round(ctx context.Context, set *storeSet) error {
 
 // direct reads a store with reader, without a mount.
 func (b *bencher) direct(ctx context.Context, set *storeSet, reader, via, store string) error {
-	if err := warmStore(filepath.Join(set.dir, store)); err != nil {
+	if err := bench.WarmDir(filepath.Join(set.dir, store)); err != nil {
 		return err
 	}
 	codec := strings.TrimSuffix(store, ".zarr")
@@ -285,7 +306,7 @@ func (b *bencher) direct(ctx context.Context, set *storeSet, reader, via, store 
 // the store's directory, or for zarr-http of its URL.
 func (b *bencher) viaMount(ctx context.Context, set *storeSet, reader, codec, serving string) error {
 	store := filepath.Join(set.dir, codec+".zarr")
-	if err := warmStore(store); err != nil {
+	if err := bench.WarmDir(store); err != nil {
 		return err
 	}
 	source := store
@@ -327,13 +348,13 @@ func (b *bencher) viaMount(ctx context.Context, set *storeSet, reader, codec, se
 func (b *bencher) read(ctx context.Context, set *storeSet, reader, root string) ([]float64, error) {
 	switch reader {
 	case readGrid:
-		return scanEpochs(ctx, root, set.keys, b.epochs)
+		return bench.ReadEpochs(ctx, root, set.keys, b.epochs)
 	case readList:
 		names, err := listChunks(root)
 		if err != nil {
 			return nil, err
 		}
-		return scanEpochs(ctx, root, names, b.epochs)
+		return bench.ReadEpochs(ctx, root, names, b.epochs)
 	case readZarr, readRemote: // root: a directory, or for zarr-http a URL
 		return b.python3(ctx, "zarr", root, strconv.Itoa(b.epochs))
 	case readNpy, readMap:
@@ -350,7 +371,7 @@ func (b *bencher) read(ctx context.Context, set *storeSet, reader, root string) 
 		if reader == readMap {
 			return b.python3(ctx, "npymap", filepath.Join(root, es[i].Name()), strconv.Itoa(b.epochs))
 		}
-		return scanEpochs(ctx, root, []string{es[i].Name()}, b.epochs)
+		return bench.ReadEpochs(ctx, root, []string{es[i].Name()}, b.epochs)
 	}
 	return b.python3(ctx, "loader", root, strconv.Itoa(b.epochs), "2")
 }

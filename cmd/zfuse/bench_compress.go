@@ -12,10 +12,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/zfuse/zfuse/codec"
@@ -286,7 +284,7 @@ func (b *compressBench) compressTo(dest string, gw *benchGateway, n int) (rate, 
 			cpu += (ps.UserTime() + ps.SystemTime()).Seconds() / gib
 		}
 	}
-	return float64(b.total) / sec / 1e9, cpu, (gw.cpu() - gw0).Seconds() / gib, err
+	return bench.GBps(b.total, sec), cpu, (gw.cpu() - gw0).Seconds() / gib, err
 }
 
 // runAll starts the zfuse compress processes cmds at once and waits for
@@ -311,8 +309,7 @@ func runAll(cmds []*exec.Cmd, dest string) error {
 }
 
 // sides returns the sides of round r, each adding its measurements to m,
-// in this round's order: each round in another order, so that no side
-// always meets a warmer (or busier) machine, or follows the same one.
+// in this round's order (bench.RoundOrder: each round in another).
 func (b *compressBench) sides(r int, m *benchCompressRuns) []func() error {
 	sides := []func() error{
 		func() error { return b.cSide(m) },
@@ -343,13 +340,7 @@ func (b *compressBench) sides(r int, m *benchCompressRuns) []func() error {
 				return err
 			})
 	}
-	for range r % len(sides) {
-		sides = append(sides[1:], sides[0])
-	}
-	if r%2 == 1 {
-		slices.Reverse(sides)
-	}
-	return sides
+	return bench.RoundOrder(r, sides)
 }
 
 // cSide measures the C libraries: numcodecs' Blosc-lz4 encode and ratio,
@@ -359,7 +350,7 @@ func (b *compressBench) cSide(m *benchCompressRuns) error {
 	if err != nil {
 		return err
 	}
-	m.cEnc = append(m.cEnc, float64(b.total)/res["seconds"]/1e9)
+	m.cEnc = append(m.cEnc, bench.GBps(b.total, res["seconds"]))
 	m.cLZ4 = int64(res["encoded"])
 	if res, err = b.pyRun("encode", b.raw, b.threads, "zstd"); err != nil {
 		return err
@@ -371,7 +362,7 @@ func (b *compressBench) cSide(m *benchCompressRuns) error {
 	if err != nil {
 		return err
 	}
-	m.pyCopy = append(m.pyCopy, float64(b.total)/res["seconds"]/1e9)
+	m.pyCopy = append(m.pyCopy, bench.GBps(b.total, res["seconds"]))
 	return nil
 }
 
@@ -382,7 +373,7 @@ func (b *compressBench) goSide(m *benchCompressRuns) error {
 	if err != nil {
 		return err
 	}
-	m.goEnc = append(m.goEnc, float64(b.total)/sec/1e9)
+	m.goEnc = append(m.goEnc, bench.GBps(b.total, sec))
 	m.goLZ4 = n
 	if _, m.goZstd, err = b.goEncode(b.zs); err != nil {
 		return err
@@ -428,15 +419,29 @@ type benchCompressRuns struct {
 	cLZ4, goLZ4, cZstd, goZstd int64 // encoded bytes
 }
 
+// report prints the setting, the rates, the CPU time and the targets.
 func (m benchCompressRuns) report(w io.Writer, total int64, nchunks, workers int, start time.Time, load0 string) {
 	fmt.Fprintf(w, "zfuse bench compress, %s: %s\n", start.UTC().Format("2006-01-02 15:04 MST"), machine())
 	fmt.Fprintf(w, "array: float32, %s in %d chunks of 1 MiB, smooth field plus noise (zfuse bench's), stored uncompressed\n", bytesize.Format(total), nchunks)
 	fmt.Fprintf(w, "zfuse: --workers %d; numcodecs 0.11: blosc.set_nthreads(%d); %d rounds alternating, median [min-max]; rates are 1e9 bytes/s of decoded data\n", workers, workers, len(m.goEnc))
 	fmt.Fprintf(w, "load average (1, 5, 15 min) at the start %s, at the end %s\n\n", load0, loadAvg())
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	m.reportRates(w)
+	m.reportCPU(w)
+	fmt.Fprintln(w)
+	t := bench.NewTable(w)
+	t.Row("target", "measured", "wanted", "")
+	for _, g := range m.targets(total) {
+		t.Row(g.Name, g.Got, g.Want, g.Verdict())
+	}
+	t.Flush()
+}
+
+// reportRates prints each side's rate.
+func (m benchCompressRuns) reportRates(w io.Writer) {
+	t := bench.NewTable(w)
 	row := func(name string, v []float64) {
 		med, lo, hi := bench.Median(v)
-		fmt.Fprintf(tw, "%s\t%.2f GB/s [%.2f-%.2f]\n", name, med, lo, hi)
+		t.Row(name, fmt.Sprintf("%.2f GB/s [%.2f-%.2f]", med, lo, hi))
 	}
 	row("Blosc(lz4, 5, shuffle) encode, numcodecs", m.cEnc)
 	row("Blosc(lz4, 5, shuffle) encode, zfuse pool", m.goEnc)
@@ -447,53 +452,49 @@ func (m benchCompressRuns) report(w io.Writer, total int64, nchunks, workers int
 		row("the same into S3 (versitygw, 127.0.0.1)", m.s3Copy)
 		row(fmt.Sprintf("the same into S3, %d parts at once, then --finish", m.parts), m.s3Parts)
 	}
-	tw.Flush()
-	// Where the time goes, on a machine whose cores the gateway shares.
+	t.Flush()
+}
+
+// reportCPU prints where the time goes, on a machine whose cores the
+// gateway shares.
+func (m benchCompressRuns) reportCPU(w io.Writer) {
 	med := func(v []float64) string {
 		if len(v) == 0 {
 			return "-"
 		}
-		x, lo, hi := bench.Median(v)
-		return fmt.Sprintf("%.2f [%.2f-%.2f]", x, lo, hi)
+		return bench.FormatRange(bench.Median(v))
 	}
 	fmt.Fprintf(w, "\nCPU seconds per GiB, median [min-max]: zfuse into a directory %s, in %d parts %s", med(m.cpu[0]), m.parts, med(m.cpu[1]))
 	if len(m.s3Copy) > 0 {
 		fmt.Fprintf(w, "; into S3 %s, in parts %s; versitygw receiving it %s, in parts %s", med(m.cpu[2]), med(m.cpu[3]), med(m.gwCPU[0]), med(m.gwCPU[1]))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "target\tmeasured\twanted\t")
+}
+
+// targets judges the encoder and zfuse compress against the C libraries
+// and zarr-python. Speed ratios pair the two sides of each round (the
+// same load), and their median and range are reported.
+func (m benchCompressRuns) targets(total int64) []bench.Target {
 	ratioC, ratioGo := float64(total)/float64(m.cLZ4), float64(total)/float64(m.goLZ4)
 	zC, zGo := float64(total)/float64(m.cZstd), float64(total)/float64(m.goZstd)
-	// Speed ratios pair the two sides of each round (the same load), and
-	// their median and range are reported.
-	paired := func(a, b []float64) (med, lo, hi float64) {
-		r := make([]float64, len(a))
-		for i := range a {
-			r[i] = a[i] / b[i]
-		}
-		return bench.Median(r)
+	paired := func(name string, a, b []float64, want float64) bench.Target {
+		med, lo, hi := bench.Paired(a, b)
+		return bench.Target{Name: name, Got: bench.FormatRatio(med, lo, hi), Want: fmt.Sprintf(">= %gx", want), OK: med >= want}
 	}
-	enc, encLo, encHi := paired(m.goEnc, m.cEnc)
-	cp, cpLo, cpHi := paired(m.zCopy, m.pyCopy)
-	met := func(ok bool) string {
-		if ok {
-			return "met"
-		}
-		return "NOT MET"
+	ratio := func(name string, got, want float64) bench.Target {
+		return bench.Target{Name: name, Got: fmt.Sprintf("%.4f", got), Want: fmt.Sprintf(">= %.2f", want), OK: got >= want}
 	}
-	fmt.Fprintf(tw, "Blosc-lz4 encode, zfuse / numcodecs (per round)\t%.2fx [%.2f-%.2f]\t>= 2x\t%s\n", enc, encLo, encHi, met(enc >= 2))
-	fmt.Fprintf(tw, "Blosc-lz4 ratio, zfuse %.4f / c-blosc %.4f\t%.4f\t>= 0.98\t%s\n", ratioGo, ratioC, ratioGo/ratioC, met(ratioGo/ratioC >= 0.98))
-	fmt.Fprintf(tw, "Zstd(3) ratio, zfuse %.4f / libzstd %.4f\t%.4f\t>= 0.95\t%s\n", zGo, zC, zGo/zC, met(zGo/zC >= 0.95))
-	fmt.Fprintf(tw, "zfuse compress / zarr-python copy (per round)\t%.2fx [%.2f-%.2f]\t>= 2x\t%s\n", cp, cpLo, cpHi, met(cp >= 2))
-	pt, ptLo, ptHi := paired(m.zParts, m.zCopy)
-	fmt.Fprintf(tw, "zfuse compress, %d parts / one process (per round)\t%.2fx [%.2f-%.2f]\t>= 0.9x\t%s\n", m.parts, pt, ptLo, ptHi, met(pt >= 0.9))
+	out := []bench.Target{
+		paired("Blosc-lz4 encode, zfuse / numcodecs (per round)", m.goEnc, m.cEnc, 2),
+		ratio(fmt.Sprintf("Blosc-lz4 ratio, zfuse %.4f / c-blosc %.4f", ratioGo, ratioC), ratioGo/ratioC, 0.98),
+		ratio(fmt.Sprintf("Zstd(3) ratio, zfuse %.4f / libzstd %.4f", zGo, zC), zGo/zC, 0.95),
+		paired("zfuse compress / zarr-python copy (per round)", m.zCopy, m.pyCopy, 2),
+		paired(fmt.Sprintf("zfuse compress, %d parts / one process (per round)", m.parts), m.zParts, m.zCopy, 0.9),
+	}
 	if len(m.s3Copy) > 0 {
-		s3, s3Lo, s3Hi := paired(m.s3Copy, m.zCopy)
-		fmt.Fprintf(tw, "zfuse compress into S3 / into a directory (per round)\t%.2fx [%.2f-%.2f]\t>= 0.7x\t%s\n", s3, s3Lo, s3Hi, met(s3 >= 0.7))
-		s3p, s3pLo, s3pHi := paired(m.s3Parts, m.zParts)
-		fmt.Fprintf(tw, "the same, %d parts, into S3 / into a directory (per round)\t%.2fx [%.2f-%.2f]\t>= 0.7x\t%s\n", m.parts, s3p, s3pLo, s3pHi, met(s3p >= 0.7))
+		out = append(out,
+			paired("zfuse compress into S3 / into a directory (per round)", m.s3Copy, m.zCopy, 0.7),
+			paired(fmt.Sprintf("the same, %d parts, into S3 / into a directory (per round)", m.parts), m.s3Parts, m.zParts, 0.7))
 	}
-	tw.Flush()
+	return out
 }

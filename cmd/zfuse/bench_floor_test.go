@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/zfuse/zfuse/fs"
+	"github.com/zfuse/zfuse/internal/bench"
 	"github.com/zfuse/zfuse/internal/testutil"
 )
 
@@ -43,7 +44,7 @@ func TestBenchFloor(t *testing.T) {
 	}
 	mnt := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
-	var log lineLog
+	var log bench.LineLog
 	exited := make(chan struct{})
 	var err error
 	go func() {
@@ -52,7 +53,7 @@ func TestBenchFloor(t *testing.T) {
 	}()
 	wait, stop := context.WithTimeout(context.Background(), time.Minute)
 	defer stop()
-	if err := log.waitFor(wait, "msg=mounted", exited); err != nil {
+	if err := log.WaitFor(wait, "msg=mounted", exited); err != nil {
 		t.Fatalf("the floor did not mount: %v\n%s", err, log.String())
 	}
 	defer func() {

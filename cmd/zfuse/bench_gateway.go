@@ -8,9 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/zfuse/zfuse/internal/bench"
 )
 
 // A benchGateway is versitygw's posix backend serving a directory as S3
@@ -73,21 +73,16 @@ func startBenchGateway(ctx context.Context, bin, dir string) (*benchGateway, err
 }
 
 // cpu returns the CPU time the gateway has used, all its threads (0 for
-// none): utime and stime of /proc/PID/stat, in USER_HZ (100 a second on
-// Linux).
+// none, or when /proc cannot say).
 func (g *benchGateway) cpu() time.Duration {
 	if g == nil {
 		return 0
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", g.cmd.Process.Pid))
-	_, rest, ok := strings.Cut(string(b), ") ") // after the command name, which may hold spaces
-	f := strings.Fields(rest)
-	if err != nil || !ok || len(f) < 13 {
+	d, err := bench.CPUTime(g.cmd.Process.Pid)
+	if err != nil {
 		return 0
 	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	s, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+s) * 10 * time.Millisecond
+	return d
 }
 
 func (g *benchGateway) stop() {

@@ -1,17 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/zfuse/zfuse/fs"
@@ -19,17 +15,15 @@ import (
 )
 
 // This file runs zfuse bench's mounts: each a `zfuse mount` process of this
-// binary, ready when it logs "mounted" (as the integration tests wait for
-// it), and measured from /proc and its stats file when it stops.
+// binary (a bench.Process), ready when it logs "mounted" (as the
+// integration tests wait for it), and measured from /proc and its stats
+// file when it stops.
 
 // A benchMount is one zfuse mount process, or one zfuse bench floor.
 type benchMount struct {
 	dir       string
 	statsFile string // "" for the floor, which writes none
-	cmd       *exec.Cmd
-	log       lineLog // its stderr
-	exited    chan struct{}
-	err       error // of Wait, once exited is closed
+	proc      *bench.Process
 }
 
 // mountStats is what a mount used.
@@ -71,57 +65,29 @@ func (b *bencher) floor(ctx context.Context, store string) (*benchMount, error) 
 // newMount makes a new mountpoint.
 func (b *bencher) newMount() (*benchMount, error) {
 	b.mounts++
-	m := &benchMount{dir: filepath.Join(b.work, fmt.Sprintf("mnt%d", b.mounts)), exited: make(chan struct{})}
+	m := &benchMount{dir: filepath.Join(b.work, fmt.Sprintf("mnt%d", b.mounts))}
 	return m, os.Mkdir(m.dir, 0o755)
 }
 
 // start runs exe with args, which mounts m.dir, and waits until it logs
 // "mounted".
 func (m *benchMount) start(ctx context.Context, exe string, args []string) error {
-	m.cmd = exec.Command(exe, args...)
-	m.cmd.Stderr = &m.log
-	if err := m.cmd.Start(); err != nil {
-		return err
-	}
-	go func() { m.err = m.cmd.Wait(); close(m.exited) }()
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if err := m.log.waitFor(ctx, "msg=mounted", m.exited); err != nil {
-		m.stop()
-		return fmt.Errorf("bench: zfuse %s did not get ready: %w\n%s", args[0], err, m.log.String())
-	}
-	return nil
+	p, err := bench.Start(ctx, "zfuse "+args[0], exec.Command(exe, args...), "msg=mounted")
+	m.proc = p
+	return err
 }
 
 // stop measures the mount, stops it with SIGTERM and reads its stats
 // file.
 func (m *benchMount) stop() (mountStats, error) {
 	var st mountStats
-	pid := m.cmd.Process.Pid
-	var errs []error
-	var err error
-	if st.hwm, err = bench.VmHWM(pid); err != nil {
-		errs = append(errs, err)
-	}
-	if st.cpu, err = bench.CPUTime(pid); err != nil {
-		errs = append(errs, err)
-	}
-	m.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-m.exited:
-	case <-time.After(time.Minute):
-		m.cmd.Process.Kill()
-		<-m.exited
-		return st, fmt.Errorf("bench: zfuse mount did not stop within a minute of SIGTERM\n%s", m.log.String())
-	}
-	if m.err != nil {
-		return st, fmt.Errorf("bench: zfuse mount: %v\n%s", m.err, m.log.String())
-	}
-	if len(errs) > 0 {
-		return st, errors.Join(errs...)
+	u, err := m.proc.Stop()
+	st.hwm, st.cpu = u.HWM, u.CPU
+	if err != nil {
+		return st, err
 	}
 	if m.statsFile == "" { // the floor: its log says how it served
-		if _, v, ok := strings.Cut(m.log.String(), " serving="); ok {
+		if _, v, ok := strings.Cut(m.proc.Log(), " serving="); ok {
 			st.serving, _, _ = strings.Cut(v, "\n")
 		}
 		return st, nil
@@ -137,51 +103,4 @@ func (m *benchMount) stop() (mountStats, error) {
 	st.serving, st.memfdPeak = doc.Serve.Serving, doc.Stats.MemfdPeak+doc.Stats.PlacedPeak
 	st.reads, st.pushed, st.storeReads = doc.Serve.ChunkReadTimes, doc.Serve.Pushed, doc.Stats.StoreReads
 	return st, nil
-}
-
-// A lineLog collects a process's output and lets a reader wait for a line.
-// It is safe for concurrent use.
-type lineLog struct {
-	mu   sync.Mutex
-	buf  bytes.Buffer
-	wake chan struct{} // closed and replaced on every write
-}
-
-func (l *lineLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.wake != nil {
-		close(l.wake)
-		l.wake = nil
-	}
-	return l.buf.Write(p)
-}
-
-func (l *lineLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-// waitFor waits until the output holds s, the process exits, or ctx ends.
-func (l *lineLog) waitFor(ctx context.Context, s string, exited <-chan struct{}) error {
-	for {
-		l.mu.Lock()
-		if strings.Contains(l.buf.String(), s) {
-			l.mu.Unlock()
-			return nil
-		}
-		if l.wake == nil {
-			l.wake = make(chan struct{})
-		}
-		wake := l.wake
-		l.mu.Unlock()
-		select {
-		case <-wake:
-		case <-exited:
-			return errors.New("it exited")
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
 }

@@ -5,50 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
+
+	"github.com/zfuse/zfuse/internal/bench"
 )
 
-// This file holds zfuse bench's readers: the file tool in Go, and the
-// Python ones through bench.py.
-
-// scanEpochs reads the files names under root, in that order, epochs
-// times, and returns each epoch's rate in GB/s (1e9 bytes per second).
-func scanEpochs(ctx context.Context, root string, names []string, epochs int) ([]float64, error) {
-	out := make([]float64, epochs)
-	for e := range out {
-		n, d, err := scan(ctx, root, names)
-		if err != nil {
-			return nil, err
-		}
-		out[e] = float64(n) / d.Seconds() / 1e9
-	}
-	return out, nil
-}
-
-// scan is the file tool: it opens, reads whole (1 MiB at a time) and closes
-// the files names under root in order, and returns the bytes read and the
-// time taken.
-func scan(ctx context.Context, root string, names []string) (int64, time.Duration, error) {
-	buf := make([]byte, 1<<20)
-	var n int64
-	start := time.Now()
-	for _, k := range names {
-		if err := ctx.Err(); err != nil {
-			return n, 0, err
-		}
-		m, err := readFile(filepath.Join(root, k), buf) // warmup.go
-		n += m
-		if err != nil {
-			return n, 0, err
-		}
-	}
-	return n, time.Since(start), nil
-}
+// This file holds zfuse bench's readers: the orders the file tool
+// (bench.ReadEpochs) reads chunk files in, and the Python readers through
+// bench.py.
 
 // listChunks returns the chunk files of the array at root in listing
 // order: as os.ReadDir lists them, sorted by name ("0.0.0", "0.0.1",
@@ -65,28 +32,6 @@ func listChunks(root string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// warmStore reads every file of a store, so that its values are in the
-// page cache: every measurement reads stores from memory, where FUSE and
-// the decoders, not the disk, set the pace.
-func warmStore(dir string) error {
-	es, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range es {
-		f, err := os.Open(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(io.Discard, f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("bench: %w", err)
-		}
-	}
-	return nil
 }
 
 // python3 runs bench.py with args and returns the rates of the epochs it
@@ -111,7 +56,7 @@ func (b *bencher) python3(ctx context.Context, args ...string) ([]float64, error
 	}
 	rates := make([]float64, len(epochs))
 	for i, e := range epochs {
-		rates[i] = float64(e.Bytes) / e.Seconds / 1e9
+		rates[i] = bench.GBps(e.Bytes, e.Seconds)
 	}
 	return rates, nil
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/zfuse/zfuse/internal/bench"
 )
 
 // This file is zfuse bench's remote reader, zarr-http: zarr-python reads
@@ -89,7 +91,7 @@ func (b *bencher) remote(ctx context.Context, set *storeSet) error {
 		return errors.New("bench: no HTTP server") // not reached: run starts it
 	}
 	for _, codec := range b.codecs {
-		if err := warmStore(filepath.Join(set.dir, codec+".zarr")); err != nil {
+		if err := bench.WarmDir(filepath.Join(set.dir, codec+".zarr")); err != nil {
 			return err
 		}
 		before := b.http.requests.Load()

@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/zfuse/zfuse/convert"
@@ -41,7 +41,16 @@ func (r *benchResults) addMount(c cell, st mountStats) { r.mounts[c] = append(r.
 // report prints the setting, the matrix, the mounts' memory and the
 // targets.
 func (b *bencher) report() {
-	r, lf := b.res, b.lf
+	b.reportSetting()
+	b.reportMatrix()
+	b.reportRatios()
+	b.reportFloor()
+	b.reportTargets()
+}
+
+// reportSetting prints what was measured, how, and where.
+func (b *bencher) reportSetting() {
+	lf := b.lf
 	fmt.Fprintf(b.out, "zfuse bench, %s: %s\n", b.start, machine())
 	for _, set := range b.sets {
 		ratio := func(name string) float64 {
@@ -64,122 +73,136 @@ func (b *bencher) report() {
 	}
 	fmt.Fprintf(b.out, "load average (1, 5, 15 min) at the start %s, at the end %s\n", b.load, loadAvg())
 	fmt.Fprintf(b.out, "GB/s, median of %d rounds [lowest-highest]\n\n", b.runs)
+}
 
-	w := tabwriter.NewWriter(b.out, 0, 4, 2, ' ', 0)
-	head := "chunks\treader\tcodec\tsource\t"
-	for e := range b.epochs {
-		head += fmt.Sprintf("epoch %d\t", e+1)
-	}
-	fmt.Fprintln(w, head+"mount: serving, peak RSS + memfds + pushed, CPU\t")
-	for _, c := range r.Order {
-		src := c.via
-		if c.via == viaMount {
-			src = "mount"
-			if len(b.servings) > 1 {
-				src += "(" + c.serving + ")"
-			}
-		}
+// reportMatrix prints every cell's rate by epoch, and what its mounts
+// used.
+func (b *bencher) reportMatrix() {
+	t := bench.NewTable(b.out)
+	t.Row(slices.Concat([]string{"chunks", "reader", "codec", "source"}, epochHeads(b.epochs), []string{"mount: serving, peak RSS + memfds + pushed, CPU", ""})...)
+	for _, c := range b.res.Order {
 		codec := c.codec
 		if codec == "" {
 			codec = "none"
 		}
-		line := fmt.Sprintf("%s\t%s\t%s\t%s\t", c.chunk, c.reader, codec, src)
-		for e := range b.epochs {
-			med, lo, hi, ok := r.Epoch(c, e)
-			if ok {
-				line += fmt.Sprintf("%.2f [%.2f-%.2f]\t", med, lo, hi)
-			} else {
-				line += "-\t"
-			}
-		}
-		if ms := r.mounts[c]; len(ms) > 0 {
-			peak, cpu := int64(0), time.Duration(0)
-			for _, m := range ms {
-				peak = max(peak, m.hwm+m.memfdPeak)
-				cpu += m.cpu
-			}
-			line += fmt.Sprintf("%s, %s, %.2f s\t", ms[0].serving, bytesize.Format(peak), cpu.Seconds()/float64(len(ms)))
-		} else {
-			line += "\t"
-		}
-		fmt.Fprintln(w, line)
+		t.Row(slices.Concat([]string{c.chunk, c.reader, codec, b.source(c)}, b.res.EpochCells(c, b.epochs), []string{mountCell(b.res.mounts[c]), ""})...)
 	}
-	w.Flush()
-	b.reportRatios()
-	b.reportFloor()
-
-	fmt.Fprintln(b.out)
-	w = tabwriter.NewWriter(b.out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "target\tmeasured\twanted\t\t")
-	for _, t := range b.targets() {
-		verdict := "met"
-		if !t.ok {
-			verdict = "NOT MET"
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t\n", t.name, t.got, t.want, verdict)
-	}
-	w.Flush()
+	t.Flush()
 }
 
-// A benchTarget is one of the issue's targets, as measured.
-type benchTarget struct {
-	name, got, want string
-	ok              bool
+// source names where cell c read from: its via, and for a mount the
+// serving path asked for when more than one was.
+func (b *bencher) source(c cell) string {
+	if c.via == viaMount && len(b.servings) > 1 {
+		return c.via + "(" + c.serving + ")"
+	}
+	return c.via
+}
+
+// mountCell shows the mounts of a cell: the serving path, the highest peak
+// of memory and the mean CPU time; "" for none.
+func mountCell(ms []mountStats) string {
+	if len(ms) == 0 {
+		return ""
+	}
+	peak, cpu := int64(0), time.Duration(0)
+	for _, m := range ms {
+		peak = max(peak, m.hwm+m.memfdPeak)
+		cpu += m.cpu
+	}
+	return fmt.Sprintf("%s, %s, %.2f s", ms[0].serving, bytesize.Format(peak), cpu.Seconds()/float64(len(ms)))
+}
+
+// epochHeads are the headings of n epoch columns.
+func epochHeads(n int) []string {
+	h := make([]string, n)
+	for e := range h {
+		h[e] = fmt.Sprintf("epoch %d", e+1)
+	}
+	return h
+}
+
+// reportTargets prints each target, as measured, and its verdict.
+func (b *bencher) reportTargets() {
+	fmt.Fprintln(b.out)
+	t := bench.NewTable(b.out)
+	t.Row("target", "measured", "wanted", "", "")
+	for _, g := range b.targets() {
+		t.Row(g.Name, g.Got, g.Want, g.Verdict(), "")
+	}
+	t.Flush()
 }
 
 // targets compares the results with the targets of the data-path issue,
-// on the Blosc-lz4 stores, for each serving path measured.
-func (b *bencher) targets() []benchTarget {
-	r := b.res
-	var out []benchTarget
-	x := func(med, lo, hi float64) string { return fmt.Sprintf("%.2fx [%.2f-%.2f]", med, lo, hi) }
-	add := func(name string, a, base cell, e int, want float64) {
-		med, lo, hi, ok := r.Ratio(a, base, e)
-		if ok {
-			out = append(out, benchTarget{name, x(med, lo, hi), fmt.Sprintf(">= %.2fx", want), med >= want})
-		}
-	}
-	const codec = "blosc"
+// on the Blosc-lz4 stores, for each serving path measured, then the
+// memory of the mounts with the budget.
+func (b *bencher) targets() []bench.Target {
+	var out []bench.Target
 	for _, serving := range b.servings {
 		on := ""
 		if len(b.servings) > 1 {
 			on = " (" + serving + ")"
 		}
 		for _, set := range b.sets {
-			ch := set.name
-			mount := func(reader string) cell { return cell{ch, codec, reader, viaMount, serving} }
-			self := func(reader string) cell { return cell{ch, codec, reader, viaSelf, ""} }
-			raw := func(reader string) cell { return cell{ch, "", reader, viaRaw, ""} }
-			want := map[string][2]float64{"1MiB": {1.2, 2.0}, "64KiB": {0.8, 1.0}}[ch]
-			if want[0] > 0 {
-				add(ch+" zarr-python via mount / decoding itself, epoch 1"+on, mount(readZarr), self(readZarr), 0, want[0])
-				add(ch+" zarr-python via mount / decoding itself, epoch 2"+on, mount(readZarr), self(readZarr), 1, want[1])
-			}
-			if ch == "1MiB" {
-				add(ch+" DataLoader via mount / decoding itself, epoch 1"+on, mount(readLoader), self(readLoader), 0, 1.0)
-				add(ch+" DataLoader via mount / decoding itself, epoch 3"+on, mount(readLoader), self(readLoader), 2, 1.1)
-			}
-			add(ch+" file tool via mount / uncompressed direct, cold"+on, mount(readGrid), raw(readGrid), 0, 0.25)
-			add(ch+" file tool via mount / uncompressed direct, warm"+on, mount(readGrid), raw(readGrid), 1, 0.8)
-			add(ch+" file tool, listing order / grid order, cold"+on, mount(readList), mount(readGrid), 0, 0.8)
-			floor := func(reader string) cell { return cell{ch, "", reader, viaFloor, ""} }
-			if want := map[string]float64{"1MiB": 1.0, "64KiB": 0.8}[ch]; want > 0 {
-				add(ch+" file tool via mount / the FUSE floor, cold"+on, mount(readGrid), floor(readGrid), 0, want)
-				add(ch+" file tool via mount / the FUSE floor, cold, listing order"+on, mount(readList), floor(readList), 0, want)
-			}
-			add(ch+" .npy file (--as-npy) / chunk files, read whole, cold"+on, mount(readNpy), mount(readGrid), 0, 0.8)
-			if t, ok := mapTarget(r.mounts[mount(readMap)], set); ok {
-				t.name = ch + " " + t.name + on
-				out = append(out, t)
-			}
-			http := cell{ch, codec, readRemote, viaHTTP, ""}
-			add(ch+" zarr-python via mount / over HTTP itself, epoch 1"+on, mount(readRemote), http, 0, 3)
-			add(ch+" zarr-python via mount / over HTTP itself, epoch 2"+on, mount(readRemote), http, 1, 10)
+			out = append(out, b.setTargets(set, serving, on)...)
 		}
 	}
+	if t, ok := b.memoryTarget(); ok {
+		out = append(out, t)
+	}
+	return out
+}
+
+// setTargets are the targets of the chunk size of set, read through
+// mounts on serving; on ends their names.
+func (b *bencher) setTargets(set *storeSet, serving, on string) []bench.Target {
+	r := b.res
+	var out []bench.Target
+	add := func(name string, a, base cell, e int, want float64) {
+		med, lo, hi, ok := r.Ratio(a, base, e)
+		if ok {
+			out = append(out, bench.Target{Name: name, Got: bench.FormatRatio(med, lo, hi), Want: fmt.Sprintf(">= %.2fx", want), OK: med >= want})
+		}
+	}
+	const codec = "blosc"
+	ch := set.name
+	mount := func(reader string) cell { return cell{ch, codec, reader, viaMount, serving} }
+	self := func(reader string) cell { return cell{ch, codec, reader, viaSelf, ""} }
+	raw := func(reader string) cell { return cell{ch, "", reader, viaRaw, ""} }
+	want := map[string][2]float64{"1MiB": {1.2, 2.0}, "64KiB": {0.8, 1.0}}[ch]
+	if want[0] > 0 {
+		add(ch+" zarr-python via mount / decoding itself, epoch 1"+on, mount(readZarr), self(readZarr), 0, want[0])
+		add(ch+" zarr-python via mount / decoding itself, epoch 2"+on, mount(readZarr), self(readZarr), 1, want[1])
+	}
+	if ch == "1MiB" {
+		add(ch+" DataLoader via mount / decoding itself, epoch 1"+on, mount(readLoader), self(readLoader), 0, 1.0)
+		add(ch+" DataLoader via mount / decoding itself, epoch 3"+on, mount(readLoader), self(readLoader), 2, 1.1)
+	}
+	add(ch+" file tool via mount / uncompressed direct, cold"+on, mount(readGrid), raw(readGrid), 0, 0.25)
+	add(ch+" file tool via mount / uncompressed direct, warm"+on, mount(readGrid), raw(readGrid), 1, 0.8)
+	add(ch+" file tool, listing order / grid order, cold"+on, mount(readList), mount(readGrid), 0, 0.8)
+	floor := func(reader string) cell { return cell{ch, "", reader, viaFloor, ""} }
+	if want := map[string]float64{"1MiB": 1.0, "64KiB": 0.8}[ch]; want > 0 {
+		add(ch+" file tool via mount / the FUSE floor, cold"+on, mount(readGrid), floor(readGrid), 0, want)
+		add(ch+" file tool via mount / the FUSE floor, cold, listing order"+on, mount(readList), floor(readList), 0, want)
+	}
+	add(ch+" .npy file (--as-npy) / chunk files, read whole, cold"+on, mount(readNpy), mount(readGrid), 0, 0.8)
+	if t, ok := mapTarget(r.mounts[mount(readMap)], set); ok {
+		t.Name = ch + " " + t.Name + on
+		out = append(out, t)
+	}
+	http := cell{ch, codec, readRemote, viaHTTP, ""}
+	add(ch+" zarr-python via mount / over HTTP itself, epoch 1"+on, mount(readRemote), http, 0, 3)
+	add(ch+" zarr-python via mount / over HTTP itself, epoch 2"+on, mount(readRemote), http, 1, 10)
+	return out
+}
+
+// memoryTarget is the highest peak of memory of a mount (not the floor's)
+// against the budget; ok is false when there were no mounts.
+func (b *bencher) memoryTarget() (t bench.Target, ok bool) {
 	var peak int64
 	var at string
-	for c, ms := range r.mounts {
+	for c, ms := range b.res.mounts {
 		if c.via != viaMount {
 			continue // the floor
 		}
@@ -189,12 +212,12 @@ func (b *bencher) targets() []benchTarget {
 			}
 		}
 	}
-	if at != "" {
-		limit := b.lf.memory()
-		out = append(out, benchTarget{"peak RSS + memfds + pushed of a mount (" + at + ")", bytesize.Format(peak),
-			"<= " + bytesize.Format(limit) + " (decoded + compressed + readahead + 64 MiB)", peak <= limit})
+	if at == "" {
+		return t, false
 	}
-	return out
+	limit := b.lf.memory()
+	return bench.Target{Name: "peak RSS + memfds + pushed of a mount (" + at + ")", Got: bytesize.Format(peak),
+		Want: "<= " + bytesize.Format(limit) + " (decoded + compressed + readahead + 64 MiB)", OK: peak <= limit}, true
 }
 
 // reportRatios prints each mount's rate ÷ each baseline measured beside
@@ -204,19 +227,11 @@ func (b *bencher) targets() []benchTarget {
 func (b *bencher) reportRatios() {
 	r := b.res
 	fmt.Fprintf(b.out, "\nthe mount ÷ each baseline: median of the rounds' ratios [lowest-highest]\n\n")
-	w := tabwriter.NewWriter(b.out, 0, 4, 2, ' ', 0)
-	head := "chunks\treader\tcodec\tsource\t÷\t"
-	for e := range b.epochs {
-		head += fmt.Sprintf("epoch %d\t", e+1)
-	}
-	fmt.Fprintln(w, head)
+	t := bench.NewTable(b.out)
+	t.Row(slices.Concat([]string{"chunks", "reader", "codec", "source", "÷"}, epochHeads(b.epochs), []string{""})...)
 	for _, c := range r.Order {
 		if c.via != viaMount {
 			continue
-		}
-		src := "mount"
-		if len(b.servings) > 1 {
-			src += "(" + c.serving + ")"
 		}
 		for _, base := range []cell{
 			{c.chunk, "", c.reader, viaRaw, ""},
@@ -224,21 +239,12 @@ func (b *bencher) reportRatios() {
 			{c.chunk, c.codec, c.reader, viaHTTP, ""},
 			{c.chunk, "", c.reader, viaFloor, ""},
 		} {
-			if _, ok := r.Rates[base]; !ok {
-				continue
+			if _, ok := r.Rates[base]; ok {
+				t.Row(slices.Concat([]string{c.chunk, c.reader, c.codec, b.source(c), base.via}, r.RatioCells(c, base, b.epochs), []string{""})...)
 			}
-			line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t", c.chunk, c.reader, c.codec, src, base.via)
-			for e := range b.epochs {
-				if med, lo, hi, ok := r.Ratio(c, base, e); ok {
-					line += fmt.Sprintf("%.2fx [%.2f-%.2f]\t", med, lo, hi)
-				} else {
-					line += "-\t"
-				}
-			}
-			fmt.Fprintln(w, line)
 		}
 	}
-	w.Flush()
+	t.Flush()
 }
 
 // reportFloor prints the FUSE floor's cold file reads as files per second
@@ -266,7 +272,7 @@ func (b *bencher) reportFloor() {
 // axis 0 through a memory map of its .npy file (readMap): the chunks the
 // mounts read from the store are at most twice those that part covers,
 // median over the mounts ms. ok is false when there were none.
-func mapTarget(ms []mountStats, set *storeSet) (t benchTarget, ok bool) {
+func mapTarget(ms []mountStats, set *storeSet) (t bench.Target, ok bool) {
 	if len(ms) == 0 || len(set.shape) == 0 {
 		return t, false
 	}
@@ -280,9 +286,9 @@ func mapTarget(ms []mountStats, set *storeSet) (t benchTarget, ok bool) {
 		xs[i] = float64(m.storeReads) / float64(covered)
 	}
 	med, lo, hi := bench.Median(xs)
-	return benchTarget{
-		name: "1/8 through np.load(mmap_mode='r'): chunks read from the store / chunks it covers",
-		got:  fmt.Sprintf("%.2fx [%.2f-%.2f] of %d", med, lo, hi, covered),
-		want: "<= 2.00x", ok: med <= 2,
+	return bench.Target{
+		Name: "1/8 through np.load(mmap_mode='r'): chunks read from the store / chunks it covers",
+		Got:  fmt.Sprintf("%s of %d", bench.FormatRatio(med, lo, hi), covered),
+		Want: "<= 2.00x", OK: med <= 2,
 	}, true
 }

@@ -15,26 +15,9 @@ import (
 
 	"github.com/zfuse/zfuse/fs"
 	"github.com/zfuse/zfuse/gpu"
+	"github.com/zfuse/zfuse/internal/bench"
 	"github.com/zfuse/zfuse/readahead"
 )
-
-// TestLineLog: waitFor returns once the line is there, or when the
-// process exits first.
-func TestLineLog(t *testing.T) {
-	var l lineLog
-	done := make(chan error)
-	go func() { done <- l.waitFor(context.Background(), "msg=mounted", nil) }()
-	l.Write([]byte("level=INFO msg=\"serving path\"\n"))
-	l.Write([]byte("level=INFO msg=mounted source=x\n"))
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	close(exited)
-	if err := l.waitFor(context.Background(), "never", exited); err == nil {
-		t.Error("waitFor after exit: no error")
-	}
-}
 
 func TestChunkSide(t *testing.T) {
 	for _, r := range []struct {
@@ -87,7 +70,7 @@ func TestBenchTargets(t *testing.T) {
 	verdicts := func() []bool {
 		var ok []bool
 		for _, t := range b.targets() {
-			ok = append(ok, t.ok)
+			ok = append(ok, t.OK)
 		}
 		return ok
 	}
@@ -125,7 +108,7 @@ func TestBenchTargets(t *testing.T) {
 		var missed []string
 		for k, ok := range got {
 			if !ok {
-				missed = append(missed, b.targets()[k].name)
+				missed = append(missed, b.targets()[k].Name)
 			}
 		}
 		if len(missed) != 1 {
@@ -223,14 +206,14 @@ func TestBenchNpyTargets(t *testing.T) {
 	b := &bencher{lf: addLoaderFlags(fl), servings: []string{"auto"},
 		sets: []*storeSet{{name: "1MiB", shape: []int{64, 1024, 1024}, chunks: []int{1, 512, 512}}}}
 	mount := func(reader string) cell { return cell{"1MiB", "blosc", reader, viaMount, "auto"} }
-	find := func(name string) benchTarget {
+	find := func(name string) bench.Target {
 		for _, t := range b.targets() {
-			if strings.Contains(t.name, name) {
+			if strings.Contains(t.Name, name) {
 				return t
 			}
 		}
 		t.Fatalf("no target %q in %v", name, b.targets())
-		return benchTarget{}
+		return bench.Target{}
 	}
 	for _, tc := range []struct {
 		npy        float64 // cold GB/s of the .npy file; the chunk files read at 3
@@ -242,10 +225,10 @@ func TestBenchNpyTargets(t *testing.T) {
 		b.res.Add(mount(readGrid), []float64{3, 9, 9})
 		b.res.Add(mount(readNpy), []float64{tc.npy, 9, 9})
 		b.res.addMount(mount(readMap), mountStats{storeReads: tc.storeReads})
-		if got := find(".npy file"); got.ok != tc.npyOK {
+		if got := find(".npy file"); got.OK != tc.npyOK {
 			t.Errorf("npy at %v GB/s: %+v, want met %v", tc.npy, got, tc.npyOK)
 		}
-		if got := find("mmap_mode"); got.ok != tc.mapOK || !strings.Contains(got.got, "of 32") {
+		if got := find("mmap_mode"); got.OK != tc.mapOK || !strings.Contains(got.Got, "of 32") {
 			t.Errorf("npy-map reading %d chunks: %+v, want met %v, of 32", tc.storeReads, got, tc.mapOK)
 		}
 	}
