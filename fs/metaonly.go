@@ -38,35 +38,49 @@ var (
 )
 
 // storeIndexes reads shard indexes straight from the store, for a Tree
-// without Chunks (readahead.ReadShardIndex). It keeps only the last
-// index read, since a listing asks for it once per inner chunk in a row. It
-// is safe for concurrent use.
+// without Chunks (readahead.ReadShardIndex). It keeps the last
+// maxWalkIndexes read, since a listing asks for an index once per inner
+// chunk, and the row directories of a "/"-separated array list the same
+// shards again. It is safe for concurrent use.
 type storeIndexes struct {
 	store store.Store // immutable
 
-	mu   sync.Mutex // guards last
-	last lastIndex
+	mu   sync.Mutex             // guards kept
+	kept map[walkKey]walkResult // emptied when full
 }
 
-// lastIndex is the index last read, of the shard stored under key with
-// size bytes.
-type lastIndex struct {
+// walkResult is a parsed index, or why it does not parse (store errors
+// are not kept).
+type walkResult struct {
+	ix  *zarr.Index
+	err error
+}
+
+// walkKey is a shard's key and stored size (negative: unknown).
+type walkKey struct {
 	key  string
 	size int64
-	ix   *zarr.Index
 }
 
+// maxWalkIndexes bounds storeIndexes (16 bytes per inner chunk each).
+const maxWalkIndexes = 256
+
 func (s *storeIndexes) ShardIndex(ctx context.Context, a *zarr.Array, key string, size int64) (*zarr.Index, error) {
+	k := walkKey{key, size}
 	s.mu.Lock()
-	l := s.last
+	r, ok := s.kept[k]
 	s.mu.Unlock()
-	if l.ix != nil && l.key == key && l.size == size {
-		return l.ix, nil
+	if ok {
+		return r.ix, r.err
 	}
 	ix, err := readahead.ReadShardIndex(ctx, s.store, a, key, size)
-	if err == nil {
+	var pe *iofs.PathError
+	if err == nil || errors.As(err, &pe) && pe.Op == "shard" {
 		s.mu.Lock()
-		s.last = lastIndex{key: key, size: size, ix: ix}
+		if s.kept == nil || len(s.kept) >= maxWalkIndexes {
+			s.kept = map[walkKey]walkResult{}
+		}
+		s.kept[k] = walkResult{ix, err}
 		s.mu.Unlock()
 	}
 	return ix, err

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/zfuse/zfuse/store"
 )
@@ -22,7 +24,16 @@ func TestMetadataOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ds.Close() })
-	meta := New(Config{Store: ds})
+	var mu sync.Mutex
+	reads := map[string]int{} // reads of each stored value, whole or a range
+	obs := store.Observe(ds, func(op, key string, _ int64, _ time.Duration, _ error) {
+		if op == "read" || op == "read_range" {
+			mu.Lock()
+			reads[key]++
+			mu.Unlock()
+		}
+	})
+	meta := New(Config{Store: obs})
 	want, err := full.Arrays(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +50,11 @@ func TestMetadataOnly(t *testing.T) {
 		if g.Path != w.Path || g.Format != w.Format || !slices.Equal(g.Shards, w.Shards) || g.Chunks != w.Chunks ||
 			g.Stored != w.Stored || g.Presented != w.Presented || (g.PassThrough == nil) != (w.PassThrough == nil) {
 			t.Errorf("%s: %+v, want %+v", w.Path, g, w)
+		}
+	}
+	for k, n := range reads {
+		if n > 1 {
+			t.Errorf("%s read %d times by the walk, want once", k, n)
 		}
 	}
 	if _, err := meta.ReadFile(ctx, "sharded/end/zarr.json"); err != nil {
