@@ -5,7 +5,6 @@ import (
 	"github.com/zfuse/zfuse/convert"
 	"io"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"text/tabwriter"
@@ -29,9 +28,7 @@ type progress struct {
 
 	chunks, in, out atomic.Int64 // done: new chunks (written, left out or kept), bytes in and out
 
-	stopOnce sync.Once
-	done     chan struct{}
-	wg       sync.WaitGroup
+	redraw *redraw // nil when mode is "none"
 }
 
 // newProgress starts reporting on w the work total of a run, or of part
@@ -43,12 +40,15 @@ func newProgress(w io.Writer, mode string, total progressTotal, prt convert.Part
 			mode = "bar"
 		}
 	}
-	p := &progress{w: w, mode: mode, name: "compress", total: total, start: time.Now(), done: make(chan struct{})}
+	p := &progress{w: w, mode: mode, name: "compress", total: total, start: time.Now()}
 	if prt.N > 0 {
 		p.name = "compress part " + prt.String()
 	}
-	if mode == "bar" || mode == "plain" {
-		p.wg.Go(p.loop)
+	switch mode {
+	case "bar":
+		p.redraw = startRedraw(200*time.Millisecond, p.drawBar)
+	case "plain":
+		p.redraw = startRedraw(time.Second, p.plainLines())
 	}
 	return p
 }
@@ -59,37 +59,32 @@ func (p *progress) add(chunks, in, out int64) {
 	p.out.Add(out)
 }
 
-func (p *progress) loop() {
-	tick := 200 * time.Millisecond
-	if p.mode == "plain" {
-		tick = time.Second
+// drawBar redraws the bar in place, ending it with a newline when final.
+func (p *progress) drawBar(_ time.Time, final bool) {
+	if final {
+		fmt.Fprintf(p.w, "\r%s\x1b[K\n", p.line())
+		return
 	}
-	t := time.NewTicker(tick)
-	defer t.Stop()
+	fmt.Fprintf(p.w, "\r%s\x1b[K", p.line())
+}
+
+// plainLines prints a line every 10 seconds, at every tenth of the work
+// and at the end.
+func (p *progress) plainLines() func(time.Time, bool) {
 	var lastLine time.Time
 	lastTenth := int64(0)
-	for {
-		select {
-		case <-p.done:
-			if p.mode == "bar" {
-				fmt.Fprintf(p.w, "\r%s\x1b[K\n", p.line())
-			} else {
-				fmt.Fprintf(p.w, "%s: %s\n", p.name, p.line())
-			}
+	return func(now time.Time, final bool) {
+		if final {
+			fmt.Fprintf(p.w, "%s: %s\n", p.name, p.line())
 			return
-		case now := <-t.C:
-			if p.mode == "bar" {
-				fmt.Fprintf(p.w, "\r%s\x1b[K", p.line())
-				continue
-			}
-			tenth := int64(0)
-			if p.total.chunks > 0 {
-				tenth = 10 * p.chunks.Load() / p.total.chunks
-			}
-			if now.Sub(lastLine) >= 10*time.Second || tenth > lastTenth {
-				fmt.Fprintf(p.w, "%s: %s\n", p.name, p.line())
-				lastLine, lastTenth = now, tenth
-			}
+		}
+		tenth := int64(0)
+		if p.total.chunks > 0 {
+			tenth = 10 * p.chunks.Load() / p.total.chunks
+		}
+		if now.Sub(lastLine) >= 10*time.Second || tenth > lastTenth {
+			fmt.Fprintf(p.w, "%s: %s\n", p.name, p.line())
+			lastLine, lastTenth = now, tenth
 		}
 	}
 }
@@ -107,22 +102,22 @@ func (p *progress) line() string {
 	if frac > 0 && frac < 1 {
 		eta = (time.Duration(float64(el) * (1 - frac) / frac)).Round(time.Second).String()
 	}
-	bar := ""
+	prefix := ""
 	if p.mode == "bar" {
-		w := int(frac * 30)
-		bar = "[" + strings.Repeat("#", w) + strings.Repeat(" ", 30-w) + "] "
+		prefix = bar(frac, 30, "#") + " "
 		if p.name != "compress" {
-			bar = strings.TrimPrefix(p.name, "compress ") + " " + bar
+			prefix = strings.TrimPrefix(p.name, "compress ") + " " + prefix
 		}
 	}
 	return fmt.Sprintf("%s%3.0f%%  %d/%d chunks  %s in, %s out  %.2f GB/s  ETA %s",
-		bar, 100*frac, n, p.total.chunks, bytesize.Format(in), bytesize.Format(p.out.Load()), rate, eta)
+		prefix, 100*frac, n, p.total.chunks, bytesize.Format(in), bytesize.Format(p.out.Load()), rate, eta)
 }
 
 // stop ends the reports (a bar gets its final state and a newline).
 func (p *progress) stop() {
-	p.stopOnce.Do(func() { close(p.done) })
-	p.wg.Wait()
+	if p.redraw != nil {
+		p.redraw.stop()
+	}
 }
 
 // summary prints one line per array and the total: chunks written, left

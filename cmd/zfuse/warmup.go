@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/common/model"
 	"golang.org/x/sys/unix"
 
+	"github.com/zfuse/zfuse/internal/bench"
 	"github.com/zfuse/zfuse/internal/bytesize"
 	"github.com/zfuse/zfuse/zarr"
 )
@@ -231,7 +232,7 @@ func (w *warmer) run(ctx context.Context, jobs int) {
 		wg.Go(func() {
 			buf := make([]byte, 1<<20)
 			for p := range next {
-				n, err := readFile(p, buf)
+				n, err := bench.ReadFile(p, buf)
 				w.bytes.Add(n)
 				switch {
 				case errors.Is(err, iofs.ErrNotExist):
@@ -258,55 +259,20 @@ func (w *warmer) run(ctx context.Context, jobs int) {
 	wg.Wait()
 }
 
-// readFile reads the file p to its end and returns the bytes read.
-func readFile(p string, buf []byte) (int64, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	var n int64
-	for {
-		m, err := f.Read(buf)
-		n += int64(m)
-		if err == io.EOF {
-			return n, nil
-		}
-		if err != nil {
-			return n, err
-		}
-	}
-}
-
 // showProgress draws a progress bar on w until stop is called.
 func (w *warmer) showProgress(out io.Writer) (stop func()) {
 	start := time.Now()
-	draw := func() {
+	draw := func(_ time.Time, final bool) {
 		done, n := w.done.Load(), len(w.files)
-		const width = 30
-		fill := int(int64(width) * done / int64(n))
 		mbs := float64(w.bytes.Load()) / max(time.Since(start).Seconds(), 1e-3) / 1e6
-		fmt.Fprintf(out, "\r[%s%s] %3d%% %d/%d chunk files, %s, %.0f MB/s ",
-			strings.Repeat("=", fill), strings.Repeat(" ", width-fill), 100*done/int64(n), done, n,
+		fmt.Fprintf(out, "\r%s %3d%% %d/%d chunk files, %s, %.0f MB/s ",
+			bar(float64(done)/float64(n), 30, "="), 100*done/int64(n), done, n,
 			bytesize.Format(w.bytes.Load()), mbs)
-	}
-	quit, exited := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(exited)
-		t := time.NewTicker(200 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				draw()
-			case <-quit:
-				draw()
-				fmt.Fprintln(out)
-				return
-			}
+		if final {
+			fmt.Fprintln(out)
 		}
-	}()
-	return func() { close(quit); <-exited }
+	}
+	return startRedraw(200*time.Millisecond, draw).stop
 }
 
 // report prints the summary, and fails if some chunk files did not read.
