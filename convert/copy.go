@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/zfuse/zfuse/codec"
+	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/zarr"
 )
@@ -44,7 +45,7 @@ import (
 // slice is the caller's own copy, which it may modify; a missing chunk
 // satisfies errors.Is(err, fs.ErrNotExist).
 type ChunkSource interface {
-	Chunk(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32) ([]byte, error)
+	Chunk(ctx context.Context, r readahead.Ref) ([]byte, error)
 }
 
 // A Config says where a plan is copied and how.
@@ -862,7 +863,7 @@ func (c *copier) raw(ctx context.Context, pa *Array, coords []int) ([]byte, erro
 	d, s := pa.Enc.Array(), pa.Src
 	var b []byte
 	if pa.Same {
-		src, err := c.chunks.Chunk(ctx, s, pa.SrcDir, coords, pid)
+		src, err := c.chunks.Chunk(ctx, readahead.Ref{Array: s, Path: pa.SrcDir, Coords: coords, PID: pid})
 		if errors.Is(err, iofs.ErrNotExist) {
 			return nil, nil
 		}
@@ -879,7 +880,7 @@ func (c *copier) raw(ctx context.Context, pa *Array, coords []int) ([]byte, erro
 		var err error
 		s.ChunksIn(box, func(sc []int) bool {
 			var src []byte
-			src, err = c.chunks.Chunk(ctx, s, pa.SrcDir, sc, pid)
+			src, err = c.chunks.Chunk(ctx, readahead.Ref{Array: s, Path: pa.SrcDir, Coords: sc, PID: pid})
 			if errors.Is(err, iofs.ErrNotExist) {
 				err = nil
 				return true

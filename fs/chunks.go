@@ -11,30 +11,28 @@ import (
 // which finds where each chunk is stored, decodes it (and its neighbours
 // ahead of the reader) and keeps it as long as the serving path needs.
 type Chunks interface {
-	// ReadAt copies the bytes of the decoded chunk at coords in the chunk
-	// grid of array a, whose directory in the store is path ("" for an
-	// array at the store root), from off into p, as io.ReaderAt does, for
-	// a read by process pid whose reply the kernel keeps in its page
-	// cache. A missing chunk satisfies errors.Is(err, fs.ErrNotExist).
-	ReadAt(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32, p []byte, off int64) (int, error)
-	// ReadPieces copies the pieces ps of the decoded chunk at coords into
+	// ReadAt copies the bytes of the decoded chunk r from off into p, as
+	// io.ReaderAt does, for a read by process r.PID whose reply the kernel
+	// keeps in its page cache. A missing chunk satisfies errors.Is(err, fs.ErrNotExist).
+	ReadAt(ctx context.Context, r readahead.Ref, p []byte, off int64) (int, error)
+	// ReadPieces copies the pieces ps of the decoded chunk r into
 	// p, each ps[k].N bytes from chunk offset ps[k].Off to p[ps[k].At:],
-	// for a read by pid of the array's flat layout (a .npy file, whose
+	// for a read by r.PID of the array's flat layout (a .npy file, whose
 	// reply the kernel keeps in its page cache). ps are the pieces of one
 	// chunk, in the order zarr.Array.Pieces gave them. It returns the
 	// bytes copied; errors are those of ReadAt.
-	ReadPieces(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32, p []byte, ps []zarr.Piece) (int, error)
-	// Open returns the chunk as an open file, for an open by pid of a file
+	ReadPieces(ctx context.Context, r readahead.Ref, p []byte, ps []zarr.Piece) (int, error)
+	// Open returns the chunk as an open file, for an open by r.PID of a file
 	// the kernel reads itself (FUSE passthrough). The caller closes it.
-	Open(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32) (*readahead.File, error)
+	Open(ctx context.Context, r readahead.Ref) (*readahead.File, error)
 	// ShardIndex returns the parsed index of the shard of a stored under
 	// key, of size bytes, as Read and Open use it: listing a sharded array
 	// reads each index once, for both.
 	ShardIndex(ctx context.Context, a *zarr.Array, key string, size int64) (*zarr.Index, error)
-	// Forget drops every copy kept of the chunk at coords of a (path as
-	// for ReadAt): its stored value changed (Config.Refresh). Files Open
+	// Forget drops every copy kept of the chunk r (r.PID is not used):
+	// its stored value changed (Config.Refresh). Files Open
 	// returned stay valid.
-	Forget(a *zarr.Array, path string, coords []int)
+	Forget(r readahead.Ref)
 	// SetFiles says whether chunks should be decoded into files (memfds)
 	// for Open, rather than onto the heap for Read: Mount calls it once it
 	// has chosen the serving path.

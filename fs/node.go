@@ -217,7 +217,7 @@ func (m *mount) replaced(ctx context.Context, t *Tree, ch *fusefs.Inode, n *node
 	t.log.DebugContext(ctx, "file changed in the store: a new inode", "key", n.key, "was", old.n.version, "now", n.version)
 	switch old.n.kind {
 	case kindChunk:
-		t.chunks.Forget(old.n.arr.a, old.n.arr.path, old.n.coords)
+		t.chunks.Forget(old.n.ref(0))
 	case kindNpy:
 		t.forgetNpy(old.n)
 	}
@@ -313,7 +313,7 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, u
 	case direct:
 		return nil, fuse.FOPEN_DIRECT_IO, 0
 	case serving == Passthrough && f.n.kind == kindChunk:
-		cf, err := f.t.chunks.Open(ctx, f.n.arr.a, f.n.arr.path, f.n.coords, f.pid(ctx))
+		cf, err := f.t.chunks.Open(ctx, f.n.ref(f.pid(ctx)))
 		if err != nil {
 			return nil, 0, f.errno(ctx, "open", presentedErr(f.n, err))
 		}

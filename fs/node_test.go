@@ -16,7 +16,6 @@ import (
 
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store"
-	"github.com/zfuse/zfuse/zarr"
 )
 
 // recorder is a Chunks that remembers every call and serves from c.
@@ -34,20 +33,20 @@ type chunkCall struct {
 	pid    uint32
 }
 
-func (r *recorder) record(op string, a *zarr.Array, path string, coords []int, pid uint32) {
+func (r *recorder) record(op string, c readahead.Ref) {
 	r.mu.Lock()
-	r.calls = append(r.calls, chunkCall{op, path, a.ChunkKey(coords), pid})
+	r.calls = append(r.calls, chunkCall{op, c.Path, c.Array.ChunkKey(c.Coords), c.PID})
 	r.mu.Unlock()
 }
 
-func (r *recorder) ReadAt(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32, p []byte, off int64) (int, error) {
-	r.record("read", a, path, coords, pid)
-	return r.Chunks.ReadAt(ctx, a, path, coords, pid, p, off)
+func (r *recorder) ReadAt(ctx context.Context, c readahead.Ref, p []byte, off int64) (int, error) {
+	r.record("read", c)
+	return r.Chunks.ReadAt(ctx, c, p, off)
 }
 
-func (r *recorder) Open(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32) (*readahead.File, error) {
-	r.record("open", a, path, coords, pid)
-	return r.Chunks.Open(ctx, a, path, coords, pid)
+func (r *recorder) Open(ctx context.Context, c readahead.Ref) (*readahead.File, error) {
+	r.record("open", c)
+	return r.Chunks.Open(ctx, c)
 }
 
 // take returns the calls since the last take, and how many of each op.

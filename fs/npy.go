@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/zarr"
 )
 
@@ -229,7 +230,7 @@ func (t *Tree) readNpy(ctx context.Context, n *node, dest []byte, off int64, pid
 		for j < len(ps) && ps[j].Chunk == ps[i].Chunk {
 			j++
 		}
-		_, err := t.chunks.ReadPieces(ctx, x.a, x.path, x.a.Coords(ps[i].Chunk), pid, data, ps[i:j])
+		_, err := t.chunks.ReadPieces(ctx, readahead.Ref{Array: x.a, Path: x.path, Coords: x.a.Coords(ps[i].Chunk), PID: pid}, data, ps[i:j])
 		switch {
 		case errors.Is(err, iofs.ErrNotExist):
 			for _, p := range ps[i:j] {
@@ -250,6 +251,6 @@ func (t *Tree) readNpy(ctx context.Context, n *node, dest []byte, off int64, pid
 func (t *Tree) forgetNpy(n *node) {
 	a := n.arr.a
 	for i := range a.NumChunks() {
-		t.chunks.Forget(a, n.arr.path, a.Coords(i))
+		t.chunks.Forget(readahead.Ref{Array: a, Path: n.arr.path, Coords: a.Coords(i)})
 	}
 }

@@ -29,7 +29,7 @@ func (t *Tree) readAt(ctx context.Context, n *node, dest []byte, off int64, pid 
 	case kindChunk:
 		// The array's key prefix in the store, not n.key: the chunk
 		// source finds the stored key (or shard) itself.
-		k, err := t.chunks.ReadAt(ctx, n.arr.a, n.arr.path, n.coords, pid, dest, off)
+		k, err := t.chunks.ReadAt(ctx, n.ref(pid), dest, off)
 		if errors.Is(err, io.EOF) {
 			err = nil
 		}

@@ -35,6 +35,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/zfuse/zfuse/internal/flight"
+	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/zarr"
 )
@@ -158,6 +159,11 @@ type node struct {
 const unconfirmedTimeout = time.Nanosecond
 
 func (n *node) name() string { return path.Base(n.key) }
+
+// ref names n's chunk, for a read by pid (n is a chunk file).
+func (n *node) ref(pid uint32) readahead.Ref {
+	return readahead.Ref{Array: n.arr.a, Path: n.arr.path, Coords: n.coords, PID: pid}
+}
 
 // An array is one array directory as the tree presents it.
 type array struct {

@@ -26,7 +26,7 @@ func TestReadAllocs(t *testing.T) {
 	buf := make([]byte, a.ChunkLen())
 	var i int64
 	read := func() {
-		n, err := l.ReadAt(ctx, a, "", a.Coords(i), 1, buf, 0)
+		n, err := l.ReadAt(ctx, Ref{Array: a, Path: "", Coords: a.Coords(i), PID: 1}, buf, 0)
 		if err != nil || int64(n) != a.ChunkLen() {
 			t.Fatalf("chunk %d: %d bytes, %v", i, n, err)
 		}

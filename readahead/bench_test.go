@@ -66,7 +66,7 @@ func BenchmarkLoaderSequential(b *testing.B) {
 			for b.Loop() {
 				l := New(Config{Store: s, Decoder: d.d, DecodedBudget: 64 << 20, CompressedBudget: 64 << 20, ReadaheadBudget: 64 << 20})
 				for i := range a.NumChunks() {
-					if _, err := l.Chunk(context.Background(), a, "", a.Coords(i), 1); err != nil {
+					if _, err := l.Chunk(context.Background(), Ref{Array: a, Path: "", Coords: a.Coords(i), PID: 1}); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -22,7 +22,7 @@ func TestSetBudgets(t *testing.T) {
 		defer l.Close()
 		open := func(i int64) *File {
 			t.Helper()
-			f, err := l.Open(context.Background(), a, "temp", a.Coords(i), 1)
+			f, err := l.Open(context.Background(), Ref{Array: a, Path: "temp", Coords: a.Coords(i), PID: 1})
 			if err != nil {
 				t.Fatal(err)
 			}

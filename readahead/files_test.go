@@ -42,7 +42,7 @@ func TestLoaderFiles(t *testing.T) {
 	l := newLoader(t, s, func(c *Config) { c.Files = true; c.DecodedBudget = 8 * a.ChunkLen() })
 	var files []*File
 	for i := range a.NumChunks() {
-		f, err := l.Open(context.Background(), a, "temp", a.Coords(i), 1)
+		f, err := l.Open(context.Background(), Ref{Array: a, Path: "temp", Coords: a.Coords(i), PID: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +102,7 @@ func TestLoaderFilesConcurrent(t *testing.T) {
 					}
 					continue
 				}
-				f, err := l.Open(context.Background(), a, "temp", a.Coords(i), uint32(w))
+				f, err := l.Open(context.Background(), Ref{Array: a, Path: "temp", Coords: a.Coords(i), PID: uint32(w)})
 				if err != nil {
 					t.Error(err)
 					return
@@ -128,7 +128,7 @@ func TestLoaderFilesExpire(t *testing.T) {
 		l := New(Config{Store: s, Files: true, DecodedBudget: 1 << 20, ReadaheadBudget: 1 << 20, TTL: 10 * time.Second})
 		defer l.Close()
 		for i := range int64(3) {
-			f, err := l.Open(context.Background(), a, "temp", a.Coords(i), 1)
+			f, err := l.Open(context.Background(), Ref{Array: a, Path: "temp", Coords: a.Coords(i), PID: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,7 +159,7 @@ func TestLoaderReadDrops(t *testing.T) {
 	var got []byte
 	for off := int64(0); off < n; off += 1000 {
 		b := make([]byte, 1000)
-		k, err := l.ReadAt(ctx, a, "temp", []int{4}, 1, b, off)
+		k, err := l.ReadAt(ctx, Ref{Array: a, Path: "temp", Coords: []int{4}, PID: 1}, b, off)
 		if err != nil && !errors.Is(err, io.EOF) {
 			t.Fatal(err)
 		}
@@ -175,7 +175,7 @@ func TestLoaderReadDrops(t *testing.T) {
 	if st := l.Stats(); st.ServedDrops != 1 || st.Decode[a.Codecs].Chunks != 1 || st.DecodedUsed != 0 {
 		t.Errorf("stats %v: want one decode and one drop", st)
 	}
-	if k, err := l.ReadAt(ctx, a, "temp", []int{4}, 1, make([]byte, 100), n); !errors.Is(err, io.EOF) || k != 0 {
+	if k, err := l.ReadAt(ctx, Ref{Array: a, Path: "temp", Coords: []int{4}, PID: 1}, make([]byte, 100), n); !errors.Is(err, io.EOF) || k != 0 {
 		t.Errorf("read past the end: %d bytes, %v", k, err)
 	}
 	if err := readChunk(t, l, a, "temp", 5, 1); err != nil {
@@ -257,7 +257,7 @@ func TestLoaderStoredFiles(t *testing.T) {
 	defer ds.Close()
 	l := newLoader(t, ds, func(c *Config) { c.Files = true })
 	for i := range a.NumChunks() {
-		f, err := l.Open(context.Background(), a, "raw", a.Coords(i), 1)
+		f, err := l.Open(context.Background(), Ref{Array: a, Path: "raw", Coords: a.Coords(i), PID: 1})
 		if i == 9 {
 			if !errors.Is(err, codec.ErrCorrupt) {
 				t.Errorf("short stored chunk: %v, want ErrCorrupt", err)

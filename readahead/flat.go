@@ -49,7 +49,8 @@ import (
 // and once ReadPieces has handed out every byte of the chunk that lies
 // inside the array, the decoded tier lets it go, as ReadAt does. It
 // returns the bytes copied; errors are those of Chunk.
-func (l *Loader) ReadPieces(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32, p []byte, ps []zarr.Piece) (int, error) {
+func (l *Loader) ReadPieces(ctx context.Context, r Ref, p []byte, ps []zarr.Piece) (int, error) {
+	a := r.Array
 	if len(ps) == 0 {
 		return 0, nil
 	}
@@ -57,7 +58,7 @@ func (l *Loader) ReadPieces(ctx context.Context, a *zarr.Array, path string, coo
 	if ps[0].Off < a.RunLen() {
 		how = flatRead
 	}
-	c, id, err := l.get(ctx, a, path, coords, pid, how)
+	c, id, err := l.get(ctx, r, how)
 	if err != nil {
 		return 0, err
 	}
@@ -70,7 +71,7 @@ func (l *Loader) ReadPieces(ctx context.Context, a *zarr.Array, path string, coo
 			return n, &iofs.PathError{Op: "chunk", Path: id, Err: err}
 		}
 	}
-	if c.served.Add(int64(n)) >= inside(a, coords) && l.decoded.Remove(id, c) {
+	if c.served.Add(int64(n)) >= inside(a, r.Coords) && l.decoded.Remove(id, c) {
 		l.dropped.Add(1)
 	}
 	return n, nil

@@ -37,7 +37,7 @@ func readFlat(t testing.TB, l *Loader, a *zarr.Array, path string, off, n int64,
 		for j < len(ps) && ps[j].Chunk == ps[i].Chunk {
 			j++
 		}
-		if _, err := l.ReadPieces(context.Background(), a, path, a.Coords(ps[i].Chunk), pid, out, ps[i:j]); err != nil {
+		if _, err := l.ReadPieces(context.Background(), Ref{Array: a, Path: path, Coords: a.Coords(ps[i].Chunk), PID: pid}, out, ps[i:j]); err != nil {
 			t.Fatalf("[%d, +%d): %v", off, n, err)
 		}
 		i = j
@@ -193,10 +193,10 @@ func TestLoaderFlatMissing(t *testing.T) {
 	if len(ps) != 2 {
 		t.Fatalf("pieces %v", ps)
 	}
-	if _, err := l.ReadPieces(context.Background(), a, "temp", a.Coords(1), 1, p, ps[1:]); !errors.Is(err, iofs.ErrNotExist) {
+	if _, err := l.ReadPieces(context.Background(), Ref{Array: a, Path: "temp", Coords: a.Coords(1), PID: 1}, p, ps[1:]); !errors.Is(err, iofs.ErrNotExist) {
 		t.Errorf("missing chunk: %v, want fs.ErrNotExist", err)
 	}
-	if n, err := l.ReadPieces(context.Background(), a, "temp", a.Coords(0), 1, p, ps[:1]); err != nil || n != 64 || !bytes.Equal(p[:64], chunkData(a, 0)[:64]) {
+	if n, err := l.ReadPieces(context.Background(), Ref{Array: a, Path: "temp", Coords: a.Coords(0), PID: 1}, p, ps[:1]); err != nil || n != 64 || !bytes.Equal(p[:64], chunkData(a, 0)[:64]) {
 		t.Errorf("chunk 0: %d bytes, %v", n, err)
 	}
 }

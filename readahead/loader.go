@@ -229,8 +229,8 @@ func (l *Loader) Close() error {
 // A chunk that does not decode gives an error naming its key; other chunks
 // are not affected. If ctx ends first, Chunk returns ctx.Err() and the load
 // goes on for other readers.
-func (l *Loader) Chunk(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32) ([]byte, error) {
-	c, _, err := l.get(ctx, a, path, coords, pid, chunkRead)
+func (l *Loader) Chunk(ctx context.Context, r Ref) ([]byte, error) {
+	c, _, err := l.get(ctx, r, chunkRead)
 	if err != nil {
 		return nil, err
 	}
@@ -244,11 +244,11 @@ func (l *Loader) Chunk(ctx context.Context, a *zarr.Array, path string, coords [
 // decoded tier lets it go: the page cache holds it, and a second copy
 // would only double the memory (if the kernel drops its copy and reads
 // again, the chunk is decoded again). Otherwise it is Chunk.
-func (l *Loader) ReadAt(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32, p []byte, off int64) (int, error) {
-	if off >= a.ChunkLen() && a.PassThrough == nil {
+func (l *Loader) ReadAt(ctx context.Context, r Ref, p []byte, off int64) (int, error) {
+	if off >= r.Array.ChunkLen() && r.Array.PassThrough == nil {
 		return 0, io.EOF // direct I/O reads past the end: nothing to decode
 	}
-	c, id, err := l.get(ctx, a, path, coords, pid, chunkRead)
+	c, id, err := l.get(ctx, r, chunkRead)
 	if err != nil {
 		return 0, err
 	}
@@ -269,8 +269,8 @@ func (l *Loader) ReadAt(ctx context.Context, a *zarr.Array, path string, coords 
 // uncompressed in a store.FileOpener, the stored file itself; otherwise
 // the File has no descriptor and is read with ReadAt. Errors are those of
 // Chunk.
-func (l *Loader) Open(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32) (*File, error) {
-	c, id, err := l.get(ctx, a, path, coords, pid, chunkRead)
+func (l *Loader) Open(ctx context.Context, r Ref) (*File, error) {
+	c, id, err := l.get(ctx, r, chunkRead)
 	if err != nil {
 		return nil, err
 	}
@@ -299,17 +299,17 @@ func (l *Loader) Open(ctx context.Context, a *zarr.Array, path string, coords []
 // its shard. The caller found that its stored value changed (zfuse
 // --refresh); the next read loads it again. Files handed out by Open stay
 // valid, holding the old chunk, until they are closed.
-func (l *Loader) Forget(a *zarr.Array, path string, coords []int) {
+func (l *Loader) Forget(r Ref) {
 	// From the stored value up: a prefetch that read the old value before
 	// its tier forgot it is still dropped from the tiers above.
-	r := ref(a, path, coords)
-	l.compressed.Delete(r.stored)
-	if r.shard {
-		l.shards.forget(r.stored)
-		l.compressed.Delete(r.id)
+	k := ref(r.Array, r.Path, r.Coords)
+	l.compressed.Delete(k.stored)
+	if k.shard {
+		l.shards.forget(k.stored)
+		l.compressed.Delete(k.id)
 	}
-	l.decoded.Delete(r.id)
-	l.staging.drop(r.id)
+	l.decoded.Delete(k.id)
+	l.staging.drop(k.id)
 	l.forgotten.Add(1)
 }
 
@@ -346,7 +346,8 @@ func (l *Loader) SetFiles(on bool) {
 // get returns the chunk at coords with a reference the caller must
 // release, and the name it has in the tiers. It records the read for
 // readahead as how says.
-func (l *Loader) get(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32, how reading) (*chunk, string, error) {
+func (l *Loader) get(ctx context.Context, q Ref, how reading) (*chunk, string, error) {
+	a, path, coords, pid := q.Array, q.Path, q.Coords, q.PID
 	if a.PassThrough != nil {
 		return nil, "", &iofs.PathError{Op: "chunk", Path: join(path, a.ChunkKey(coords)), Err: a.PassThrough}
 	}

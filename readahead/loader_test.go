@@ -142,7 +142,7 @@ func newLoader(t testing.TB, s store.Store, mod func(*Config)) *Loader {
 // readChunk reads chunk i and checks its bytes.
 func readChunk(t testing.TB, l *Loader, a *zarr.Array, path string, i int64, pid uint32) error {
 	t.Helper()
-	v, err := l.Chunk(context.Background(), a, path, a.Coords(i), pid)
+	v, err := l.Chunk(context.Background(), Ref{Array: a, Path: path, Coords: a.Coords(i), PID: pid})
 	if err == nil && !bytes.Equal(v, chunkData(a, i)) {
 		t.Fatalf("chunk %d: wrong bytes", i)
 	}
@@ -355,7 +355,7 @@ func TestLoaderSharedLoad(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		var first error
 		var wg sync.WaitGroup
-		wg.Go(func() { _, first = l.Chunk(ctx, a, "temp", []int{9}, 1) })
+		wg.Go(func() { _, first = l.Chunk(ctx, Ref{Array: a, Path: "temp", Coords: []int{9}, PID: 1}) })
 		for pid := range uint32(7) {
 			wg.Go(func() {
 				if err := readChunk(t, l, a, "temp", 9, 2+pid); err != nil {
@@ -458,7 +458,7 @@ func TestLoaderRootAndClose(t *testing.T) {
 		}
 	}
 	l.Close()
-	if _, err := l.Chunk(context.Background(), a, "", []int{0, 0}, 1); !errors.Is(err, ErrClosed) {
+	if _, err := l.Chunk(context.Background(), Ref{Array: a, Path: "", Coords: []int{0, 0}, PID: 1}); !errors.Is(err, ErrClosed) {
 		t.Errorf("Chunk after Close: %v", err)
 	}
 	l.Close() // idempotent
@@ -471,7 +471,7 @@ func TestLoaderPassThrough(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := newLoader(t, fixture(t, zlibArray(t, []int{4}, []int{2}), "", nil), nil)
-	if _, err := l.Chunk(context.Background(), a, "", []int{0}, 1); !errors.Is(err, codec.ErrNotRaw) {
+	if _, err := l.Chunk(context.Background(), Ref{Array: a, Path: "", Coords: []int{0}, PID: 1}); !errors.Is(err, codec.ErrNotRaw) {
 		t.Errorf("Chunk of a pass-through array: %v, want ErrNotRaw", err)
 	}
 }
@@ -579,7 +579,7 @@ func TestLoaderForget(t *testing.T) {
 			l := newLoader(t, s, tc.cfg)
 			read := func(i int64) []byte {
 				t.Helper()
-				v, err := l.Chunk(t.Context(), a, "", a.Coords(i), 1)
+				v, err := l.Chunk(t.Context(), Ref{Array: a, Path: "", Coords: a.Coords(i), PID: 1})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -593,13 +593,13 @@ func TestLoaderForget(t *testing.T) {
 			if got := read(3); tc.pin && !bytes.Equal(got, old) {
 				t.Errorf("before Forget: not the chunk as first read")
 			}
-			l.Forget(a, "", a.Coords(3))
+			l.Forget(Ref{Array: a, Path: "", Coords: a.Coords(3)})
 			if got := read(3); !bytes.Equal(got, new) {
 				t.Errorf("after Forget: not the new chunk")
 			}
 			// A prefetched chunk, not read yet, is forgotten too.
 			s.set(a.ChunkKey(a.Coords(5)), deflate(t, new))
-			l.Forget(a, "", a.Coords(5))
+			l.Forget(Ref{Array: a, Path: "", Coords: a.Coords(5)})
 			if got := read(5); !bytes.Equal(got, new) {
 				t.Errorf("prefetched chunk after Forget: not the new chunk")
 			}

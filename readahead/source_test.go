@@ -65,7 +65,7 @@ func TestLoaderSharded(t *testing.T) {
 					want, wantErr = a.DecodeFromShard(make([]byte, 0, a.ChunkLen()), shard, coords)
 				}
 				for _, view := range []*zarr.Array{a, v2} {
-					got, err := l.Chunk(context.Background(), view, name, coords, 1)
+					got, err := l.Chunk(context.Background(), Ref{Array: view, Path: name, Coords: coords, PID: 1})
 					switch {
 					case errors.Is(wantErr, iofs.ErrNotExist):
 						if !errors.Is(err, iofs.ErrNotExist) {
@@ -88,7 +88,7 @@ func TestLoaderSharded(t *testing.T) {
 			switch name { // known values (MANIFEST.md)
 			case "3d.chunked.compressed.sharded.i2": // arange(64).reshape(4,4,4), inner chunks 1×1×1
 				for i := range a.NumChunks() {
-					v, err := l.Chunk(context.Background(), a, name, a.Coords(i), 1)
+					v, err := l.Chunk(context.Background(), Ref{Array: a, Path: name, Coords: a.Coords(i), PID: 1})
 					if errors.Is(err, iofs.ErrNotExist) {
 						v, err = []byte{0, 0}, nil // not written: the fill value, 0
 					}
@@ -195,7 +195,7 @@ func TestShardReplaced(t *testing.T) {
 	}
 	defer s.Close()
 	l := newLoader(t, s, func(c *Config) { c.Changing, c.ReadaheadBudget = true, 0 })
-	if got, err := l.Chunk(t.Context(), a, "", []int{0}, 1); err != nil || !bytes.Equal(got, []byte{0, 1}) {
+	if got, err := l.Chunk(t.Context(), Ref{Array: a, Path: "", Coords: []int{0}, PID: 1}); err != nil || !bytes.Equal(got, []byte{0, 1}) {
 		t.Fatalf("chunk 0 = %v, %v; want [0 1]", got, err)
 	}
 	// Replace the shard as a writer does (a new file renamed into place),
@@ -209,7 +209,7 @@ func TestShardReplaced(t *testing.T) {
 	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := l.Chunk(t.Context(), a, "", []int{1}, 1); err != nil || !bytes.Equal(got, []byte{102, 103}) {
+	if got, err := l.Chunk(t.Context(), Ref{Array: a, Path: "", Coords: []int{1}, PID: 1}); err != nil || !bytes.Equal(got, []byte{102, 103}) {
 		t.Errorf("chunk 1 after the shard was replaced = %v, %v; want the new shard's [102 103]", got, err)
 	}
 }

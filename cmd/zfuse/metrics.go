@@ -393,20 +393,20 @@ type countedChunks struct {
 	m *metrics
 }
 
-func (c countedChunks) ReadAt(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32, p []byte, off int64) (int, error) {
-	n, err := c.Chunks.ReadAt(ctx, a, path, coords, pid, p, off)
+func (c countedChunks) ReadAt(ctx context.Context, r readahead.Ref, p []byte, off int64) (int, error) {
+	n, err := c.Chunks.ReadAt(ctx, r, p, off)
 	c.count(int64(n), err)
 	return n, err
 }
 
-func (c countedChunks) ReadPieces(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32, p []byte, ps []zarr.Piece) (int, error) {
-	n, err := c.Chunks.ReadPieces(ctx, a, path, coords, pid, p, ps)
+func (c countedChunks) ReadPieces(ctx context.Context, r readahead.Ref, p []byte, ps []zarr.Piece) (int, error) {
+	n, err := c.Chunks.ReadPieces(ctx, r, p, ps)
 	c.count(int64(n), err)
 	return n, err
 }
 
-func (c countedChunks) Open(ctx context.Context, a *zarr.Array, path string, coords []int, pid uint32) (*readahead.File, error) {
-	f, err := c.Chunks.Open(ctx, a, path, coords, pid)
+func (c countedChunks) Open(ctx context.Context, r readahead.Ref) (*readahead.File, error) {
+	f, err := c.Chunks.Open(ctx, r)
 	var n int64
 	if err == nil {
 		n = f.Size()
