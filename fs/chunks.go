@@ -25,10 +25,9 @@ type Chunks interface {
 	// Open returns the chunk as an open file, for an open by r.PID of a file
 	// the kernel reads itself (FUSE passthrough). The caller closes it.
 	Open(ctx context.Context, r readahead.Ref) (*readahead.File, error)
-	// ShardIndex returns the parsed index of the shard of a stored under
-	// key, of size bytes, as Read and Open use it: listing a sharded array
-	// reads each index once, for both.
-	ShardIndex(ctx context.Context, a *zarr.Array, key string, size int64) (*zarr.Index, error)
+	// ShardIndexes: listing a sharded array and reading its chunks read
+	// each index once, for both.
+	ShardIndexes
 	// Forget drops every copy kept of the chunk r (r.PID is not used):
 	// its stored value changed (Config.Refresh). Files Open
 	// returned stay valid.

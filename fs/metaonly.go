@@ -32,10 +32,7 @@ type ShardIndexes interface {
 	ShardIndex(ctx context.Context, a *zarr.Array, key string, size int64) (*zarr.Index, error)
 }
 
-var (
-	_ ShardIndexes = Chunks(nil)
-	_ ShardIndexes = (*storeIndexes)(nil)
-)
+var _ ShardIndexes = (*storeIndexes)(nil)
 
 // storeIndexes reads shard indexes straight from the store, for a Tree
 // without Chunks (readahead.ReadShardIndex). It keeps the last
