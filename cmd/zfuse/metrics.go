@@ -231,105 +231,131 @@ func (s *snapshots) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (s *snapshots) Collect(ch chan<- prometheus.Metric) {
-	counter := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
-	}
-	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
-	}
+	e := emitter{ch}
 	if s.loader != nil {
-		st := s.loader()
-		counter(dChunkReads, float64(st.Reads))
-		counter(dHits, float64(st.DecodedHits), "decoded")
-		counter(dMisses, float64(st.DecodedMisses), "decoded")
-		counter(dHits, float64(st.PrefetchUsed), "readahead")
-		counter(dHits, float64(st.CompressedHits), "compressed")
-		counter(dStoreReads, float64(st.StoreReads))
-		counter(dPrefetched, float64(st.Prefetched))
-		counter(dPrefetchedB, float64(st.PrefetchedBytes))
-		counter(dPrefetchUsed, float64(st.PrefetchUsed))
-		counter(dPrefetchUsedB, float64(st.PrefetchUsedBytes))
-		counter(dPrefetchWasted, float64(st.PrefetchWasted))
-		counter(dPrefetchWastedB, float64(st.PrefetchWastedBytes))
-		counter(dPrefetchWaits, float64(st.PrefetchWaits))
-		counter(dPrefetchErrors, float64(st.PrefetchErrors))
-		for c, d := range st.Decode {
-			counter(dDecodedChunks, float64(d.Chunks), c)
-			counter(dDecodedBytes, float64(d.Bytes), c)
-			counter(dDecodeErrors, float64(d.Errors), c)
-			counter(dDecodeSeconds, d.Time.Seconds(), c)
-		}
-		for _, t := range []struct {
-			tier      string
-			used, max int64
-		}{{"decoded", st.DecodedUsed, st.DecodedBudget}, {"compressed", st.CompressedUsed, st.CompressedBudget}, {"readahead", st.ReadaheadUsed, st.ReadaheadBudget}} {
-			gauge(dHeld, float64(t.used), t.tier)
-			gauge(dBudget, float64(t.max), t.tier)
-		}
-		gauge(dPeak, float64(st.ReadaheadPeak))
-		gauge(dArrays, float64(st.ArrayDecoders), "decoders")
-		gauge(dArrays, float64(st.NameOrders), "name_orders")
-		gauge(dMemfds, float64(st.Memfds))
-		gauge(dMemfdBytes, float64(st.MemfdBytes))
-		gauge(dMemfdsFree, float64(st.MemfdFreeBytes))
-		counter(dMemfdsReused, float64(st.MemfdsReused))
-		gauge(dPushedHeld, float64(st.PlacedHeld))
-		counter(dPlaced, float64(st.PlacedRead), "read")
-		counter(dPlaced, float64(st.PlacedReread), "reread")
-		counter(dPlaced, float64(st.PlacedExpired), "expired")
+		collectLoader(e, s.loader())
 	}
 	if f := s.serve.Load(); f != nil {
-		st := (*f)()
-		gauge(dServing, 1, st.Serving)
-		counter(dRequests, float64(st.Lookups), "lookup")
-		counter(dRequests, float64(st.Opens), "open")
-		counter(dRequests, float64(st.Reads), "read")
-		counter(dRequests, float64(st.Releases), "release")
-		counter(dReadBytes, float64(st.ReadBytes))
-		gauge(dOpenFiles, float64(st.OpenFiles))
-		lat := st.ChunkReadTimes
-		buckets := make(map[float64]uint64, len(lat.Bounds))
-		for i, b := range lat.Bounds {
-			buckets[b] = lat.Counts[i]
-		}
-		ch <- prometheus.MustNewConstHistogram(dChunkReadSecs, lat.Count, lat.Sum, buckets)
-		counter(dPushed, float64(st.Pushed))
-		counter(dPushedB, float64(st.PushedBytes))
-		counter(dPushRefused, float64(st.PushRefused), "kernel")
-		counter(dPushRefused, float64(st.PushUnknown), "unknown")
+		collectServe(e, (*f)())
 	}
 	if s.disk != nil {
-		d := s.disk()
-		counter(dHits, float64(d.Hits+d.Revalidated), "disk")
-		counter(dMisses, float64(d.Misses+d.Changed), "disk")
-		gauge(dHeld, float64(d.Used), "disk")
-		gauge(dBudget, float64(d.Max), "disk")
-		gauge(dDiskEntries, float64(d.Entries))
-		counter(dDiskValidations, float64(d.Revalidated), "unchanged")
-		counter(dDiskValidations, float64(d.Changed), "changed")
-		counter(dDiskDropped, float64(d.Dropped))
-		counter(dDiskEvicted, float64(d.Evicted))
-		counter(dDiskWriteErrors, float64(d.WriteErrors))
+		collectDisk(e, s.disk())
 	}
 	if s.memory != nil {
-		st := s.memory()
-		if st.Limit > 0 {
-			gauge(dMemLimit, float64(st.Limit), st.From)
-		}
-		gauge(dMemInUse, float64(st.InUse))
-		gauge(dSoftLimit, float64(st.SoftLimit))
-		gauge(dBudgetScale, st.Scale)
-		counter(dSheds, float64(st.Sheds))
+		collectMemory(e, s.memory())
 	}
 	if s.gpu != nil {
-		g := s.gpu()
-		counter(dGPUBatches, float64(g.Batches))
-		counter(dGPUChunks, float64(g.GPUJobs), "gpu")
-		counter(dGPUChunks, float64(g.CPUJobs), "cpu")
-		counter(dGPUBytes, float64(g.OutBytes))
-		counter(dGPUKernel, g.Kernel.Seconds())
-		counter(dGPUDevice, g.Device.Seconds())
+		collectGPU(e, s.gpu())
 	}
+}
+
+// emitter sends constant metrics on a Collect channel.
+type emitter struct{ ch chan<- prometheus.Metric }
+
+func (e emitter) counter(d *prometheus.Desc, v float64, labels ...string) {
+	e.ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+}
+
+func (e emitter) gauge(d *prometheus.Desc, v float64, labels ...string) {
+	e.ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+}
+
+// collectLoader sends the loader's reads, hits, prefetches, decodes, tiers and memfds.
+func collectLoader(e emitter, st readahead.Stats) {
+	e.counter(dChunkReads, float64(st.Reads))
+	e.counter(dHits, float64(st.DecodedHits), "decoded")
+	e.counter(dMisses, float64(st.DecodedMisses), "decoded")
+	e.counter(dHits, float64(st.PrefetchUsed), "readahead")
+	e.counter(dHits, float64(st.CompressedHits), "compressed")
+	e.counter(dStoreReads, float64(st.StoreReads))
+	e.counter(dPrefetched, float64(st.Prefetched))
+	e.counter(dPrefetchedB, float64(st.PrefetchedBytes))
+	e.counter(dPrefetchUsed, float64(st.PrefetchUsed))
+	e.counter(dPrefetchUsedB, float64(st.PrefetchUsedBytes))
+	e.counter(dPrefetchWasted, float64(st.PrefetchWasted))
+	e.counter(dPrefetchWastedB, float64(st.PrefetchWastedBytes))
+	e.counter(dPrefetchWaits, float64(st.PrefetchWaits))
+	e.counter(dPrefetchErrors, float64(st.PrefetchErrors))
+	for c, d := range st.Decode {
+		e.counter(dDecodedChunks, float64(d.Chunks), c)
+		e.counter(dDecodedBytes, float64(d.Bytes), c)
+		e.counter(dDecodeErrors, float64(d.Errors), c)
+		e.counter(dDecodeSeconds, d.Time.Seconds(), c)
+	}
+	for _, t := range []struct {
+		tier      string
+		used, max int64
+	}{{"decoded", st.DecodedUsed, st.DecodedBudget}, {"compressed", st.CompressedUsed, st.CompressedBudget}, {"readahead", st.ReadaheadUsed, st.ReadaheadBudget}} {
+		e.gauge(dHeld, float64(t.used), t.tier)
+		e.gauge(dBudget, float64(t.max), t.tier)
+	}
+	e.gauge(dPeak, float64(st.ReadaheadPeak))
+	e.gauge(dArrays, float64(st.ArrayDecoders), "decoders")
+	e.gauge(dArrays, float64(st.NameOrders), "name_orders")
+	e.gauge(dMemfds, float64(st.Memfds))
+	e.gauge(dMemfdBytes, float64(st.MemfdBytes))
+	e.gauge(dMemfdsFree, float64(st.MemfdFreeBytes))
+	e.counter(dMemfdsReused, float64(st.MemfdsReused))
+	e.gauge(dPushedHeld, float64(st.PlacedHeld))
+	e.counter(dPlaced, float64(st.PlacedRead), "read")
+	e.counter(dPlaced, float64(st.PlacedReread), "reread")
+	e.counter(dPlaced, float64(st.PlacedExpired), "expired")
+}
+
+// collectServe sends the FUSE server's requests, read latency and page pushes.
+func collectServe(e emitter, st fs.ServeStats) {
+	e.gauge(dServing, 1, st.Serving)
+	e.counter(dRequests, float64(st.Lookups), "lookup")
+	e.counter(dRequests, float64(st.Opens), "open")
+	e.counter(dRequests, float64(st.Reads), "read")
+	e.counter(dRequests, float64(st.Releases), "release")
+	e.counter(dReadBytes, float64(st.ReadBytes))
+	e.gauge(dOpenFiles, float64(st.OpenFiles))
+	lat := st.ChunkReadTimes
+	buckets := make(map[float64]uint64, len(lat.Bounds))
+	for i, b := range lat.Bounds {
+		buckets[b] = lat.Counts[i]
+	}
+	e.ch <- prometheus.MustNewConstHistogram(dChunkReadSecs, lat.Count, lat.Sum, buckets)
+	e.counter(dPushed, float64(st.Pushed))
+	e.counter(dPushedB, float64(st.PushedBytes))
+	e.counter(dPushRefused, float64(st.PushRefused), "kernel")
+	e.counter(dPushRefused, float64(st.PushUnknown), "unknown")
+}
+
+// collectDisk sends the disk cache's hits, size and validations.
+func collectDisk(e emitter, d diskcache.Stats) {
+	e.counter(dHits, float64(d.Hits+d.Revalidated), "disk")
+	e.counter(dMisses, float64(d.Misses+d.Changed), "disk")
+	e.gauge(dHeld, float64(d.Used), "disk")
+	e.gauge(dBudget, float64(d.Max), "disk")
+	e.gauge(dDiskEntries, float64(d.Entries))
+	e.counter(dDiskValidations, float64(d.Revalidated), "unchanged")
+	e.counter(dDiskValidations, float64(d.Changed), "changed")
+	e.counter(dDiskDropped, float64(d.Dropped))
+	e.counter(dDiskEvicted, float64(d.Evicted))
+	e.counter(dDiskWriteErrors, float64(d.WriteErrors))
+}
+
+// collectMemory sends the memory limit, use and shedding.
+func collectMemory(e emitter, st memoryStats) {
+	if st.Limit > 0 {
+		e.gauge(dMemLimit, float64(st.Limit), st.From)
+	}
+	e.gauge(dMemInUse, float64(st.InUse))
+	e.gauge(dSoftLimit, float64(st.SoftLimit))
+	e.gauge(dBudgetScale, st.Scale)
+	e.counter(dSheds, float64(st.Sheds))
+}
+
+// collectGPU sends the GPU decoder's batches and times.
+func collectGPU(e emitter, g gpu.Stats) {
+	e.counter(dGPUBatches, float64(g.Batches))
+	e.counter(dGPUChunks, float64(g.GPUJobs), "gpu")
+	e.counter(dGPUChunks, float64(g.CPUJobs), "cpu")
+	e.counter(dGPUBytes, float64(g.OutBytes))
+	e.counter(dGPUKernel, g.Kernel.Seconds())
+	e.counter(dGPUDevice, g.Device.Seconds())
 }
 
 // decoded returns the loader's Config.Decoded that observes each batch's
