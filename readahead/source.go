@@ -189,40 +189,69 @@ func (l *Loader) servesStored(a *zarr.Array) bool {
 // that will hold them (memFiles). Pooled stored values go back to their
 // pool once decoded (or, for a raw array on the heap, with their chunk).
 func (l *Loader) decode(ctx context.Context, a *zarr.Array, refs []chunkRef, srcs []stored) ([]*chunk, []error) {
-	n, size := len(refs), a.ChunkLen()
-	cs, errs := make([]*chunk, n), make([]error, n)
-	jobs := make([]codec.Job, n)
-	bufs := make([][]byte, n)    // from the pool, for heap chunks of a compressed array
-	mfs := make([]*memFile, n)   // with Config.Files: the files decoded into
-	maps := make([][]byte, n)    // their mappings, dropped once decoded
-	fileErrs := make([]error, n) // why a file could not be had
 	route := l.route(a)
 	isRaw, files := route.Decoder == "none", l.files.Load()
-	for i := range jobs {
-		jobs[i].Src = srcs[i].b
+	b := l.destinations(a, srcs, isRaw, files)
+	start := time.Now()
+	runBatch(ctx, a, route, refs, b.jobs)
+	took := time.Since(start)
+	if l.onDecoded != nil && route.Decoder != "none" {
+		l.onDecoded(a, route, took)
+	}
+	for _, m := range b.maps {
+		unmap(m)
+	}
+	cs, errs, bytes, bad := l.results(a, b, srcs, isRaw, files)
+	l.decodes.add(a.Codecs, DecodeStats{Batches: 1, Chunks: int64(len(refs)) - bad, Bytes: bytes, Errors: bad, Time: took})
+	return cs, errs
+}
+
+// A decodeBatch is one batch's jobs and what each decodes into.
+type decodeBatch struct {
+	jobs     []codec.Job
+	bufs     [][]byte   // from the pool, for heap chunks of a compressed array
+	mfs      []*memFile // with Config.Files: the files decoded into
+	maps     [][]byte   // their mappings, dropped once decoded
+	fileErrs []error    // why a file could not be had
+}
+
+// destinations makes a job for each stored value of srcs, with where it
+// decodes into: a pooled buffer, a mapped file, or (raw on the heap) the
+// stored value itself.
+func (l *Loader) destinations(a *zarr.Array, srcs []stored, isRaw, files bool) decodeBatch {
+	n, size := len(srcs), a.ChunkLen()
+	b := decodeBatch{jobs: make([]codec.Job, n), bufs: make([][]byte, n), mfs: make([]*memFile, n), maps: make([][]byte, n), fileErrs: make([]error, n)}
+	for i := range b.jobs {
+		j := &b.jobs[i]
+		j.Src = srcs[i].b
 		switch {
 		case files:
-			mfs[i], fileErrs[i] = l.mfiles.get(size)
-			if fileErrs[i] == nil {
-				maps[i], fileErrs[i] = mfs[i].mapped()
+			b.mfs[i], b.fileErrs[i] = l.mfiles.get(size)
+			if b.fileErrs[i] == nil {
+				b.maps[i], b.fileErrs[i] = b.mfs[i].mapped()
 			}
-			if fileErrs[i] != nil {
+			if b.fileErrs[i] != nil {
 				continue // no room to decode into: the decoder fails it
 			}
-			jobs[i].Dst = maps[i][:0:size]
+			j.Dst = b.maps[i][:0:size]
 			if isRaw {
-				jobs[i].Dst = append(jobs[i].Dst, srcs[i].b[:min(int64(len(srcs[i].b)), size)]...)
+				j.Dst = append(j.Dst, srcs[i].b[:min(int64(len(srcs[i].b)), size)]...)
 			}
 		case isRaw:
 			// Stored uncompressed: the stored value is the chunk. Values
 			// are immutable, so it is served as is, without a copy.
-			jobs[i].Dst = srcs[i].b
+			j.Dst = srcs[i].b
 		default:
-			bufs[i] = l.bufs.get(int(size))
-			jobs[i].Dst = bufs[i][:0]
+			b.bufs[i] = l.bufs.get(int(size))
+			j.Dst = b.bufs[i][:0]
 		}
 	}
-	start := time.Now()
+	return b
+}
+
+// runBatch decodes jobs as route says: not at all (raw), each cut from
+// its whole shard, or as one batch of the route's decoder.
+func runBatch(ctx context.Context, a *zarr.Array, route Route, refs []chunkRef, jobs []codec.Job) {
 	switch {
 	case route.Decoder == "none":
 	case route.Shards == "whole-shard":
@@ -239,17 +268,18 @@ func (l *Loader) decode(ctx context.Context, a *zarr.Array, refs []chunkRef, src
 			}
 		}
 	}
-	took := time.Since(start)
-	if l.onDecoded != nil && route.Decoder != "none" {
-		l.onDecoded(a, route, took)
-	}
-	for _, m := range maps {
-		unmap(m)
-	}
-	var bytes, bad int64
-	for i := range jobs {
-		j := &jobs[i]
-		errs[i] = cmp.Or(fileErrs[i], j.Err)
+}
+
+// results turns the decoded jobs of b into chunks, or the reason each is
+// not exactly ChunkLen bytes, and gives back what the failed ones held and
+// the pooled stored values no chunk keeps. It returns the bytes decoded
+// and the chunks that failed.
+func (l *Loader) results(a *zarr.Array, b decodeBatch, srcs []stored, isRaw, files bool) (cs []*chunk, errs []error, bytes, bad int64) {
+	n, size := len(b.jobs), a.ChunkLen()
+	cs, errs = make([]*chunk, n), make([]error, n)
+	for i := range b.jobs {
+		j := &b.jobs[i]
+		errs[i] = cmp.Or(b.fileErrs[i], j.Err)
 		if errs[i] == nil && int64(len(j.Dst)) != size {
 			errs[i] = fmt.Errorf("%w: decoded %d bytes, want %d", codec.ErrCorrupt, len(j.Dst), size)
 		}
@@ -258,13 +288,13 @@ func (l *Loader) decode(ctx context.Context, a *zarr.Array, refs []chunkRef, src
 		case errs[i] != nil:
 			bad++
 			held = false
-			if mfs[i] != nil && fileErrs[i] == nil {
-				l.mfiles.put(mfs[i])
+			if b.mfs[i] != nil && b.fileErrs[i] == nil {
+				l.mfiles.put(b.mfs[i])
 			}
-			l.bufs.put(bufs[i])
+			l.bufs.put(b.bufs[i])
 		case files:
-			cs[i] = memChunk(mfs[i], l.mfiles)
-		case bufs[i] != nil:
+			cs[i] = memChunk(b.mfs[i], l.mfiles)
+		case b.bufs[i] != nil:
 			cs[i] = heapChunk(j.Dst, l.bufs)
 		case held:
 			cs[i] = heapChunk(j.Dst, l.srcs)
@@ -278,8 +308,7 @@ func (l *Loader) decode(ctx context.Context, a *zarr.Array, refs []chunkRef, src
 			l.srcs.put(srcs[i].b) // decoded, failed, or copied to its file
 		}
 	}
-	l.decodes.add(a.Codecs, DecodeStats{Batches: 1, Chunks: int64(n) - bad, Bytes: bytes, Errors: bad, Time: took})
-	return cs, errs
+	return cs, errs, bytes, bad
 }
 
 // routes holds the routes of the arrays read lately, decided once per
