@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -211,17 +210,11 @@ func mount(ctx context.Context, log *slog.Logger, tree *fs.Tree, source, dir str
 		debug.SetMemoryLimit(o.memLimit)
 		log.Debug("soft memory limit", "bytes", o.memLimit)
 	}
-	if o.cpuProfile != "" {
-		f, err := os.Create(o.cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(o.cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	name := displaySource(source)
 	srv, err := fs.Mount(ctx, dir, tree, fs.MountConfig{FsName: name, Debug: o.debug, KernelReadahead: o.kernelReadahead, Serving: o.serving, AllowOther: o.allowOther})
 	if err != nil {
@@ -234,31 +227,7 @@ func mount(ctx context.Context, log *slog.Logger, tree *fs.Tree, source, dir str
 	if o.ready != nil {
 		o.ready()
 	}
-	usr1 := make(chan os.Signal, 1)
-	if o.statsFile != "" {
-		signal.Notify(usr1, syscall.SIGUSR1)
-		defer signal.Stop(usr1)
-	}
-	done := make(chan struct{})
-	go func() { srv.Wait(); close(done) }()
-wait:
-	for {
-		select {
-		case <-usr1:
-			if err := writeStats(o.statsFile, o.stats(), srv.Stats()); err != nil {
-				log.Warn("cannot write the stats file", "err", err)
-			}
-		case <-done:
-			break wait
-		case <-ctx.Done():
-			if passedFuseFd(dir) {
-				// The parent mounted it, and unmounts it: stop serving.
-				break wait
-			}
-			unmount(log, srv.Server, dir, done)
-			break wait
-		}
-	}
+	serveUntil(ctx, log, srv, dir, o)
 	st, ss := o.stats(), srv.Stats()
 	log.Info("unmounted", "mountpoint", dir, "stats", st, "serve", ss)
 	if o.gpu != nil {
@@ -270,6 +239,35 @@ wait:
 		}
 	}
 	return nil
+}
+
+// serveUntil waits until srv is unmounted, or until ctx ends and then
+// unmounts it (unless the parent that mounted it does), writing the stats
+// file on each SIGUSR1 meanwhile.
+func serveUntil(ctx context.Context, log *slog.Logger, srv *fs.Server, dir string, o mountOpts) {
+	usr1 := make(chan os.Signal, 1)
+	if o.statsFile != "" {
+		signal.Notify(usr1, syscall.SIGUSR1)
+		defer signal.Stop(usr1)
+	}
+	done := make(chan struct{})
+	go func() { srv.Wait(); close(done) }()
+	for {
+		select {
+		case <-usr1:
+			if err := writeStats(o.statsFile, o.stats(), srv.Stats()); err != nil {
+				log.Warn("cannot write the stats file", "err", err)
+			}
+		case <-done:
+			return
+		case <-ctx.Done():
+			if passedFuseFd(dir) {
+				return // the parent mounted it, and unmounts it: stop serving
+			}
+			unmount(log, srv.Server, dir, done)
+			return
+		}
+	}
 }
 
 // checkStatsFile refuses a --stats-file that could not be written, before
