@@ -191,6 +191,21 @@ func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*Server, 
 		t.chunks.SetPlacer(&m.place)
 	}
 	close(m.ready)
+	logServing(t.log, m, dir, cfg.Serving)
+	if cfg.KernelReadahead > 0 {
+		bdi, from, err := SetKernelReadahead(dir, cfg.KernelReadahead)
+		if err != nil {
+			t.log.Debug("kernel readahead left as it was", "mountpoint", dir, "err", err)
+		} else {
+			t.log.Info("kernel readahead raised", "mountpoint", dir, "bdi", bdi, "from_kb", from, "to_kb", cfg.KernelReadahead>>10)
+		}
+	}
+	return &Server{Server: srv, m: m}, nil
+}
+
+// logServing logs the serving path m chose at dir, at Warn when it is not
+// the one wanted.
+func logServing(log *slog.Logger, m *mount, dir string, wanted Serving) {
 	attrs := []any{"serving", m.serving.String(), "mountpoint", dir}
 	switch {
 	case m.serving == Passthrough:
@@ -202,20 +217,11 @@ func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*Server, 
 	if m.refused != "" {
 		attrs = append(attrs, "why", m.refused)
 	}
-	if cfg.Serving != Auto && cfg.Serving != m.serving {
-		t.log.Warn("serving path falls back", append(attrs, "wanted", cfg.Serving.String())...)
+	if wanted != Auto && wanted != m.serving {
+		log.Warn("serving path falls back", append(attrs, "wanted", wanted.String())...)
 	} else {
-		t.log.Info("serving path", attrs...)
+		log.Info("serving path", attrs...)
 	}
-	if cfg.KernelReadahead > 0 {
-		bdi, from, err := SetKernelReadahead(dir, cfg.KernelReadahead)
-		if err != nil {
-			t.log.Debug("kernel readahead left as it was", "mountpoint", dir, "err", err)
-		} else {
-			t.log.Info("kernel readahead raised", "mountpoint", dir, "bdi", bdi, "from_kb", from, "to_kb", cfg.KernelReadahead>>10)
-		}
-	}
-	return &Server{Server: srv, m: m}, nil
 }
 
 // SetKernelReadahead sets the readahead of the file system mounted at dir
