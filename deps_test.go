@@ -25,7 +25,7 @@ var allowed = map[string][]string{
 	"store":       {"internal/flight"},
 	"zarr":        {"codec"},
 	"readahead":   {"cache", "codec", "store", "zarr", "internal/bytesize"},
-	"fs":          {"readahead", "zarr", "store", "codec", "internal/flight", "internal/mountinfo"},
+	"fs":          {"readahead", "zarr", "store", "codec", "internal/flight", "internal/mountinfo", "internal/uring"},
 	"convert":     {"fs", "zarr", "codec", "store", "readahead"},
 	"cmd/zfuse":   {"*"},
 	"integration": {},
@@ -38,6 +38,7 @@ var allowed = map[string][]string{
 	"internal/memlimit":  {},
 	"internal/mountinfo": {},
 	"internal/bytesize":  {},
+	"internal/uring":     {},
 }
 
 const testutil = "internal/testutil"
