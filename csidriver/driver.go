@@ -100,6 +100,11 @@ func New(cfg Config) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Cgroup != "" {
+		if err := os.MkdirAll(cfg.Cgroup, 0o755); err != nil {
+			return nil, fmt.Errorf("csidriver: server cgroup: %w", err)
+		}
+	}
 	d := &Driver{cfg: cfg, state: st, log: log, busy: map[string]struct{}{},
 		server: serverConfig{exe: cfg.Exe, uid: cfg.UID, gid: cfg.GID, cgroup: cfg.Cgroup, log: log}}
 	if err := d.recover(); err != nil {
