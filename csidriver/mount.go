@@ -47,7 +47,11 @@ func prepareTarget(target string) (created bool, err error) {
 		return false, err
 	}
 	if !fi.IsDir() {
-		return false, fmt.Errorf("%s: %w (%s)", target, errTargetType, fi.Mode().Type())
+		what := "a file"
+		if t := fi.Mode().Type(); t != 0 {
+			what = "of type " + t.String()
+		}
+		return false, fmt.Errorf("%s: %w: it is %s", target, errTargetType, what)
 	}
 	if m, ok := mountAt(target); ok {
 		return false, fmt.Errorf("%s: %w: %s (%s) is mounted there", target, errTargetBusy, m.Source, m.FSType)
