@@ -135,14 +135,14 @@ func (d *Driver) mountAndServe(ctx context.Context, r *record, s Settings) error
 		unmount(r.Target)
 		d.removeCgroup(r)
 		d.state.remove(r.Target)
-		return status.Errorf(codes.FailedPrecondition, "source %s cannot be served: %v", s.Source, err)
+		return status.Errorf(codes.FailedPrecondition, "source %s cannot be served: %v", displaySource(s.Source), err)
 	}
 	r.Pid, r.Start, r.Time = p.pid, p.start, time.Now().UTC()
 	if err := d.state.save(r); err != nil {
 		d.teardown(r.Target, r)
 		return status.Error(codes.Internal, err.Error())
 	}
-	d.log.Info("published", "volume_id", r.VolumeID, "target", r.Target, "source", s.Source, "pid", p.pid, "uid", d.cfg.UID)
+	d.log.Info("published", "volume_id", r.VolumeID, "target", r.Target, "source", displaySource(s.Source), "pid", p.pid, "uid", d.cfg.UID)
 	return nil
 }
 

@@ -194,6 +194,10 @@ func awaitReady(ctx context.Context, log *slog.Logger, r *os.File, exited <-chan
 			}
 		case <-ctx.Done():
 			r.Close() // ends the reader
+			go func() {
+				for range msgs {
+				}
+			}()
 			return fmt.Errorf("the server was not ready in time: %w", ctx.Err())
 		}
 	}
