@@ -34,8 +34,11 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 	}
 	defer release()
 
-	if done, err := d.published(id, target, s); done || err != nil {
-		return &csi.NodePublishVolumeResponse{}, err
+	switch done, err := d.published(id, target, s); {
+	case err != nil:
+		return nil, err
+	case done:
+		return &csi.NodePublishVolumeResponse{}, nil
 	}
 	if !isRemote(s.Source) {
 		if fi, err := os.Stat(s.Source); err != nil || !fi.IsDir() {
@@ -49,7 +52,7 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 	case err != nil:
 		return nil, status.Errorf(codes.Internal, "target: %v", err)
 	}
-	r := &record{VolumeID: id, Target: filepath.Clean(target), Source: s.Source, Flags: s.Flags, Created: created}
+	r := &record{VolumeID: id, Target: filepath.Clean(target), Source: s.Source, Flags: s.Flags}
 	if err := d.mountAndServe(ctx, r, s); err != nil {
 		if created {
 			removeTarget(target)

@@ -159,15 +159,21 @@ func awaitReady(ctx context.Context, log *slog.Logger, r *os.File, exited <-chan
 		Error string `json:"error"`
 		Ready bool   `json:"ready"`
 	}
-	msgs := make(chan msg)
-	go func() { // ends at EOF: when the server closes the pipe or exits
+	msgs, done := make(chan msg), make(chan struct{})
+	defer close(done)
+	go func() { // ends at EOF (the server closed the pipe or exited), or once we are done
 		defer close(msgs)
 		sc := bufio.NewScanner(r)
 		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
 			var m msg
-			if json.Unmarshal(sc.Bytes(), &m) == nil {
-				msgs <- m
+			if json.Unmarshal(sc.Bytes(), &m) != nil {
+				continue
+			}
+			select {
+			case msgs <- m:
+			case <-done:
+				return
 			}
 		}
 	}()
@@ -178,26 +184,14 @@ func awaitReady(ctx context.Context, log *slog.Logger, r *os.File, exited <-chan
 			case !ok:
 				return fmt.Errorf("the server exited before it served: %v", <-exited)
 			case m.Ready:
-				go func() {
-					for range msgs {
-					}
-				}() // nothing more comes; let the reader end
 				return nil
 			case m.Error != "":
-				go func() {
-					for range msgs {
-					}
-				}()
 				return errors.New(m.Error)
 			case m.Warn != "":
 				log.Warn("server: " + m.Warn)
 			}
 		case <-ctx.Done():
-			r.Close() // ends the reader
-			go func() {
-				for range msgs {
-				}
-			}()
+			r.Close() // ends the reader's read
 			return fmt.Errorf("the server was not ready in time: %w", ctx.Err())
 		}
 	}

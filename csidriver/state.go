@@ -33,7 +33,6 @@ type record struct {
 	Pid      int       `json:"pid"`              // the server
 	Start    uint64    `json:"start"`            // its start time (/proc/PID/stat), against pid reuse
 	Cgroup   string    `json:"cgroup,omitempty"` // the server's own cgroup, removed after it
-	Created  bool      `json:"created"`          // the driver created the target directory
 	Time     time.Time `json:"time"`             // when it was published
 }
 
