@@ -27,6 +27,7 @@ var allowed = map[string][]string{
 	"readahead":   {"cache", "codec", "store", "zarr", "internal/bytesize"},
 	"fs":          {"readahead", "zarr", "store", "codec", "internal/flight", "internal/mountinfo", "internal/uring"},
 	"convert":     {"fs", "zarr", "codec", "store", "readahead"},
+	"csidriver":   {"internal/mountinfo", "internal/bytesize"},
 	"cmd/zfuse":   {"*"},
 	"integration": {},
 	testutil:      {},

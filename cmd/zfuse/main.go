@@ -7,6 +7,7 @@
 //	zfuse warmup [flags] MOUNTPOINT/PATH    decode an array, group or slice into a mount's caches
 //	zfuse compress [flags] SOURCE DEST      write SOURCE's arrays as a compressed store
 //	zfuse bench [flags]                     measure the mount against baselines on this machine
+//	zfuse csi [flags]                       serve the CSI node plugin for Kubernetes (package csidriver)
 //	zfuse version                           print the version
 //	zfuse help [COMMAND]                    print the usage, or a command's flags
 //	zfuse SOURCE MOUNTPOINT -o OPTIONS      mount in the background, as mount.fuse3 runs it (fstab: type fuse.zfuse)
@@ -75,6 +76,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return warmup(ctx, args, stdout, stderr) // warmup.go
 	case "compress":
 		return compress(ctx, args, stdout, stderr) // compress.go
+	case "csi":
+		return runCSI(ctx, args, stdout, stderr) // csi.go: the CSI node plugin
 	}
 	nargs := map[string]int{"mount": 2, "cat": 2, "info": 1}[cmd]
 	if nargs == 0 {

@@ -27,6 +27,7 @@ var commands = []command{
 	{"warmup", "[flags] MOUNTPOINT/PATH", "decode an array, a group or a slice into a mount's caches ahead of a job"},
 	{"compress", "[flags] SOURCE DEST", "encode every array of SOURCE into a compressed Zarr store at DEST that every Zarr reader reads"},
 	{"bench", "[flags]", "measure the mount against baselines on this machine"},
+	{"csi", "[flags]", "serve the CSI node plugin that mounts zfuse volumes in Kubernetes pods (docs/kubernetes.md)"},
 	{"version", "", "print the version"},
 	{"help", "[COMMAND]", "print this help, or a command's flags"},
 }
