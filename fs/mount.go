@@ -41,6 +41,9 @@ type MountConfig struct {
 	// writable leaves out the "ro" mount option, so tests can check that
 	// the nodes themselves refuse writes.
 	writable bool
+	// Transport is how requests reach the daemon (see Transport); Auto
+	// chooses.
+	Transport Transport
 	// noIntroduce keeps the mount from looking chunk files up itself (as
 	// for a /dev/fd/N mountpoint), so tests can see the fallback.
 	noIntroduce bool
@@ -62,16 +65,24 @@ const (
 // A Server is a mounted Tree: the go-fuse server (Unmount, Wait), and how
 // it serves.
 type Server struct {
-	*fuse.Server
-	m *mount
+	*fuse.Server      // notifications, the kernel's settings
+	c            conn // the connection: Unmount, Wait
+	m            *mount
 }
+
+// Unmount unmounts the mount (it fails while a process uses it). A
+// /dev/fd/N mount is unmounted by whoever mounted it.
+func (s *Server) Unmount() error { return s.c.Unmount() }
 
 // Wait waits until the mount is unmounted and its helper processes (the
 // placer's lookups, the guard) have ended.
 func (s *Server) Wait() {
-	s.Server.Wait()
+	s.c.Wait()
 	s.m.close()
 }
+
+// Transport returns the transport in use.
+func (s *Server) Transport() Transport { return s.m.transport }
 
 // close ends the mount's helper processes, once it is unmounted: the guard
 // first, so that it never aborts a connection that is not this mount's.
@@ -89,7 +100,7 @@ func (s *Server) Serving() Serving { return s.m.serving }
 func (s *Server) Stats() ServeStats {
 	n := &s.m.n
 	return ServeStats{
-		Serving: s.m.serving.String(), PassthroughRefused: s.m.refused,
+		Serving: s.m.serving.String(), PassthroughRefused: s.m.refused, Transport: s.m.transport.String(), Requests: n.requests.snapshot(),
 		Lookups: n.lookups.Load(), Opens: n.opens.Load(), PassthroughOpens: n.passthroughOpens.Load(),
 		Reads: n.reads.Load(), ReadBytes: n.readBytes.Load(), ChunkReads: n.chunkReads.Load(),
 		Releases: n.releases.Load(), OpenFiles: n.handles.Load() - n.releases.Load(), Interrupted: n.interrupted.Load(), DecodeErrors: n.errors.Load(),
@@ -169,13 +180,15 @@ func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*Server, 
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
 	m.place.setDir(nil, root) // a store whose root is an array
-	srv, err := fusefs.Mount(dir, newDirNode(t, root, m), opts)
+	srv, c, transport, why, err := serve(dir, newDirNode(t, root, m), opts, cfg.Transport, &m.n.requests, t.log)
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
+	m.transport = transport
+	logTransport(t.log, dir, cfg.Transport, transport, why)
 	m.guard = startGuard(dir)
 	go func() {
-		srv.Wait()
+		c.Wait()
 		m.close()
 	}()
 	// Opens wait for this: under NoOpen the first OPEN's ENOSYS decides
@@ -200,7 +213,7 @@ func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*Server, 
 			t.log.Info("kernel readahead raised", "mountpoint", dir, "bdi", bdi, "from_kb", from, "to_kb", cfg.KernelReadahead>>10)
 		}
 	}
-	return &Server{Server: srv, m: m}, nil
+	return &Server{Server: srv, c: c, m: m}, nil
 }
 
 // logServing logs the serving path m chose at dir, at Warn when it is not

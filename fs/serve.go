@@ -147,23 +147,25 @@ func probePassthrough(srv *fuse.Server, kernelFlags uint64) error {
 // serving path shows (no READ for passthrough chunks; no OPEN after the
 // first in no-open mode).
 type ServeStats struct {
-	Serving             string  // the path in use
-	Lookups             int64   // LOOKUP requests answered
-	Opens               int64   // OPEN requests, of any file
-	PassthroughOpens    int64   // chunk opens answered with a backing file
-	Reads, ReadBytes    int64   // READ requests, and bytes they returned
-	ChunkReads          int64   // of those, of chunk files
-	Releases            int64   // RELEASE of chunk files opened with a handle
-	OpenFiles           int64   // chunk files open with a handle now
-	Interrupted         int64   // requests whose caller gave up (EINTR)
-	Replaced            int64   // files found changed in the store (--refresh), served under a new inode since
-	DecodeErrors        int64   // chunk opens and reads that failed with EIO
-	Pushed, PushedBytes int64   // chunks pushed into the kernel's page cache before their first read (no-open, open)
-	PushRefused         int64   // pushes the kernel refused (it forgot the file meanwhile)
-	ChunkReadTimes      Latency // service times of the READs of chunk files
-	PushUnknown         int64   // chunks not pushed: the kernel did not know their files, nor their array's directory
-	Introduced          int64   // chunk files the mount looked up itself, to push their chunks (readers that do not list)
-	PassthroughRefused  string  `json:",omitempty"` // why passthrough is not in use, where it was wanted
+	Serving             string           // the path in use
+	Transport           string           // how requests reach the daemon: uring or dev (see Transport)
+	Requests            map[string]int64 // requests that reached the file system, by opcode (LOOKUP, IOCTL, READ, ...)
+	Lookups             int64            // LOOKUP requests answered
+	Opens               int64            // OPEN requests, of any file
+	PassthroughOpens    int64            // chunk opens answered with a backing file
+	Reads, ReadBytes    int64            // READ requests, and bytes they returned
+	ChunkReads          int64            // of those, of chunk files
+	Releases            int64            // RELEASE of chunk files opened with a handle
+	OpenFiles           int64            // chunk files open with a handle now
+	Interrupted         int64            // requests whose caller gave up (EINTR)
+	Replaced            int64            // files found changed in the store (--refresh), served under a new inode since
+	DecodeErrors        int64            // chunk opens and reads that failed with EIO
+	Pushed, PushedBytes int64            // chunks pushed into the kernel's page cache before their first read (no-open, open)
+	PushRefused         int64            // pushes the kernel refused (it forgot the file meanwhile)
+	ChunkReadTimes      Latency          // service times of the READs of chunk files
+	PushUnknown         int64            // chunks not pushed: the kernel did not know their files, nor their array's directory
+	Introduced          int64            // chunk files the mount looked up itself, to push their chunks (readers that do not list)
+	PassthroughRefused  string           `json:",omitempty"` // why passthrough is not in use, where it was wanted
 }
 
 // serveCounters are a mount's ServeStats, updated atomically.
@@ -171,6 +173,7 @@ type serveCounters struct {
 	lookups, opens, passthroughOpens, handles, reads, readBytes, chunkReads, releases, interrupted, errors, replaced atomic.Int64
 	chunkReadTimes                                                                                                   latencies
 	pushed, pushedBytes, pushRefused, pushUnknown, introduced                                                        atomic.Int64
+	requests                                                                                                         requestCounts
 }
 
 // wait returns the serving path once Mount has chosen it.

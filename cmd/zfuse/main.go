@@ -215,7 +215,7 @@ func runMount(ctx context.Context, f *treeFlags, log *slog.Logger, tree *fs.Tree
 	mounted := func(srv *fs.Server) { m.served(srv); pw.start(srv.Serving() == fs.Passthrough) }
 	err = mount(ctx, log, tree, fl.Arg(0), fl.Arg(1), mountOpts{
 		debug: slog.Level(f.level) <= slog.LevelDebug, statsFile: *f.statsFile, stats: loader.Stats,
-		memLimit: plan.softLimit(plan.budgets, lf.serving == fs.Passthrough), kernelReadahead: int64(lf.kernelReadahead), cpuProfile: lf.cpuProfile, serving: lf.serving,
+		memLimit: plan.softLimit(plan.budgets, lf.serving == fs.Passthrough), kernelReadahead: int64(lf.kernelReadahead), cpuProfile: lf.cpuProfile, serving: lf.serving, transport: lf.transport,
 		gpu: dec.router.GPU(), ready: daemon.ready, mounted: mounted, allowOther: bool(f.allowOther)})
 	if err != nil && daemon != nil {
 		log.Error("mount failed", "err", err) // the parent may be gone

@@ -16,7 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
 	"github.com/zfuse/zfuse/codec"
@@ -36,6 +35,7 @@ type loaderFlags struct {
 	decoded, compressed, readahead Size
 	kernelReadahead                Size
 	serving                        fs.Serving
+	transport                      fs.Transport
 	cpuProfile                     string // mount: write a CPU profile (go tool pprof) here
 	changing                       bool   // the store may change while read (--refresh)
 }
@@ -61,6 +61,11 @@ func addLoaderFlags(fl *flag.FlagSet) *loaderFlags {
 	if v, err := fs.ParseServing(os.Getenv("ZFUSE_SERVING")); err == nil {
 		f.serving = v
 	}
+	// ZFUSE_TRANSPORT likewise sets the transport's default.
+	if v, err := fs.ParseTransport(os.Getenv("ZFUSE_TRANSPORT")); err == nil {
+		f.transport = v
+	}
+	fl.Var(&f.transport, "transport", "mount: how FUSE requests reach zfuse, `auto|uring|dev`: uring (FUSE over io_uring, each request answered on the CPU that made it: Linux 6.14+, once root enabled it with echo Y > /sys/module/fuse/parameters/enable_uring), dev (/dev/fuse); auto is uring where the kernel offers it; uring falls back to dev where it cannot be had (default $ZFUSE_TRANSPORT, else auto)")
 	fl.Var(&f.serving, "serving", "mount: how chunk bytes reach readers, `auto|no-open|passthrough|open`: no-open (the kernel's page cache: one READ per chunk, no OPEN), passthrough (the kernel reads memfds the chunks were decoded into, or the stored files of chunks stored uncompressed; needs root and Linux 6.9), open (OPEN and READ through the daemon, the last fallback); auto is no-open where the kernel offers it; a path refused falls back to the next (default $ZFUSE_SERVING, else auto)")
 	return f
 }
@@ -84,7 +89,7 @@ func (f *loaderFlags) forSource(fl *flag.FlagSet, source string) {
 func (f *loaderFlags) args() []string {
 	return []string{"--decoder", string(f.decoder), "--workers", strconv.Itoa(f.workers), "--cache-decoded", f.decoded.String(),
 		"--cache-compressed", f.compressed.String(), "--readahead", f.readahead.String(),
-		"--kernel-readahead", f.kernelReadahead.String(), "--serving", f.serving.String()}
+		"--kernel-readahead", f.kernelReadahead.String(), "--serving", f.serving.String(), "--transport", f.transport.String()}
 }
 
 // memory is what a mount of these budgets may hold, zfuse bench's target
@@ -186,6 +191,7 @@ type mountOpts struct {
 	statsFile       string                 // "": no stats file
 	stats           func() readahead.Stats // the counters
 	serving         fs.Serving             // the serving path asked for
+	transport       fs.Transport           // the transport asked for
 	memLimit        int64                  // soft memory limit unless GOMEMLIMIT is set; 0: none
 	kernelReadahead int64                  // bytes; 0 leaves the kernel's default
 	cpuProfile      string                 // "": no CPU profile
@@ -216,7 +222,7 @@ func mount(ctx context.Context, log *slog.Logger, tree *fs.Tree, source, dir str
 	}
 	defer stopProfile()
 	name := displaySource(source)
-	srv, err := fs.Mount(ctx, dir, tree, fs.MountConfig{FsName: name, Debug: o.debug, KernelReadahead: o.kernelReadahead, Serving: o.serving, AllowOther: o.allowOther})
+	srv, err := fs.Mount(ctx, dir, tree, fs.MountConfig{FsName: name, Debug: o.debug, KernelReadahead: o.kernelReadahead, Serving: o.serving, Transport: o.transport, AllowOther: o.allowOther})
 	if err != nil {
 		return err
 	}
@@ -264,7 +270,7 @@ func serveUntil(ctx context.Context, log *slog.Logger, srv *fs.Server, dir strin
 			if passedFuseFd(dir) {
 				return // the parent mounted it, and unmounts it: stop serving
 			}
-			unmount(log, srv.Server, dir, done)
+			unmount(log, srv, dir, done)
 			return
 		}
 	}
@@ -316,7 +322,7 @@ func writeStats(path string, s readahead.Stats, ss fs.ServeStats) error {
 // unmount unmounts the server and waits until it has stopped. Unmounting
 // fails while a process uses the mount (EBUSY): say so once, and keep
 // trying until it is free.
-func unmount(log *slog.Logger, srv *fuse.Server, dir string, done <-chan struct{}) {
+func unmount(log *slog.Logger, srv interface{ Unmount() error }, dir string, done <-chan struct{}) {
 	for warned := false; ; warned = true {
 		err := srv.Unmount()
 		if err == nil {

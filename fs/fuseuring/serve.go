@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -24,6 +25,7 @@ type Server struct {
 	t    *Transport // nil: go-fuse's loop serves
 	ring error      // why not io_uring; nil when the rings serve
 	dev  chan struct{}
+	done sync.Once // closes fd, once served
 }
 
 // Serve mounts raw at dir and serves it: over io_uring when the kernel
@@ -163,9 +165,11 @@ func (s *Server) Wait() {
 		s.t.Wait()
 		<-s.dev
 	}
-	if s.dir != "" {
-		unix.Close(s.fd)
-	}
+	s.done.Do(func() {
+		if s.dir != "" {
+			unix.Close(s.fd)
+		}
+	})
 }
 
 // protocol returns a ProtocolServer over raw that parses requests as the
