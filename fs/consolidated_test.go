@@ -21,7 +21,7 @@ func TestConsolidatedDescribesServed(t *testing.T) {
 	root := t.TempDir()
 	write := func(key, data string) { testutil.WriteFile(t, root, key, []byte(data)) }
 	za := `{"zarr_format": 2, "shape": [4], "chunks": [2], "dtype": "|u1", "compressor": {"id": "zlib", "level": 1}, "fill_value": 0, "order": "C", "filters": null}`
-	chunk := string(zlibBytes(t, []byte{1, 2}))
+	chunk := string(testutil.ZlibBytes(t, []byte{1, 2}))
 	write(".zgroup", `{"zarr_format": 2}`)
 	write("sparse/.zarray", za[:40]) // truncated
 	write("sparse/0", chunk)

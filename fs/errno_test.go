@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/zfuse/zfuse/codec"
+	"github.com/zfuse/zfuse/internal/testutil"
 	"github.com/zfuse/zfuse/store"
 )
 
 func TestErrno(t *testing.T) {
 	ctx := context.Background()
-	var logs logBuffer
+	var logs testutil.LogBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	for _, r := range []struct {
 		err    error
@@ -32,7 +33,7 @@ func TestErrno(t *testing.T) {
 		{fmt.Errorf("decode a/3: %w", codec.ErrCorrupt), syscall.EIO, "ERROR"},
 		{errors.New("anything else"), syscall.EIO, "ERROR"},
 	} {
-		logs.buf.Reset()
+		logs.Reset()
 		tr := &Tree{log: log}
 		if got := tr.errno(ctx, "read", "a/3", r.err); got != r.want {
 			t.Errorf("errno(%v) = %v, want %v", r.err, got, r.want)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zfuse/zfuse/internal/testutil"
 	"github.com/zfuse/zfuse/store"
 )
 
@@ -17,9 +18,9 @@ import (
 // metadata, and refuses chunk reads and Mount with ErrNoChunks.
 func TestMetadataOnly(t *testing.T) {
 	ctx := context.Background()
-	s := newV3Store(t)
+	s := testutil.NewV3Store(t)
 	full, _ := newV3Tree(t, s, false)
-	ds, err := store.Dir(s.root)
+	ds, err := store.Dir(s.Root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,8 +17,8 @@ import (
 // zarr.json, as arrays converted in place are: the documents agree
 // (same, with C and F order), disagree (fill), or the array is passed
 // through (odd). It returns each directory's zarr.json as stored.
-func mixedStore(t *testing.T) (*testStore, map[string][]byte) {
-	s := newTestStore(t)
+func mixedStore(t *testing.T) (*testutil.V2Store, map[string][]byte) {
+	s := testutil.NewV2Store(t)
 	docs := map[string][]byte{
 		"temp": []byte(`{"zarr_format": 3, "node_type": "array", "shape": [5, 7], "data_type": "int32",
 			"chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2, 3]}},
@@ -39,7 +39,7 @@ func mixedStore(t *testing.T) (*testStore, map[string][]byte) {
 			"chunk_key_encoding": {"name": "v2"}, "fill_value": 0, "codecs": ["bytes", "nosuch"]}`),
 	}
 	for dir, b := range docs {
-		s.write(t, dir+"/"+zarr.MetadataFile, b)
+		s.Write(t, dir+"/"+zarr.MetadataFile, b)
 	}
 	return s, docs
 }
@@ -73,7 +73,7 @@ func TestMixedDirs(t *testing.T) {
 			names := childNames(t, tr, r.dir)
 			switch r.served {
 			case "rewritten":
-				v2 := testutil.Must(zarr.ParseV2(s.stored[r.dir+"/"+zarr.ArrayFile]))
+				v2 := testutil.Must(zarr.ParseV2(s.Stored[r.dir+"/"+zarr.ArrayFile]))
 				want := testutil.Must(zarr.PresentBeside(docs[r.dir], v2))
 				if err != nil || !bytes.Equal(got, want) {
 					t.Errorf("AsV2 %v: %s: %v\n%s\nwant\n%s", asV2, key, err, got, want)
@@ -95,7 +95,7 @@ func TestMixedDirs(t *testing.T) {
 				t.Errorf("AsV2 %v: %s/.zarray: %v %s; listed %v", asV2, r.dir, err, v2, names)
 			}
 		}
-		for p, raw := range s.raw {
+		for p, raw := range s.Raw {
 			if got, err := tr.ReadFile(ctx, p); err != nil || !bytes.Equal(got, raw) {
 				t.Errorf("AsV2 %v: chunk %s: %v %x, want %x", asV2, p, err, got, raw)
 			}

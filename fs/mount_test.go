@@ -27,7 +27,7 @@ func TestMount(t *testing.T) {
 }
 
 func testMount(t *testing.T, serving Serving) {
-	s := newTestStore(t)
+	s := testutil.NewV2Store(t)
 	tr, logs := newTestTree(t, s)
 	mnt, _ := mountServing(t, tr, false, serving, false)
 	ctx := context.Background()
@@ -59,7 +59,7 @@ func testMount(t *testing.T, serving Serving) {
 			if int64(len(got)) != fi.Size() {
 				t.Errorf("%s: stat says %d bytes, read %d", rel, fi.Size(), len(got))
 			}
-			checkServed(t, s, rel, got)
+			s.CheckServed(t, rel, got)
 			if cat, err := tr.ReadFile(ctx, rel); err != nil || !bytes.Equal(cat, got) {
 				t.Errorf("%s: ReadFile (zfuse cat) differs from the mount: %v", rel, err)
 			}
@@ -68,8 +68,8 @@ func testMount(t *testing.T, serving Serving) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(seen) != len(s.stored) {
-			t.Errorf("mount lists %d files, store has %d:\n%v", len(seen), len(s.stored), seen)
+		if len(seen) != len(s.Stored) {
+			t.Errorf("mount lists %d files, store has %d:\n%v", len(seen), len(s.Stored), seen)
 		}
 		fi, err := os.Stat(filepath.Join(mnt, "group"))
 		if err != nil || fi.Mode() != os.ModeDir|0o555 {
@@ -99,7 +99,7 @@ func testMount(t *testing.T, serving Serving) {
 			t.Errorf("%d Error lines name corrupt/1, want one line without a newline in it:\n%s", len(failed), logs)
 		}
 		got, err := os.ReadFile(filepath.Join(mnt, "corrupt/0"))
-		if err != nil || !bytes.Equal(got, s.raw["corrupt/0"]) {
+		if err != nil || !bytes.Equal(got, s.Raw["corrupt/0"]) {
 			t.Errorf("corrupt/0 = %x, %v after corrupt/1 failed", got, err)
 		}
 	})
@@ -111,7 +111,7 @@ func testMount(t *testing.T, serving Serving) {
 		var wg sync.WaitGroup
 		for g := range 16 {
 			wg.Go(func() {
-				for key, want := range s.raw {
+				for key, want := range s.Raw {
 					f, err := os.Open(filepath.Join(mnt, key))
 					if err != nil {
 						t.Error(err)
@@ -144,10 +144,10 @@ func testMount(t *testing.T, serving Serving) {
 // TestStatNeverDecodes lists and stats every file of a fresh mount, as
 // ls -lR does, and checks that nothing was decoded.
 func TestStatNeverDecodes(t *testing.T) {
-	s := newTestStore(t)
+	s := testutil.NewV2Store(t)
 	tr, _ := newTestTree(t, s)
 	mnt := mountTree(t, tr, false)
-	for key, raw := range s.raw {
+	for key, raw := range s.Raw {
 		fi, err := os.Stat(filepath.Join(mnt, key))
 		if err != nil || fi.Size() != int64(len(raw)) {
 			t.Errorf("%s: %v, %v; want %d bytes", key, fi, err, len(raw))
@@ -177,11 +177,11 @@ func checkStatNeverDecodes(t *testing.T, tr *Tree, mnt string) {
 // TestMountNodesRefuseWrites mounts without the "ro" option, so that the
 // kernel passes write requests on and the nodes themselves must refuse.
 func TestMountNodesRefuseWrites(t *testing.T) {
-	s := newTestStore(t)
+	s := testutil.NewV2Store(t)
 	tr, _ := newTestTree(t, s)
 	checkReadOnly(t, mountTree(t, tr, true))
 	// Nothing reached the store.
-	if b, err := os.ReadFile(filepath.Join(s.root, "README.txt")); err != nil || string(b) != "not zarr\n" {
+	if b, err := os.ReadFile(filepath.Join(s.Root, "README.txt")); err != nil || string(b) != "not zarr\n" {
 		t.Errorf("store file changed: %q, %v", b, err)
 	}
 }
@@ -258,9 +258,9 @@ func (g *gatedStore) wait(key string) {
 
 // gatedMount mounts the test store with its reads of key held at a gate
 // until the test opens it.
-func gatedMount(t *testing.T, key string, serving Serving) (*testStore, *gatedStore, string, *Server) {
-	s := newTestStore(t)
-	ds, err := store.Dir(s.root)
+func gatedMount(t *testing.T, key string, serving Serving) (*testutil.V2Store, *gatedStore, string, *Server) {
+	s := testutil.NewV2Store(t)
+	ds, err := store.Dir(s.Root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestInterruptedOpen(t *testing.T) {
 		p := filepath.Join(mnt, "temp/0.1")
 		killWhileGated(t, g, exec.Command("cat", p), func() error {
 			b, err := os.ReadFile(p)
-			if err == nil && !bytes.Equal(b, s.raw["temp/0.1"]) {
+			if err == nil && !bytes.Equal(b, s.Raw["temp/0.1"]) {
 				err = errors.New("wrong bytes")
 			}
 			return err

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/zfuse/zfuse/internal/testutil"
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store"
 )
@@ -100,20 +101,20 @@ func TestTgids(t *testing.T) {
 // and then nothing at all (no OPEN after the first, the page cache serves),
 // under open an OPEN each time and a READ only the first time.
 func TestChunkReads(t *testing.T) {
-	s := newTestStore(t)
+	s := testutil.NewV2Store(t)
 	// A second store whose root is an array.
-	root := testArray{shape: []int{6, 4}, chunks: []int{4, 4}, dtype: "<i4", order: "C", sep: ".",
-		value: func(i []int) float64 { return float64(i[0]*10 + i[1]) }}
-	rs := &testStore{root: t.TempDir(), stored: map[string][]byte{}, raw: map[string][]byte{}}
-	rs.write(t, ".zarray", root.zarray(`{"id": "zlib", "level": 1}`))
+	root := testutil.V2Array{Shape: []int{6, 4}, Chunks: []int{4, 4}, DType: "<i4", Order: "C", Sep: ".",
+		Value: func(i []int) float64 { return float64(i[0]*10 + i[1]) }}
+	rs := testutil.EmptyV2Store(t)
+	rs.Write(t, ".zarray", root.Zarray(`{"id": "zlib", "level": 1}`))
 	for i := range 2 {
-		raw := root.chunk([]int{i, 0})
-		rs.write(t, string(rune('0'+i))+".0", zlibBytes(t, raw))
-		rs.raw[string(rune('0'+i))+".0"] = raw
+		raw := root.Chunk([]int{i, 0})
+		rs.Write(t, string(rune('0'+i))+".0", testutil.ZlibBytes(t, raw))
+		rs.Raw[string(rune('0'+i))+".0"] = raw
 	}
 	servings(t, func(t *testing.T, serving Serving) {
 		for _, c := range []struct {
-			s    *testStore
+			s    *testutil.V2Store
 			key  string
 			path string // as Chunks must get it
 		}{
@@ -127,18 +128,18 @@ func TestChunkReads(t *testing.T) {
 	})
 }
 
-func checkChunkReads(t *testing.T, serving Serving, s *testStore, key, path string) {
-	ds, err := store.Dir(s.root)
+func checkChunkReads(t *testing.T, serving Serving, s *testutil.V2Store, key, path string) {
+	ds, err := store.Dir(s.Root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ds.Close() })
-	var logs logBuffer
+	var logs testutil.LogBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	loader := testLoader(t, ds, nil)
 	rec := &recorder{Chunks: loader}
 	mnt, srv := mountServing(t, New(Config{Store: ds, Chunks: rec, Log: log}), false, serving, true)
-	want := s.raw[key]
+	want := s.Raw[key]
 	p := filepath.Join(mnt, filepath.FromSlash(key))
 	wantCall := chunkCall{path: path, coords: key[len(path):], pid: uint32(os.Getpid())}
 	if path != "" {
@@ -214,7 +215,7 @@ func checkChunkReads(t *testing.T, serving Serving, s *testStore, key, path stri
 }
 
 func TestMountDevice(t *testing.T) {
-	s := newTestStore(t)
+	s := testutil.NewV2Store(t)
 	tr, _ := newTestTree(t, s)
 	mnt := mountTree(t, tr, false)
 	dev, err := mountDevice(mnt)

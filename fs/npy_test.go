@@ -21,63 +21,6 @@ import (
 	"github.com/zfuse/zfuse/readahead"
 )
 
-// flat returns a's elements in one buffer in its order, as its .npy file
-// holds them: the values, and 0 (the fill value) in missing chunks.
-func (a *testArray) flat() []byte {
-	is, n := itemSize(a.dtype), prod(a.shape)
-	out := make([]byte, n*is)
-	idx := make([]int, len(a.shape))
-	for lin := range n {
-		r := lin
-		for k := range a.shape {
-			d := len(a.shape) - 1 - k
-			if a.order == "F" {
-				d = k
-			}
-			idx[d] = r % a.shape[d]
-			r /= a.shape[d]
-		}
-		parts := make([]string, len(idx))
-		for d, i := range idx {
-			parts[d] = strconv.Itoa(i / a.chunks[d])
-		}
-		if slices.Contains(a.missing, strings.Join(parts, ".")) || slices.Contains(a.missing, strings.Join(parts, "/")) {
-			continue
-		}
-		encode(out[lin*is:], a.dtype, a.value(idx))
-	}
-	return out
-}
-
-// checkNpy checks that b is the .npy file of a: a header numpy can read
-// saying a's dtype, order and shape, the data 64-byte aligned, then a's
-// elements.
-func checkNpy(t *testing.T, name string, a *testArray, b []byte) {
-	t.Helper()
-	f, err := testutil.ParseNPY(b)
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	fortran := a.order == "F" && len(a.shape) > 1 && a.shape[0] > 1 && a.shape[1] > 1
-	if f.Descr != a.dtype || f.Fortran != fortran || !slices.Equal(f.Shape, a.shape) {
-		t.Errorf("%s: descr %q, fortran %v, shape %v; want %q, %v, %v", name, f.Descr, f.Fortran, f.Shape, a.dtype, fortran, a.shape)
-	}
-	if h := len(b) - len(f.Data); h%64 != 0 {
-		t.Errorf("%s: data at %d, not 64-byte aligned", name, h)
-	}
-	if want := a.flat(); !bytes.Equal(f.Data, want) {
-		i := 0
-		for i < min(len(f.Data), len(want)) && f.Data[i] == want[i] {
-			i++
-		}
-		t.Errorf("%s: %d bytes of data, want %d; they differ from byte %d on", name, len(f.Data), len(want), i)
-	}
-}
-
-// npyArrays are the arrays of newTestStore that the .npy view shows, by
-// the path of their file.
-var npyArrays = map[string]string{"temp.npy": "temp", "group/nested.npy": "group/nested", "legacy.npy": "legacy", "scalar.npy": "scalar"}
-
 // TestNpyTree: under AsNpy every raw array is one .npy file holding its
 // elements (fill values for a missing chunk, order F, 0-d), with its
 // attributes beside it; groups are directories without their Zarr
@@ -86,7 +29,7 @@ var npyArrays = map[string]string{"temp.npy": "temp", "group/nested.npy": "group
 // a corrupt chunk fails the reads of its range only, naming its key.
 func TestNpyTree(t *testing.T) {
 	ctx := context.Background()
-	s := newTestStore(t)
+	s := testutil.NewV2Store(t)
 	tr, logs := newTestTree(t, s, func(c *Config) { c.AsNpy = true })
 	loader := tr.chunks.(*readahead.Loader)
 	for dir, want := range map[string][]string{
@@ -98,25 +41,25 @@ func TestNpyTree(t *testing.T) {
 		}
 	}
 	sizes := map[string]int64{}
-	for p, arr := range npyArrays {
+	for p, arr := range testutil.NpyFiles {
 		n, err := tr.lookup(ctx, p)
 		if err != nil {
 			t.Fatalf("lookup %s: %v", p, err)
 		}
 		sizes[p] = n.size
-		if want := int64(128 + len(s.arrays[arr].flat())); n.size != want {
+		if want := int64(128 + len(s.Arrays[arr].Flat())); n.size != want {
 			t.Errorf("%s: size %d, want %d", p, n.size, want)
 		}
 	}
 	if st := loader.Stats(); st.Reads != 0 {
 		t.Errorf("listing and stat read %d chunks, want none", st.Reads)
 	}
-	for p, arr := range npyArrays {
+	for p, arr := range testutil.NpyFiles {
 		b, err := tr.ReadFile(ctx, p)
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
-		checkNpy(t, p, s.arrays[arr], b)
+		s.Arrays[arr].CheckNpy(t, p, b)
 		r, n := rand.New(rand.NewPCG(1, uint64(len(p)))), mustLookup(t, tr, p)
 		for range 50 {
 			off, k := r.Int64N(int64(len(b))+1), r.Int64N(40)+1
@@ -180,9 +123,9 @@ func mustLookup(t *testing.T, tr *Tree, p string) *node {
 // TestNpyRoot: a store whose root is an array is one file, named by
 // RootName.
 func TestNpyRoot(t *testing.T) {
-	s := &testStore{root: t.TempDir(), stored: map[string][]byte{}, raw: map[string][]byte{}}
-	s.add(t, testArray{path: "", shape: []int{3, 4}, chunks: []int{2, 3}, dtype: "<f8", order: "C", sep: ".",
-		value: func(i []int) float64 { return float64(i[0]) - float64(i[1])/4 }})
+	s := testutil.EmptyV2Store(t)
+	s.Add(t, testutil.V2Array{Path: "", Shape: []int{3, 4}, Chunks: []int{2, 3}, DType: "<f8", Order: "C", Sep: ".",
+		Value: func(i []int) float64 { return float64(i[0]) - float64(i[1])/4 }})
 	tr, _ := newTestTree(t, s, func(c *Config) { c.AsNpy, c.RootName = true, "t2m" })
 	if got := childNames(t, tr, "."); !slices.Equal(got, []string{"t2m.json", "t2m.npy"}) {
 		t.Errorf("root lists %v, want t2m.json t2m.npy", got)
@@ -191,7 +134,7 @@ func TestNpyRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkNpy(t, "t2m.npy", s.arrays[""], b)
+	s.Arrays[""].CheckNpy(t, "t2m.npy", b)
 	if _, err := tr.ReadFile(context.Background(), "0.0"); !errors.Is(err, iofs.ErrNotExist) {
 		t.Errorf("a chunk of the root array: %v, want it not shown", err)
 	}
@@ -207,17 +150,17 @@ func TestNpyRoot(t *testing.T) {
 // corrupt chunk's pages are EIO, and the pages of the other chunks read.
 func TestNpyMount(t *testing.T) {
 	servings(t, func(t *testing.T, serving Serving) {
-		s := newTestStore(t)
+		s := testutil.NewV2Store(t)
 		// Three chunks of 8 KiB from byte 128 on: pages 0 and 1 of the
 		// file hold chunk 0 alone, page 5 chunk 2 alone.
-		s.add(t, testArray{path: "broken", shape: []int{3 * 8192}, chunks: []int{8192}, dtype: "|u1", order: "C", sep: ".",
-			value: func(i []int) float64 { return float64(i[0] % 251) }})
-		s.write(t, "broken/1", []byte("this is not zlib"))
+		s.Add(t, testutil.V2Array{Path: "broken", Shape: []int{3 * 8192}, Chunks: []int{8192}, DType: "|u1", Order: "C", Sep: ".",
+			Value: func(i []int) float64 { return float64(i[0] % 251) }})
+		s.Write(t, "broken/1", []byte("this is not zlib"))
 		tr, logs := newTestTree(t, s, func(c *Config) { c.AsNpy = true })
 		dir, srv := mountServing(t, tr, false, serving, false)
-		for p, arr := range npyArrays {
+		for p, arr := range testutil.NpyFiles {
 			b := read(t, dir, p)
-			checkNpy(t, p, s.arrays[arr], b)
+			s.Arrays[arr].CheckNpy(t, p, b)
 			f, err := os.Open(filepath.Join(dir, p))
 			if err != nil {
 				t.Fatal(err)
@@ -244,7 +187,7 @@ func TestNpyMount(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer f.Close()
-		want := s.arrays["broken"].flat()
+		want := s.Arrays["broken"].Flat()
 		for _, r := range []struct {
 			off int64
 			ok  bool
@@ -275,14 +218,14 @@ func TestNpyMount(t *testing.T) {
 func TestNpyRefresh(t *testing.T) {
 	const interval = 200 * time.Millisecond
 	servings(t, func(t *testing.T, serving Serving) {
-		st := &testStore{root: t.TempDir(), stored: map[string][]byte{}, raw: map[string][]byte{}}
+		st := testutil.EmptyV2Store(t)
 		// 16×1024 <i4 in 8×256 chunks: a row is 4 KiB, the first page of
 		// the file holds part of row 0, which lies in chunks 0.0 to 0.3.
-		st.add(t, testArray{path: "temp", shape: []int{16, 1024}, chunks: []int{8, 256}, dtype: "<i4", order: "C", sep: ".",
-			value: func(i []int) float64 { return float64(i[0]*10000 + i[1]) }})
+		st.Add(t, testutil.V2Array{Path: "temp", Shape: []int{16, 1024}, Chunks: []int{8, 256}, DType: "<i4", Order: "C", Sep: ".",
+			Value: func(i []int) float64 { return float64(i[0]*10000 + i[1]) }})
 		tr, _ := newTestTree(t, st, func(c *Config) { c.AsNpy, c.Refresh = true, interval })
 		dir, srv := mountServing(t, tr, false, serving, false)
-		a := st.arrays["temp"]
+		a := st.Arrays["temp"]
 		held, err := os.Open(filepath.Join(dir, "temp.npy"))
 		if err != nil {
 			t.Fatal(err)
@@ -294,7 +237,7 @@ func TestNpyRefresh(t *testing.T) {
 			t.Fatal(err)
 		}
 		row := make([]byte, 28)
-		if _, err := held.ReadAt(row, 128); err != nil || !bytes.Equal(row, a.flat()[:28]) {
+		if _, err := held.ReadAt(row, 128); err != nil || !bytes.Equal(row, a.Flat()[:28]) {
 			t.Fatalf("temp.npy, row 0: %v, %v", row, err)
 		}
 		fi, err := held.Stat()
@@ -303,15 +246,15 @@ func TestNpyRefresh(t *testing.T) {
 		}
 		ino := fi.Sys().(*syscall.Stat_t).Ino
 		grown := *a
-		grown.shape = []int{24, 1024}
-		grown.value = func(i []int) float64 { return float64(-i[0]*10000 - i[1] - 1) }
+		grown.Shape = []int{24, 1024}
+		grown.Value = func(i []int) float64 { return float64(-i[0]*10000 - i[1] - 1) }
 		for r := range 3 {
 			for c := range 4 {
-				replace(t, st.root, "temp/"+strconv.Itoa(r)+"."+strconv.Itoa(c), zlibBytes(t, grown.chunk([]int{r, c})))
+				replace(t, st.Root, "temp/"+strconv.Itoa(r)+"."+strconv.Itoa(c), testutil.ZlibBytes(t, grown.Chunk([]int{r, c})))
 			}
 		}
-		replace(t, st.root, "temp/.zarray", grown.zarray(`{"id": "zlib", "level": 1}`))
-		size := int64(128 + len(grown.flat()))
+		replace(t, st.Root, "temp/.zarray", grown.Zarray(`{"id": "zlib", "level": 1}`))
+		size := int64(128 + len(grown.Flat()))
 		for deadline := time.Now().Add(20 * interval); ; {
 			fi, err := os.Stat(filepath.Join(dir, "temp.npy"))
 			if err == nil && fi.Size() == size {
@@ -325,9 +268,9 @@ func TestNpyRefresh(t *testing.T) {
 			}
 			time.Sleep(interval / 4) // polling the mount, as a reader would
 		}
-		checkNpy(t, "temp.npy, grown", &grown, read(t, dir, "temp.npy"))
+		grown.CheckNpy(t, "temp.npy, grown", read(t, dir, "temp.npy"))
 		old := make([]byte, 28)
-		if _, err := held.ReadAt(old, 128+8192); err == nil && !bytes.Equal(old, a.flat()[8192:8192+28]) {
+		if _, err := held.ReadAt(old, 128+8192); err == nil && !bytes.Equal(old, a.Flat()[8192:8192+28]) {
 			t.Errorf("temp.npy held open across the change: row 2 reads %v, not the old row", old)
 		} else if err != nil && !errors.Is(err, syscall.ESTALE) {
 			t.Errorf("temp.npy held open across the change: %v, want the old bytes or ESTALE", err)

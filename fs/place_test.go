@@ -34,10 +34,10 @@ func TestPush(t *testing.T) {
 			t.Run(tt.name, func(t *testing.T) {
 				listed := tt.listed
 				const n = 96
-				s := &testStore{root: t.TempDir(), stored: map[string][]byte{}, raw: map[string][]byte{}}
-				s.add(t, testArray{path: "a", shape: []int{n * 256}, chunks: []int{256}, dtype: "<f8", order: "C", sep: ".",
-					value: func(i []int) float64 { return float64(i[0]) * 1.5 }})
-				ds, err := store.Dir(s.root)
+				s := testutil.EmptyV2Store(t)
+				s.Add(t, testutil.V2Array{Path: "a", Shape: []int{n * 256}, Chunks: []int{256}, DType: "<f8", Order: "C", Sep: ".",
+					Value: func(i []int) float64 { return float64(i[0]) * 1.5 }})
+				ds, err := store.Dir(s.Root)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -59,8 +59,8 @@ func TestPush(t *testing.T) {
 				for i := range n {
 					key := "a/" + strconv.Itoa(i)
 					got, err := os.ReadFile(filepath.Join(mnt, key))
-					if err != nil || !bytes.Equal(got, s.raw[key]) {
-						t.Fatalf("%s: %d bytes, %v; want the chunk's %d", key, len(got), err, len(s.raw[key]))
+					if err != nil || !bytes.Equal(got, s.Raw[key]) {
+						t.Fatalf("%s: %d bytes, %v; want the chunk's %d", key, len(got), err, len(s.Raw[key]))
 					}
 				}
 				ss, ls := srv.Stats(), loader.Stats()
@@ -100,10 +100,10 @@ func TestPush(t *testing.T) {
 func TestPassthroughMapRecycled(t *testing.T) {
 	testutil.Need(t, "root, for FUSE passthrough", os.Geteuid() == 0)
 	const n = 40 // chunks of 64 KiB: 2.5 MiB, over the tests' 1 MiB decoded tier
-	s := &testStore{root: t.TempDir(), stored: map[string][]byte{}, raw: map[string][]byte{}}
-	s.add(t, testArray{path: "a", shape: []int{n * 8192}, chunks: []int{8192}, dtype: "<f8", order: "C", sep: ".",
-		value: func(i []int) float64 { return float64(i[0]) * 0.25 }})
-	ds, err := store.Dir(s.root)
+	s := testutil.EmptyV2Store(t)
+	s.Add(t, testutil.V2Array{Path: "a", Shape: []int{n * 8192}, Chunks: []int{8192}, DType: "<f8", Order: "C", Sep: ".",
+		Value: func(i []int) float64 { return float64(i[0]) * 0.25 }})
+	ds, err := store.Dir(s.Root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,14 +123,14 @@ func TestPassthroughMapRecycled(t *testing.T) {
 	for pass := range 2 {
 		for i := 1; i < n; i++ {
 			key := "a/" + strconv.Itoa(i)
-			if got, err := os.ReadFile(filepath.Join(mnt, key)); err != nil || !bytes.Equal(got, s.raw[key]) {
+			if got, err := os.ReadFile(filepath.Join(mnt, key)); err != nil || !bytes.Equal(got, s.Raw[key]) {
 				t.Fatalf("pass %d, %s: %d bytes, %v", pass, key, len(got), err)
 			}
 		}
 	}
 	st := loader.Stats()
 	t.Logf("%v; memfds reused %d, busy %d", st, st.MemfdsReused, st.MemfdsBusy)
-	if !bytes.Equal(m, s.raw["a/0"]) {
+	if !bytes.Equal(m, s.Raw["a/0"]) {
 		t.Errorf("the map of chunk 0 changed: its file was used for another chunk")
 	}
 	if st.MemfdsReused == 0 || st.MemfdsBusy == 0 {
@@ -146,11 +146,11 @@ func TestPassthroughMapRecycled(t *testing.T) {
 // EIO now and then.
 func TestPassthroughDirectRelease(t *testing.T) {
 	testutil.Need(t, "root, for FUSE passthrough", os.Geteuid() == 0)
-	s := newTestStore(t)
+	s := testutil.NewV2Store(t)
 	tr, _ := newTestTree(t, s)
 	mnt, _ := mountServing(t, tr, false, Passthrough, false)
 	p := filepath.Join(mnt, "temp/0.1")
-	want := s.raw["temp/0.1"]
+	want := s.Raw["temp/0.1"]
 	for i := range 300 {
 		d, err := os.OpenFile(p, os.O_RDONLY|unix.O_DIRECT, 0)
 		if err != nil {
@@ -172,7 +172,7 @@ func TestPassthroughDirectRelease(t *testing.T) {
 // directories keeps one entry for the directory, for the array it serves
 // now, and none once the kernel forgets it.
 func TestPlacerDirsRefresh(t *testing.T) {
-	st := newTestStore(t)
+	st := testutil.NewV2Store(t)
 	tr, _ := newTestTree(t, st, func(c *Config) { c.Refresh = time.Nanosecond }) // every lookup reads metadata again
 	ctx := context.Background()
 	root, err := tr.root(ctx)
@@ -193,11 +193,11 @@ func TestPlacerDirsRefresh(t *testing.T) {
 	}
 	arrays := map[*zarr.Array]bool{}
 	for i := range 1000 {
-		x := *st.arrays["temp"]
+		x := *st.Arrays["temp"]
 		if i%2 == 1 {
-			x.shape = []int{6 + i%9, 7} // a new shape
+			x.Shape = []int{6 + i%9, 7} // a new shape
 		}
-		replace(t, st.root, "temp/.zarray", x.zarray(`{"id": "zlib", "level": 1}`))
+		replace(t, st.Root, "temp/.zarray", x.Zarray(`{"id": "zlib", "level": 1}`))
 		cur, err := d.node(ctx)
 		if err != nil {
 			t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // TestNodeChanged: what makes a file looked up again another version of
@@ -55,12 +57,12 @@ func TestRefreshMount(t *testing.T) {
 			refresh time.Duration
 		}{{"refresh", interval}, {"immutable", 0}} {
 			t.Run(tc.name, func(t *testing.T) {
-				st := newTestStore(t)
+				st := testutil.NewV2Store(t)
 				tr, _ := newTestTree(t, st, func(c *Config) { c.Refresh = tc.refresh })
 				dir, srv := mountServing(t, tr, false, s, false)
-				a := testArray{path: "temp", shape: []int{5, 7}, chunks: []int{2, 3}, dtype: "<i4", order: "C", sep: ".",
-					value: func(i []int) float64 { return float64(i[0]*100 + i[1] + 1) }}
-				oldChunk, oldMeta := st.raw["temp/0.0"], read(t, dir, "temp/.zarray")
+				a := testutil.V2Array{Path: "temp", Shape: []int{5, 7}, Chunks: []int{2, 3}, DType: "<i4", Order: "C", Sep: ".",
+					Value: func(i []int) float64 { return float64(i[0]*100 + i[1] + 1) }}
+				oldChunk, oldMeta := st.Raw["temp/0.0"], read(t, dir, "temp/.zarray")
 				if !bytes.Equal(read(t, dir, "temp/0.0"), oldChunk) {
 					t.Fatal("temp/0.0: not the chunk as written")
 				}
@@ -80,12 +82,12 @@ func TestRefreshMount(t *testing.T) {
 
 				// Rewrite chunk 0.0 and grow the array to 7 rows: chunk 3.0 is new.
 				grown := a
-				grown.shape = []int{7, 7}
-				grown.value = func(i []int) float64 { return float64(-i[0]*100 - i[1] - 1) }
-				newChunk := grown.chunk([]int{0, 0})
-				replace(t, st.root, "temp/0.0", zlibBytes(t, newChunk))
-				replace(t, st.root, "temp/3.0", zlibBytes(t, grown.chunk([]int{3, 0})))
-				replace(t, st.root, "temp/.zarray", grown.zarray(`{"id": "zlib", "level": 1}`))
+				grown.Shape = []int{7, 7}
+				grown.Value = func(i []int) float64 { return float64(-i[0]*100 - i[1] - 1) }
+				newChunk := grown.Chunk([]int{0, 0})
+				replace(t, st.Root, "temp/0.0", testutil.ZlibBytes(t, newChunk))
+				replace(t, st.Root, "temp/3.0", testutil.ZlibBytes(t, grown.Chunk([]int{3, 0})))
+				replace(t, st.Root, "temp/.zarray", grown.Zarray(`{"id": "zlib", "level": 1}`))
 
 				bound := 20 * interval // a few intervals, on a loaded machine
 				if tc.refresh == 0 {
@@ -129,7 +131,7 @@ func TestRefreshMount(t *testing.T) {
 				} else if !errors.Is(err, syscall.ESTALE) {
 					t.Errorf("temp/0.0 held open across the change: %v, want the old chunk or ESTALE", err)
 				}
-				if !bytes.Equal(read(t, dir, "temp/3.0"), grown.chunk([]int{3, 0})) {
+				if !bytes.Equal(read(t, dir, "temp/3.0"), grown.Chunk([]int{3, 0})) {
 					t.Error("temp/3.0: not the new chunk")
 				}
 				if fi, err := os.Stat(filepath.Join(dir, "temp/0.0")); err != nil || fi.Sys().(*syscall.Stat_t).Ino == ino {

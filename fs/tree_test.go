@@ -3,10 +3,8 @@ package fs
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	iofs "io/fs"
-	"maps"
 	"slices"
 	"strings"
 	"syscall"
@@ -17,92 +15,11 @@ import (
 	"github.com/zfuse/zfuse/zarr"
 )
 
-// checkZarray checks that got is want rewritten: compressor and filters
-// null, every other key kept, plus any extra keys given.
-func checkZarray(t *testing.T, name string, got, want []byte, extra map[string]string) {
-	t.Helper()
-	var g, w map[string]json.RawMessage
-	if err := json.Unmarshal(got, &g); err != nil {
-		t.Fatalf("%s: presented metadata is not JSON: %v\n%s", name, err, got)
-	}
-	if err := json.Unmarshal(want, &w); err != nil {
-		t.Fatal(err)
-	}
-	w["compressor"], w["filters"] = json.RawMessage("null"), json.RawMessage("null")
-	for k, v := range extra {
-		w[k] = json.RawMessage(v)
-	}
-	if !slices.Equal(slices.Sorted(maps.Keys(g)), slices.Sorted(maps.Keys(w))) {
-		t.Fatalf("%s: keys %v, want %v", name, slices.Sorted(maps.Keys(g)), slices.Sorted(maps.Keys(w)))
-	}
-	for k := range w {
-		var gv, wv any
-		json.Unmarshal(g[k], &gv)
-		json.Unmarshal(w[k], &wv)
-		if gb, _ := json.Marshal(gv); !bytes.Equal(gb, testutil.Must(json.Marshal(wv))) {
-			t.Errorf("%s: %q = %s, want %s", name, k, g[k], w[k])
-		}
-	}
-}
-
-// checkServed checks what path p serves (got) against the presented-tree
-// rules, for every file of the test store.
-func checkServed(t *testing.T, s *testStore, p string, got []byte) {
-	t.Helper()
-	raw, isChunk := s.raw[p]
-	switch {
-	case isChunk:
-		if !bytes.Equal(got, raw) {
-			t.Errorf("%s: served %d bytes %x, want the decoded chunk %x", p, len(got), got, raw)
-		}
-	case p == "legacy/.zarray":
-		checkZarray(t, p, got, s.stored[p], map[string]string{"dimension_separator": `"/"`})
-	case strings.HasSuffix(p, "/.zarray") && !strings.HasPrefix(p, "odd/") && !strings.HasPrefix(p, "bad/"):
-		checkZarray(t, p, got, s.stored[p], nil)
-	case p == ".zmetadata":
-		var doc struct {
-			Metadata map[string]json.RawMessage `json:"metadata"`
-		}
-		if err := json.Unmarshal(got, &doc); err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
-		if len(doc.Metadata) != 11 { // every .zarray, .zgroup and .zattrs
-			t.Errorf(".zmetadata has %d entries, want 11", len(doc.Metadata))
-		}
-		for k, v := range doc.Metadata {
-			switch {
-			case k == "odd/.zarray" || k == "bad/.zarray":
-				var a, b any
-				json.Unmarshal(v, &a)
-				json.Unmarshal(s.stored[k], &b)
-				if !bytes.Equal(testutil.Must(json.Marshal(a)), testutil.Must(json.Marshal(b))) {
-					t.Errorf(".zmetadata[%s] = %s, want it as stored", k, v)
-				}
-			case k == "legacy/.zarray": // as the array's own .zarray says, with the separator found
-				checkZarray(t, ".zmetadata["+k+"]", v, s.stored[k], map[string]string{"dimension_separator": `"/"`})
-			case strings.HasSuffix(k, ".zarray"):
-				checkZarray(t, ".zmetadata["+k+"]", v, s.stored[k], nil)
-			default:
-				var a, b any
-				json.Unmarshal(v, &a)
-				json.Unmarshal(s.stored[k], &b)
-				if !bytes.Equal(testutil.Must(json.Marshal(a)), testutil.Must(json.Marshal(b))) {
-					t.Errorf(".zmetadata[%s] = %s, want %s", k, v, s.stored[k])
-				}
-			}
-		}
-	default:
-		if !bytes.Equal(got, s.stored[p]) {
-			t.Errorf("%s: served %q, want it as stored %q", p, got, s.stored[p])
-		}
-	}
-}
-
 func TestReadFile(t *testing.T) {
 	ctx := context.Background()
-	s := newTestStore(t)
+	s := testutil.NewV2Store(t)
 	tr, logs := newTestTree(t, s)
-	for p := range s.stored {
+	for p := range s.Stored {
 		if p == "corrupt/1" {
 			continue
 		}
@@ -111,7 +28,7 @@ func TestReadFile(t *testing.T) {
 			t.Errorf("ReadFile(%q): %v", p, err)
 			continue
 		}
-		checkServed(t, s, p, got)
+		s.CheckServed(t, p, got)
 	}
 	for _, r := range []struct {
 		path  string
@@ -149,7 +66,7 @@ func TestReadFile(t *testing.T) {
 	if l := logs.String(); !strings.Contains(l, "level=ERROR") || !strings.Contains(l, "key=corrupt/1") {
 		t.Errorf("no Error line naming corrupt/1 in log:\n%s", l)
 	}
-	if got, err := tr.ReadFile(ctx, "corrupt/0"); err != nil || !bytes.Equal(got, s.raw["corrupt/0"]) {
+	if got, err := tr.ReadFile(ctx, "corrupt/0"); err != nil || !bytes.Equal(got, s.Raw["corrupt/0"]) {
 		t.Errorf("corrupt/0 after corrupt/1 failed: %x, %v", got, err)
 	}
 	// Passed-through arrays were announced once each, with the reason.
@@ -162,7 +79,7 @@ func TestReadFile(t *testing.T) {
 
 func TestArrays(t *testing.T) {
 	ctx := context.Background()
-	s := newTestStore(t)
+	s := testutil.NewV2Store(t)
 	tr, _ := newTestTree(t, s)
 	infos, err := tr.Arrays(ctx)
 	if err != nil {
@@ -177,10 +94,10 @@ func TestArrays(t *testing.T) {
 	}
 	for _, in := range infos {
 		var chunks, stored int64
-		for k := range s.stored {
+		for k := range s.Stored {
 			if strings.HasPrefix(k, in.Path+"/") && !strings.Contains(k, "/.z") {
 				chunks++
-				stored += int64(len(s.stored[k]))
+				stored += int64(len(s.Stored[k]))
 			}
 		}
 		switch in.Path {
@@ -219,7 +136,7 @@ func TestHasArray(t *testing.T) {
 	}{
 		{"empty", t.TempDir(), false},
 		{"a group", group, false},
-		{"the test store", newTestStore(t).root, true},
+		{"the test store", testutil.NewV2Store(t).Root, true},
 	} {
 		tr, _ := treeOver(t, dirStore(t, tc.root))
 		if got, err := tr.HasArray(ctx); err != nil || got != tc.want {

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/zfuse/zfuse/internal/testutil"
 	"github.com/zfuse/zfuse/store"
 )
 
@@ -59,8 +60,8 @@ func (s *flakyStore) Stat(ctx context.Context, key string) (store.Entry, error) 
 // is missing is ENOENT again.
 func TestUnconfirmedChunk(t *testing.T) {
 	ctx := context.Background()
-	s := newTestStore(t)
-	ds, err := store.Dir(s.root)
+	s := testutil.NewV2Store(t)
+	ds, err := store.Dir(s.Root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestUnconfirmedChunk(t *testing.T) {
 	flaky.mu.Lock()
 	flaky.down = nil
 	flaky.mu.Unlock()
-	if got, err := tr.ReadFile(ctx, "temp/0.1"); err != nil || !bytes.Equal(got, s.raw["temp/0.1"]) {
+	if got, err := tr.ReadFile(ctx, "temp/0.1"); err != nil || !bytes.Equal(got, s.Raw["temp/0.1"]) {
 		t.Errorf("ReadFile(temp/0.1) with the store back: %x, %v", got, err)
 	}
 	if _, err := tr.ReadFile(ctx, "temp/1.1"); !errors.Is(err, iofs.ErrNotExist) {
