@@ -33,13 +33,53 @@ type Chunks interface {
 	// returned stay valid.
 	Forget(r readahead.Ref)
 	// SetFiles says whether chunks should be decoded into files (memfds)
-	// for Open, rather than onto the heap for Read: Mount calls it once it
-	// has chosen the serving path.
+	// for Open, rather than onto the heap for Read: Tree.SetServing calls
+	// it once the mount has chosen its serving path.
 	SetFiles(on bool)
 	// SetPlacer gives the Chunks where to put prefetched chunks before
 	// their first read: on the page-cache serving paths, the kernel's page
-	// cache (placer). Mount calls it once it has chosen the serving path.
+	// cache. Tree.SetServing calls it once the mount has chosen its
+	// serving path.
 	SetPlacer(p readahead.Placer)
 }
 
 var _ Chunks = (*readahead.Loader)(nil)
+
+// Open returns the decoded chunk that the chunk file n (IsChunk) serves,
+// as an open file for process pid to read itself (FUSE passthrough). The
+// caller closes it. A chunk that turns out missing is an I/O error, as in
+// ReadAt.
+func (t *Tree) Open(ctx context.Context, n *Node, pid uint32) (*readahead.File, error) {
+	if err := t.needChunks("open", n); err != nil {
+		return nil, err
+	}
+	f, err := t.chunks.Open(ctx, n.ref(pid))
+	return f, presentedErr(n, err)
+}
+
+// Forget drops every decoded copy kept of what the file n served, which
+// has changed in the store (Config.Refresh): its chunk, or, for a .npy
+// file, the chunks of its array. Files Open returned stay valid.
+func (t *Tree) Forget(n *Node) {
+	switch n.kind {
+	case kindChunk:
+		t.chunks.Forget(n.ref(0))
+	case kindNpy:
+		t.forgetNpy(n)
+	}
+}
+
+// SetServing tells the Chunks how a mount serves the Tree, once it has
+// chosen: with passthrough, chunk files are opened (Open) as the files
+// their chunks are decoded into (memfds), which the kernel reads itself;
+// otherwise they are read (ReadAt) through the kernel's page cache, into
+// which p puts prefetched chunks before their first read. Under AsNpy no
+// chunk is a file of its own: .npy files are read through the page cache,
+// from chunks on the heap, and no chunk has a page cache of its own to be
+// placed in (npy.go). A mount calls it once, before it serves.
+func (t *Tree) SetServing(passthrough bool, p readahead.Placer) {
+	t.chunks.SetFiles(passthrough && !t.asNpy)
+	if !passthrough && !t.asNpy {
+		t.chunks.SetPlacer(p)
+	}
+}

@@ -11,14 +11,14 @@ import (
 	"github.com/zfuse/zfuse/store"
 )
 
-// errno turns an error into the errno a FUSE request returns, and is where
+// Errno turns an error into the errno a FUSE request returns, and is where
 // failed requests are logged. Missing keys are ENOENT, keys outside the
 // store EACCES, interrupted requests EINTR; anything else (a corrupt chunk,
 // an I/O error) is EIO with an Error line naming the key and the reason,
 // once per failure (t.failed).
 //
 // go-fuse's fs.ToErrno is not used: it does not unwrap %w.
-func (t *Tree) errno(ctx context.Context, op, key string, err error) syscall.Errno {
+func (t *Tree) Errno(ctx context.Context, op, key string, err error) syscall.Errno {
 	var e syscall.Errno
 	switch {
 	case err == nil:

@@ -35,7 +35,7 @@ func TestErrno(t *testing.T) {
 	} {
 		logs.Reset()
 		tr := &Tree{log: log}
-		if got := tr.errno(ctx, "read", "a/3", r.err); got != r.want {
+		if got := tr.Errno(ctx, "read", "a/3", r.err); got != r.want {
 			t.Errorf("errno(%v) = %v, want %v", r.err, got, r.want)
 		}
 		l := logs.String()

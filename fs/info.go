@@ -52,7 +52,7 @@ func (i ArrayInfo) Prefix() string { return storePath(i.Path) }
 // nothing.
 func (t *Tree) Arrays(ctx context.Context) ([]ArrayInfo, error) {
 	var out []ArrayInfo
-	err := t.walkDirs(ctx, func(dir *node) error {
+	err := t.walkDirs(ctx, func(dir *Node) error {
 		x := dir.arr
 		if x == nil {
 			return nil
@@ -65,7 +65,7 @@ func (t *Tree) Arrays(ctx context.Context) ([]ArrayInfo, error) {
 		if f := dir.m.npy; f != nil && f.why != nil {
 			info.Hidden = f.why
 		} else if f != nil {
-			name := dir.name()
+			name := dir.Name()
 			if dir.key == "." {
 				name = t.rootName
 			}
@@ -90,7 +90,7 @@ var errFound = errors.New("fs: found")
 // not shown under --as-v2, too), walking directories as Arrays does until
 // it finds one; it reads no shard index and counts no chunks.
 func (t *Tree) HasArray(ctx context.Context) (bool, error) {
-	err := t.walkDirs(ctx, func(dir *node) error {
+	err := t.walkDirs(ctx, func(dir *Node) error {
 		if dir.arr != nil {
 			return errFound
 		}
@@ -113,7 +113,7 @@ type GroupInfo struct {
 // .zgroup), in path order.
 func (t *Tree) Groups(ctx context.Context) ([]GroupInfo, error) {
 	var out []GroupInfo
-	err := t.walkDirs(ctx, func(dir *node) error {
+	err := t.walkDirs(ctx, func(dir *Node) error {
 		switch {
 		case dir.arr != nil || dir.m == nil:
 		case dir.m.format == 3:
@@ -134,13 +134,13 @@ func (t *Tree) Groups(ctx context.Context) ([]GroupInfo, error) {
 // walkDirs calls visit for the root and every directory below it that is
 // not inside an array (arrays are leaves: their directories hold chunks),
 // in path order.
-func (t *Tree) walkDirs(ctx context.Context, visit func(dir *node) error) error {
-	root, err := t.root(ctx)
+func (t *Tree) walkDirs(ctx context.Context, visit func(dir *Node) error) error {
+	root, err := t.Root(ctx)
 	if err != nil {
 		return err
 	}
-	var walk func(dir *node) error
-	walk = func(dir *node) error {
+	var walk func(dir *Node) error
+	walk = func(dir *Node) error {
 		if err := visit(dir); err != nil || dir.arr != nil {
 			return err
 		}
@@ -162,7 +162,7 @@ func (t *Tree) walkDirs(ctx context.Context, visit func(dir *node) error) error 
 
 // count adds up the chunk files under dir, a directory in an array (as
 // the Zarr views present them).
-func (t *Tree) count(ctx context.Context, dir *node, info *ArrayInfo) error {
+func (t *Tree) count(ctx context.Context, dir *Node, info *ArrayInfo) error {
 	ns, err := t.zarrChildren(ctx, dir)
 	if err != nil {
 		return err

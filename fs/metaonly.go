@@ -83,9 +83,13 @@ func (s *storeIndexes) ShardIndex(ctx context.Context, a *zarr.Array, key string
 	return ix, err
 }
 
+// MetadataOnly reports whether the Tree was built without Config.Chunks:
+// it reads no chunk file, and cannot be mounted.
+func (t *Tree) MetadataOnly() bool { return t.chunks == nil }
+
 // needChunks returns the error of op on n when n's bytes are decoded
 // chunks and the Tree has no Chunks to decode them; nil otherwise.
-func (t *Tree) needChunks(op string, n *node) error {
+func (t *Tree) needChunks(op string, n *Node) error {
 	if t.chunks == nil && (n.kind == kindChunk || n.kind == kindNpy) {
 		return &iofs.PathError{Op: op, Path: n.key, Err: ErrNoChunks}
 	}

@@ -128,17 +128,17 @@ func TestMixedDirs(t *testing.T) {
 // childNames lists the directory p of tr.
 func childNames(t *testing.T, tr *Tree, p string) []string {
 	t.Helper()
-	dir, err := tr.lookup(context.Background(), p)
+	dir, err := tr.Lookup(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns, err := tr.children(context.Background(), dir)
+	ns, err := tr.Children(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
 	for _, n := range ns {
-		names = append(names, n.name())
+		names = append(names, n.Name())
 	}
 	return names
 }

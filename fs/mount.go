@@ -149,12 +149,13 @@ func FUSEOptions(cfg MountConfig, log *slog.Logger) *fusefs.Options {
 // path chosen is logged at Info, or at Warn with the reason when it is not
 // the one asked for.
 func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*Server, error) {
-	if t.chunks == nil {
+	if t.MetadataOnly() {
 		return nil, fmt.Errorf("mount %s: %w", dir, ErrNoChunks)
 	}
-	opts := FUSEOptions(cfg, t.log)
-	if t.refresh > 0 {
-		timeout, negative := min(attrTimeout, t.refresh), min(negativeTimeout, t.refresh)
+	log := t.Log()
+	opts := FUSEOptions(cfg, log)
+	if r := t.Refresh(); r > 0 {
+		timeout, negative := min(attrTimeout, r), min(negativeTimeout, r)
 		opts.EntryTimeout, opts.AttrTimeout, opts.NegativeTimeout = &timeout, &timeout, &negative
 	}
 	m := &mount{born: time.Now(), ready: make(chan struct{}), onLookup: cfg.onLookup}
@@ -164,7 +165,7 @@ func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*Server, 
 			m.place.mnt = abs
 		}
 	}
-	root, err := t.root(ctx)
+	root, err := t.Root(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
@@ -181,23 +182,17 @@ func Mount(ctx context.Context, dir string, t *Tree, cfg MountConfig) (*Server, 
 	// Opens wait for this: under NoOpen the first OPEN's ENOSYS decides
 	// for the whole connection.
 	m.serving, m.refused = choose(srv, cfg.Serving)
-	// Under AsNpy no chunk is a file of its own: .npy files are read
-	// through the page cache, from chunks on the heap, and no chunk has a
-	// page cache of its own to be placed in (npy.go).
-	t.chunks.SetFiles(m.serving == Passthrough && !t.asNpy)
-	if m.serving != Passthrough && !t.asNpy {
-		// The page-cache paths: prefetched chunks go into the kernel's
-		// page cache before their first read.
-		t.chunks.SetPlacer(&m.place)
-	}
+	// On the page-cache paths, prefetched chunks go into the kernel's page
+	// cache before their first read.
+	t.SetServing(m.serving == Passthrough, &m.place)
 	close(m.ready)
-	logServing(t.log, m, dir, cfg.Serving)
+	logServing(log, m, dir, cfg.Serving)
 	if cfg.KernelReadahead > 0 {
 		bdi, from, err := SetKernelReadahead(dir, cfg.KernelReadahead)
 		if err != nil {
-			t.log.Debug("kernel readahead left as it was", "mountpoint", dir, "err", err)
+			log.Debug("kernel readahead left as it was", "mountpoint", dir, "err", err)
 		} else {
-			t.log.Info("kernel readahead raised", "mountpoint", dir, "bdi", bdi, "from_kb", from, "to_kb", cfg.KernelReadahead>>10)
+			log.Info("kernel readahead raised", "mountpoint", dir, "bdi", bdi, "from_kb", from, "to_kb", cfg.KernelReadahead>>10)
 		}
 	}
 	return &Server{Server: srv, m: m}, nil

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
+	"path"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -19,6 +21,12 @@ import (
 	"github.com/zfuse/zfuse/readahead"
 )
 
+// unconfirmedTimeout is how long the kernel keeps the entry of an
+// unconfirmed file (Node.Unconfirmed) before looking it up again: not at
+// all, the next stat or open asks again (0 would mean go-fuse's default
+// for all entries, an hour).
+const unconfirmedTimeout = time.Nanosecond
+
 // dirNode is a directory of the mount. With Config.Refresh, what its path
 // serves is looked up again once the node is older than that (node); else
 // its node never changes.
@@ -28,28 +36,28 @@ type dirNode struct {
 	m *mount
 
 	mu sync.Mutex // guards n and at
-	n  *node
+	n  *Node
 	at time.Time // when n was looked up
 }
 
-func newDirNode(t *Tree, n *node, m *mount) *dirNode {
+func newDirNode(t *Tree, n *Node, m *mount) *dirNode {
 	return &dirNode{t: t, n: n, m: m, at: time.Now()}
 }
 
 // node returns what d's path serves: d.n, looked up again when it is no
 // longer fresh (Tree.fresh), so that a directory's metadata read again (an
 // array's grown shape) is what its lookups and listings see.
-func (d *dirNode) node(ctx context.Context) (*node, error) {
+func (d *dirNode) node(ctx context.Context) (*Node, error) {
 	d.mu.Lock()
 	n, at := d.n, d.at
 	d.mu.Unlock()
-	if d.t.fresh(at) {
+	if d.t.Fresh(at) {
 		return n, nil
 	}
 	at = time.Now()
-	cur, err := d.t.lookup(ctx, n.key)
-	if err == nil && cur.kind != kindDir {
-		err = notExist(n.key)
+	cur, err := d.t.Lookup(ctx, n.Path())
+	if err == nil && !cur.IsDir() {
+		err = &iofs.PathError{Op: "lookup", Path: n.Path(), Err: syscall.ENOENT}
 	}
 	if err != nil {
 		return nil, err
@@ -62,7 +70,7 @@ func (d *dirNode) node(ctx context.Context) (*node, error) {
 }
 
 // cur returns d.n as it is now, without looking it up again.
-func (d *dirNode) cur() *node {
+func (d *dirNode) cur() *Node {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.n
@@ -74,7 +82,7 @@ func (d *dirNode) cur() *node {
 type fileNode struct {
 	fusefs.Inode
 	t *Tree
-	n *node
+	n *Node
 	m *mount
 
 	// stale is set once another version has replaced this one (replaced):
@@ -153,14 +161,14 @@ var (
 )
 
 // attr fills out with n's presented attributes.
-func (m *mount) attr(n *node, out *fuse.Attr) {
-	if n.kind == kindDir {
+func (m *mount) attr(n *Node, out *fuse.Attr) {
+	if n.IsDir() {
 		out.Mode = fuse.S_IFDIR | 0o555
 		out.Nlink = 2
 	} else {
 		out.Mode = fuse.S_IFREG | 0o444
 		out.Nlink = 1
-		out.Size = uint64(n.size)
+		out.Size = uint64(n.Size())
 		out.Blocks = (out.Size + 511) / 512
 	}
 	out.Blksize = 1 << 20
@@ -175,18 +183,18 @@ func (m *mount) attr(n *node, out *fuse.Attr) {
 // A new version gets a new inode (a new node id): the kernel keeps a page
 // cache per inode, so none of the old version's pages can complete a read
 // of the new one, under every serving path.
-func (m *mount) inode(ctx context.Context, parent *fusefs.Inode, t *Tree, n *node) *fusefs.Inode {
-	if ch := parent.GetChild(n.name()); ch != nil && (t.refresh == 0 || !m.replaced(ctx, t, ch, n)) {
+func (m *mount) inode(ctx context.Context, parent *fusefs.Inode, t *Tree, n *Node) *fusefs.Inode {
+	if ch := parent.GetChild(n.Name()); ch != nil && (t.Refresh() == 0 || !m.replaced(ctx, t, ch, n)) {
 		return ch
 	}
-	if n.kind == kindDir {
+	if n.IsDir() {
 		ch := parent.NewInode(ctx, newDirNode(t, n, m), fusefs.StableAttr{Mode: fuse.S_IFDIR})
 		m.place.setDir(nil, n)
 		return ch
 	}
 	f := &fileNode{t: t, n: n, m: m}
 	ch := parent.NewInode(ctx, f, fusefs.StableAttr{Mode: fuse.S_IFREG})
-	if n.kind == kindChunk {
+	if n.IsChunk() {
 		m.place.add(f) // once NewInode has set up its Inode
 	}
 	return ch
@@ -194,36 +202,31 @@ func (m *mount) inode(ctx context.Context, parent *fusefs.Inode, t *Tree, n *nod
 
 // replaced reports whether n, just looked up, is not what the inode ch
 // serves: another kind of file, or another version of it (changed). Then
-// the decoded copies of the old chunk are dropped (Chunks.Forget), the
+// the decoded copies of the old chunk are dropped (Tree.Forget), the
 // kernel is told to drop ch's cached pages, and ch is stale: a reader that
 // holds the old file open gets ESTALE for what it has not read yet, never
 // the new version's bytes (under passthrough it keeps reading its memfd,
 // the old version). The caller gives n a new inode.
-func (m *mount) replaced(ctx context.Context, t *Tree, ch *fusefs.Inode, n *node) bool {
+func (m *mount) replaced(ctx context.Context, t *Tree, ch *fusefs.Inode, n *Node) bool {
 	var old *fileNode
 	switch op := ch.Operations().(type) {
 	case *dirNode:
-		return n.kind != kindDir
+		return !n.IsDir()
 	case *fileNode:
 		old = op
 	default:
 		return false
 	}
-	if !old.n.changed(n) {
+	if !old.n.Changed(n) {
 		return false
 	}
 	old.stale.Store(true)
 	m.n.replaced.Add(1)
-	t.log.DebugContext(ctx, "file changed in the store: a new inode", "key", n.key, "was", old.n.version, "now", n.version)
-	switch old.n.kind {
-	case kindChunk:
-		t.chunks.Forget(old.n.ref(0))
-	case kindNpy:
-		t.forgetNpy(old.n)
-	}
+	t.Log().DebugContext(ctx, "file changed in the store: a new inode", "key", n.Path(), "was", old.n.Version(), "now", n.Version())
+	t.Forget(old.n)
 	// ENOENT: the kernel has forgotten the inode already.
 	if e := ch.NotifyContent(0, 0); e != 0 && e != syscall.ENOENT {
-		t.log.DebugContext(ctx, "cannot drop the kernel's cache of a changed file", "key", n.key, "err", e)
+		t.Log().DebugContext(ctx, "cannot drop the kernel's cache of a changed file", "key", n.Path(), "err", e)
 	}
 	return true
 }
@@ -240,14 +243,14 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	}
 	dn, err := d.node(ctx)
 	if err != nil {
-		return nil, d.t.errno(ctx, "lookup", join(d.cur().key, name), err)
+		return nil, d.t.Errno(ctx, "lookup", path.Join(d.cur().Path(), name), err)
 	}
-	n, err := d.t.child(ctx, dn, name)
+	n, err := d.t.Child(ctx, dn, name)
 	if err != nil {
-		return nil, d.t.errno(ctx, "lookup", join(dn.key, name), err)
+		return nil, d.t.Errno(ctx, "lookup", path.Join(dn.Path(), name), err)
 	}
 	d.m.attr(n, &out.Attr)
-	if n.unconfirmed {
+	if n.Unconfirmed() {
 		out.SetEntryTimeout(unconfirmedTimeout)
 	}
 	return d.m.inode(ctx, d.EmbeddedInode(), d.t, n), 0
@@ -256,20 +259,20 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 func (d *dirNode) Readdir(ctx context.Context) (fusefs.DirStream, syscall.Errno) {
 	dn, err := d.node(ctx)
 	if err == nil {
-		var ns []*node
-		if ns, err = d.t.children(ctx, dn); err == nil {
+		var ns []*Node
+		if ns, err = d.t.Children(ctx, dn); err == nil {
 			return dirStream(ns), 0
 		}
 	}
-	return nil, d.t.errno(ctx, "readdir", d.cur().key, err)
+	return nil, d.t.Errno(ctx, "readdir", d.cur().Path(), err)
 }
 
 // dirStream lists ns.
-func dirStream(ns []*node) fusefs.DirStream {
+func dirStream(ns []*Node) fusefs.DirStream {
 	es := make([]fuse.DirEntry, len(ns))
 	for i, n := range ns {
-		es[i] = fuse.DirEntry{Name: n.name(), Mode: fuse.S_IFREG}
-		if n.kind == kindDir {
+		es[i] = fuse.DirEntry{Name: n.Name(), Mode: fuse.S_IFREG}
+		if n.IsDir() {
 			es[i].Mode = fuse.S_IFDIR
 		}
 	}
@@ -312,10 +315,10 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, u
 		return nil, 0, syscall.ENOSYS
 	case direct:
 		return nil, fuse.FOPEN_DIRECT_IO, 0
-	case serving == Passthrough && f.n.kind == kindChunk:
-		cf, err := f.t.chunks.Open(ctx, f.n.ref(f.pid(ctx)))
+	case serving == Passthrough && f.n.IsChunk():
+		cf, err := f.t.Open(ctx, f.n, f.pid(ctx))
 		if err != nil {
-			return nil, 0, f.errno(ctx, "open", presentedErr(f.n, err))
+			return nil, 0, f.errno(ctx, "open", err)
 		}
 		f.m.n.handles.Add(1)
 		f.m.n.passthroughOpens.Add(1)
@@ -328,7 +331,7 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, u
 // tracks is the calling thread's process (see tgids).
 func (f *fileNode) Read(ctx context.Context, fh fusefs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	f.m.n.reads.Add(1)
-	if f.n.kind == kindChunk {
+	if f.n.IsChunk() {
 		defer f.m.n.chunkReadTimes.observe(time.Now())
 	}
 	var b []byte
@@ -341,15 +344,15 @@ func (f *fileNode) Read(ctx context.Context, fh fusefs.FileHandle, dest []byte, 
 			err = nil
 		}
 	} else if f.stale.Load() {
-		f.t.log.WarnContext(ctx, "read of a file replaced in the store since it was opened", "key", f.n.key, "errno", "ESTALE")
+		f.t.Log().WarnContext(ctx, "read of a file replaced in the store since it was opened", "key", f.n.Path(), "errno", "ESTALE")
 		return nil, syscall.ESTALE
 	} else {
-		b, err = f.t.readAt(ctx, f.n, dest, off, f.pid(ctx))
+		b, err = f.t.ReadAt(ctx, f.n, dest, off, f.pid(ctx))
 	}
 	if err != nil {
 		return nil, f.errno(ctx, "read", err)
 	}
-	if f.n.kind == kindChunk {
+	if f.n.IsChunk() {
 		f.m.n.chunkReads.Add(1)
 	}
 	f.m.n.readBytes.Add(int64(len(b)))
@@ -373,7 +376,7 @@ func (f *fileNode) pid(ctx context.Context) uint32 {
 
 // errno maps err for a request on f, counting failures.
 func (f *fileNode) errno(ctx context.Context, op string, err error) syscall.Errno {
-	e := f.t.errno(ctx, op, f.n.key, err)
+	e := f.t.Errno(ctx, op, f.n.Path(), err)
 	switch e {
 	case syscall.EINTR:
 		f.m.n.interrupted.Add(1)

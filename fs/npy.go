@@ -118,13 +118,13 @@ func npyHidden(name string) bool {
 // npyNodes returns the .npy and .json files that the array directory
 // described by m becomes in dir, as name.npy and name.json; none when the
 // array is not shown.
-func npyNodes(dir *node, name string, m *dirMeta) []*node {
+func npyNodes(dir *Node, name string, m *dirMeta) []*Node {
 	f := m.npy
 	if f == nil || f.why != nil {
 		return nil
 	}
 	base := join(dir.key, name)
-	return []*node{ // in name order
+	return []*Node{ // in name order
 		{key: base + jsonExt, kind: kindMeta, data: f.attrs, size: int64(len(f.attrs)), stored: int64(len(f.attrs))},
 		{key: base + npyExt, kind: kindNpy, data: f.header, size: int64(len(f.header)) + m.arr.a.FlatLen(),
 			version: f.version, arr: m.arr},
@@ -132,10 +132,10 @@ func npyNodes(dir *node, name string, m *dirMeta) []*node {
 }
 
 // npyChild is child under AsNpy.
-func (t *Tree) npyChild(ctx context.Context, dir *node, name string) (*node, error) {
+func (t *Tree) npyChild(ctx context.Context, dir *Node, name string) (*Node, error) {
 	if dir.arr != nil { // the store root is an array: its two files
 		for _, n := range npyNodes(dir, t.rootName, dir.m) {
-			if n.name() == name {
+			if n.Name() == name {
 				return n, nil
 			}
 		}
@@ -157,7 +157,7 @@ func (t *Tree) npyChild(ctx context.Context, dir *node, name string) (*node, err
 			break // no array of that name: perhaps a stored file
 		}
 		for _, n := range npyNodes(dir, base, m) {
-			if n.name() == name {
+			if n.Name() == name {
 				return n, nil
 			}
 		}
@@ -171,7 +171,7 @@ func (t *Tree) npyChild(ctx context.Context, dir *node, name string) (*node, err
 }
 
 // npyChildren is children under AsNpy.
-func (t *Tree) npyChildren(ctx context.Context, dir *node) ([]*node, error) {
+func (t *Tree) npyChildren(ctx context.Context, dir *Node) ([]*Node, error) {
 	if dir.arr != nil { // the store root is an array
 		return npyNodes(dir, t.rootName, dir.m), nil
 	}
@@ -179,21 +179,21 @@ func (t *Tree) npyChildren(ctx context.Context, dir *node) ([]*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out, stored []*node
+	var out, stored []*Node
 	for _, n := range ns {
 		switch {
 		case n.kind == kindDir && n.arr != nil:
-			out = append(out, npyNodes(dir, n.name(), n.m)...)
-		case !npyHidden(n.name()):
+			out = append(out, npyNodes(dir, n.Name(), n.m)...)
+		case !npyHidden(n.Name()):
 			stored = append(stored, n)
 		}
 	}
 	for _, n := range stored { // a stored file named as an array's file gives way
-		if !slices.ContainsFunc(out, func(o *node) bool { return o.key == n.key }) {
+		if !slices.ContainsFunc(out, func(o *Node) bool { return o.key == n.key }) {
 			out = append(out, n)
 		}
 	}
-	slices.SortFunc(out, func(a, b *node) int { return strings.Compare(a.name(), b.name()) })
+	slices.SortFunc(out, func(a, b *Node) int { return strings.Compare(a.Name(), b.Name()) })
 	return out, nil
 }
 
@@ -206,7 +206,7 @@ var piecesPool = sync.Pool{New: func() any { return new([]zarr.Piece) }}
 // the rest from the chunks that hold it, each chunk's pieces in one
 // Chunks.ReadPieces, chunks that do not exist as the fill value. A chunk
 // that fails fails the read.
-func (t *Tree) readNpy(ctx context.Context, n *node, dest []byte, off int64, pid uint32) ([]byte, error) {
+func (t *Tree) readNpy(ctx context.Context, n *Node, dest []byte, off int64, pid uint32) ([]byte, error) {
 	if off >= n.size {
 		return dest[:0], nil
 	}
@@ -248,7 +248,7 @@ func (t *Tree) readNpy(ctx context.Context, n *node, dest []byte, off int64, pid
 // array behind the .npy file n, whose metadata changed (Config.Refresh):
 // the next version may decode the same keys differently, and chunks
 // rewritten with the metadata must not be served from the old.
-func (t *Tree) forgetNpy(n *node) {
+func (t *Tree) forgetNpy(n *Node) {
 	a := n.arr.a
 	for i := range a.NumChunks() {
 		t.chunks.Forget(readahead.Ref{Array: a, Path: n.arr.path, Coords: a.Coords(i)})

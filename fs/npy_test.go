@@ -42,7 +42,7 @@ func TestNpyTree(t *testing.T) {
 	}
 	sizes := map[string]int64{}
 	for p, arr := range testutil.NpyFiles {
-		n, err := tr.lookup(ctx, p)
+		n, err := tr.Lookup(ctx, p)
 		if err != nil {
 			t.Fatalf("lookup %s: %v", p, err)
 		}
@@ -63,7 +63,7 @@ func TestNpyTree(t *testing.T) {
 		r, n := rand.New(rand.NewPCG(1, uint64(len(p)))), mustLookup(t, tr, p)
 		for range 50 {
 			off, k := r.Int64N(int64(len(b))+1), r.Int64N(40)+1
-			got, err := tr.readAt(ctx, n, make([]byte, k), off, 0)
+			got, err := tr.ReadAt(ctx, n, make([]byte, k), off, 0)
 			if want := b[min(off, int64(len(b))):min(off+k, int64(len(b)))]; err != nil || !bytes.Equal(got, want) {
 				t.Errorf("%s [%d, +%d): %x, %v; want %x", p, off, k, got, err, want)
 			}
@@ -87,13 +87,13 @@ func TestNpyTree(t *testing.T) {
 	}
 	// corrupt: 4 |u1 in chunks of 2, chunk 1 garbage; the data starts at 128.
 	c := mustLookup(t, tr, "corrupt.npy")
-	if got, err := tr.readAt(ctx, c, make([]byte, 130), 0, 0); err != nil || !bytes.Equal(got[128:], []byte{7, 8}) {
+	if got, err := tr.ReadAt(ctx, c, make([]byte, 130), 0, 0); err != nil || !bytes.Equal(got[128:], []byte{7, 8}) {
 		t.Errorf("corrupt.npy, header and chunk 0: %x, %v", got, err)
 	}
-	if _, err := tr.readAt(ctx, c, make([]byte, 1), 129, 0); err != nil {
+	if _, err := tr.ReadAt(ctx, c, make([]byte, 1), 129, 0); err != nil {
 		t.Errorf("corrupt.npy, chunk 0 alone: %v", err)
 	}
-	if _, err := tr.readAt(ctx, c, make([]byte, 1), 131, 0); err == nil || !strings.Contains(err.Error(), "corrupt/1") {
+	if _, err := tr.ReadAt(ctx, c, make([]byte, 1), 131, 0); err == nil || !strings.Contains(err.Error(), "corrupt/1") {
 		t.Errorf("corrupt.npy, chunk 1: %v, want an error naming corrupt/1", err)
 	}
 	arrays, err := tr.Arrays(ctx)
@@ -111,9 +111,9 @@ func TestNpyTree(t *testing.T) {
 	}
 }
 
-func mustLookup(t *testing.T, tr *Tree, p string) *node {
+func mustLookup(t *testing.T, tr *Tree, p string) *Node {
 	t.Helper()
-	n, err := tr.lookup(context.Background(), p)
+	n, err := tr.Lookup(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,14 +22,7 @@ type placer struct {
 
 	mu    sync.Mutex
 	nodes map[chunkID]*fileNode // chunk files with an inode, by chunk: the kernel may know them
-	dirs  map[*zarr.Array]arrayDir
-}
-
-// An arrayDir is the directory of a raw array the kernel may know: its
-// presented path, and how its chunk files are named in it.
-type arrayDir struct {
-	key string // presented path from the root ("." for the root)
-	v3  bool   // chunk files are named by Array.ChunkKey (a v3 array's computed tree), else by the stored key (a v2 array's mirror)
+	dirs  map[*zarr.Array]*Node // directories of raw arrays the kernel may know, by array
 }
 
 // A chunkID names one chunk of one array, as readahead places it.
@@ -55,31 +48,31 @@ func (p *placer) add(f *fileNode) {
 // array, if raw, replaces old's. Under Config.Refresh each metadata read
 // is a new array, so the entries follow the kernel's directories, not
 // every array the tree ever read.
-func (p *placer) setDir(old, cur *node) {
+func (p *placer) setDir(old, cur *Node) {
 	was, now := rawArray(old), rawArray(cur)
 	if was == now {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if was != nil && p.dirs[was.a].key == old.key {
-		delete(p.dirs, was.a)
+	if d := p.dirs[was]; was != nil && d != nil && d.Path() == old.Path() {
+		delete(p.dirs, was)
 	}
 	if now != nil {
 		if p.dirs == nil {
-			p.dirs = map[*zarr.Array]arrayDir{}
+			p.dirs = map[*zarr.Array]*Node{}
 		}
-		p.dirs[now.a] = arrayDir{cur.key, now.v3}
+		p.dirs[now] = cur
 	}
 }
 
 // rawArray returns the array n, a directory, is, if it is presented raw;
-// else nil.
-func rawArray(n *node) *array {
-	if n == nil || n.m == nil || n.m.arr == nil || !n.m.arr.raw() {
+// else (and for no directory, nil) nil.
+func rawArray(n *Node) *zarr.Array {
+	if n == nil {
 		return nil
 	}
-	return n.m.arr
+	return n.Array()
 }
 
 // remove forgets f, which the kernel forgot.
@@ -155,21 +148,18 @@ func (p *placer) path(a *zarr.Array, i int64) (string, bool) {
 	if !ok || p.mnt == "" {
 		return "", false
 	}
-	rel := a.ChunkKey(a.Coords(i))
-	if !d.v3 {
-		rel, _, _ = a.StoredKey(a.Coords(i))
-	}
-	return p.mnt + "/" + join(d.key, rel), true
+	return p.mnt + "/" + d.ChunkPath(i), true
 }
 
 // chunkID names the chunk a chunk file serves.
 func (f *fileNode) chunkID() chunkID {
-	return chunkID{f.n.arr.a, f.n.arr.a.Linear(f.n.coords)}
+	a, i := f.n.Chunk()
+	return chunkID{a, i}
 }
 
 // OnForget drops f from the placer once the kernel has forgotten it.
 func (f *fileNode) OnForget() {
-	if f.n.kind == kindChunk {
+	if f.n.IsChunk() {
 		f.m.place.remove(f)
 	}
 }

@@ -175,18 +175,18 @@ func TestPlacerDirsRefresh(t *testing.T) {
 	st := testutil.NewV2Store(t)
 	tr, _ := newTestTree(t, st, func(c *Config) { c.Refresh = time.Nanosecond }) // every lookup reads metadata again
 	ctx := context.Background()
-	root, err := tr.root(ctx)
+	root, err := tr.Root(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := tr.child(ctx, root, "temp")
+	n, err := tr.Child(ctx, root, "temp")
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := &mount{}
 	m.place.setDir(nil, n) // as mount.inode does for the directory's inode
 	d := newDirNode(tr, n, m)
-	dirs := func() map[*zarr.Array]arrayDir {
+	dirs := func() map[*zarr.Array]*Node {
 		m.place.mu.Lock()
 		defer m.place.mu.Unlock()
 		return maps.Clone(m.place.dirs)
@@ -202,9 +202,9 @@ func TestPlacerDirsRefresh(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a := rawArray(cur).a
+		a := cur.Array()
 		arrays[a] = true
-		if got := dirs(); len(got) != 1 || got[a] != (arrayDir{key: "temp"}) {
+		if got := dirs(); len(got) != 1 || got[a] == nil || got[a].Path() != "temp" {
 			t.Fatalf("after %d metadata reads: the placer's directories are %v; want temp's, for the array it serves now", i+1, got)
 		}
 	}

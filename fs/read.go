@@ -14,10 +14,11 @@ import (
 // ErrIsDir means a path names a directory where a file was expected.
 var ErrIsDir = errors.New("fs: is a directory")
 
-// readAt returns the bytes n serves in [off, off+len(dest)), fewer only at
-// the end: chunks are copied into dest, other files may come as a shared
-// slice (metadata), which callers must not modify.
-func (t *Tree) readAt(ctx context.Context, n *node, dest []byte, off int64, pid uint32) ([]byte, error) {
+// ReadAt returns the bytes n serves in [off, off+len(dest)), fewer only at
+// the end, for a read by process pid (0: none), which readahead follows:
+// chunks are copied into dest, other files may come as a shared slice
+// (metadata), which callers must not modify.
+func (t *Tree) ReadAt(ctx context.Context, n *Node, dest []byte, off int64, pid uint32) ([]byte, error) {
 	if err := t.needChunks("read", n); err != nil {
 		return nil, err
 	}
@@ -44,7 +45,7 @@ func (t *Tree) readAt(ctx context.Context, n *node, dest []byte, off int64, pid 
 // its chunk source says err: a file that is presented, and then turns out
 // missing (an unconfirmed chunk, or a store that changed), is an I/O
 // error, not ENOENT from read(2).
-func presentedErr(n *node, err error) error {
+func presentedErr(n *Node, err error) error {
 	if errors.Is(err, iofs.ErrNotExist) {
 		return &iofs.PathError{Op: "read", Path: n.key, Err: fmt.Errorf("presented, but the store has no such chunk: %v", err)}
 	}
@@ -59,15 +60,15 @@ func clip(b []byte, off, n int64) []byte {
 	return b[off:min(int64(len(b)), off+n)]
 }
 
-// lookup walks from the root to p, a slash-separated path relative to the
+// Lookup walks from the root to p, a slash-separated path relative to the
 // store root, the way the kernel walks the mount. Paths that are not
 // io/fs-valid ("..", absolute, empty elements) are refused with
 // store.ErrOutside.
-func (t *Tree) lookup(ctx context.Context, p string) (*node, error) {
+func (t *Tree) Lookup(ctx context.Context, p string) (*Node, error) {
 	if !iofs.ValidPath(p) {
 		return nil, &iofs.PathError{Op: "lookup", Path: p, Err: store.ErrOutside}
 	}
-	n, err := t.root(ctx)
+	n, err := t.Root(ctx)
 	if err != nil || p == "." {
 		return n, err
 	}
@@ -75,7 +76,7 @@ func (t *Tree) lookup(ctx context.Context, p string) (*node, error) {
 		if n.kind != kindDir {
 			return nil, notExist(p)
 		}
-		if n, err = t.child(ctx, n, name); err != nil {
+		if n, err = t.Child(ctx, n, name); err != nil {
 			return nil, err
 		}
 	}
@@ -87,11 +88,11 @@ func (t *Tree) lookup(ctx context.Context, p string) (*node, error) {
 // ErrIsDir, missing paths fs.ErrNotExist, paths outside the store
 // store.ErrOutside. The caller must not modify the slice.
 func (t *Tree) ReadFile(ctx context.Context, p string) ([]byte, error) {
-	n, err := t.lookup(ctx, p)
+	n, err := t.Lookup(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	b, err := t.readAt(ctx, n, make([]byte, n.size), 0, 0)
+	b, err := t.ReadAt(ctx, n, make([]byte, n.size), 0, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +107,7 @@ func (t *Tree) ReadFile(ctx context.Context, p string) ([]byte, error) {
 // not fit in memory, and its chunks are decoded ahead of the copy as ahead
 // of any sequential reader.
 func (t *Tree) CopyFile(ctx context.Context, w io.Writer, p string) (int64, error) {
-	n, err := t.lookup(ctx, p)
+	n, err := t.Lookup(ctx, p)
 	if err != nil {
 		return 0, err
 	}
@@ -116,7 +117,7 @@ func (t *Tree) CopyFile(ctx context.Context, w io.Writer, p string) (int64, erro
 	buf := make([]byte, min(n.size, 1<<20))
 	var off int64
 	for off < n.size {
-		b, err := t.readAt(ctx, n, buf, off, 0)
+		b, err := t.ReadAt(ctx, n, buf, off, 0)
 		if err != nil {
 			return off, err
 		}

@@ -100,10 +100,19 @@ type loaded[V any] struct {
 	at time.Time
 }
 
-// fresh reports whether metadata read at at is still believed.
-func (t *Tree) fresh(at time.Time) bool {
+// Fresh reports whether what was read or looked up at at is still
+// believed (Config.Refresh): always, for a store that does not change.
+func (t *Tree) Fresh(at time.Time) bool {
 	return t.refresh <= 0 || time.Since(at) < t.refresh
 }
+
+// Refresh returns Config.Refresh: 0 when the store does not change while
+// the Tree uses it.
+func (t *Tree) Refresh() time.Duration { return t.refresh }
+
+// Log returns the logger of Config.Log, where a mount of the Tree logs
+// too.
+func (t *Tree) Log() *slog.Logger { return t.log }
 
 // New returns a Tree over cfg.Store.
 func New(cfg Config) *Tree {
@@ -136,8 +145,11 @@ const (
 	kindNpy                // an array's .npy file (AsNpy): its header, then its chunks decoded on read (npy.go)
 )
 
-// A node is what one path serves. Nodes are immutable.
-type node struct {
+// A Node is what one path of the tree serves, as Lookup, Child and
+// Children find it: a directory, or a file and how its bytes are made.
+// Nodes are immutable: where the store changes (Config.Refresh), the path
+// is looked up again and serves a new Node.
+type Node struct {
 	key     string // presented path from the root ("." for the root); the store key outside v3 arrays
 	kind    kind
 	size    int64    // presented size
@@ -153,15 +165,76 @@ type node struct {
 	unconfirmed bool
 }
 
-// unconfirmedTimeout is how long the kernel keeps an unconfirmed entry
-// before looking it up again: not at all, the next stat or open asks again
-// (0 would mean go-fuse's default for all entries, an hour).
-const unconfirmedTimeout = time.Nanosecond
+// Path returns the presented path of n from the root: "." for the root,
+// "temp/0.0" for a chunk file of the array temp.
+func (n *Node) Path() string { return n.key }
 
-func (n *node) name() string { return path.Base(n.key) }
+// Name returns the last element of n's path.
+func (n *Node) Name() string { return path.Base(n.key) }
+
+// IsDir reports whether n is a directory.
+func (n *Node) IsDir() bool { return n.kind == kindDir }
+
+// Size returns the presented size of a file: of a chunk file, its decoded
+// size. Finding it never decodes.
+func (n *Node) Size() int64 { return n.size }
+
+// Version returns the stored version of what n serves
+// (store.Entry.Version; of an inner chunk of a shard, its shard's), for
+// logs; "" for directories and metadata.
+func (n *Node) Version() string { return n.version }
+
+// Unconfirmed reports whether n is presented though the store could not
+// say whether it exists (a server error on its lookup): its reads fail or
+// succeed as the store does by then, and whoever caches the entry should
+// look it up again at its next use.
+func (n *Node) Unconfirmed() bool { return n.unconfirmed }
+
+// IsChunk reports whether n is a chunk file: one chunk of an array
+// presented raw, decoded when read.
+func (n *Node) IsChunk() bool { return n.kind == kindChunk }
+
+// Chunk returns the chunk that the chunk file n serves: its array and its
+// index in the chunk grid (zarr.Array.Linear), as readahead's Placer names
+// it. It returns nil and 0 when n is not a chunk file.
+func (n *Node) Chunk() (*zarr.Array, int64) {
+	if n.kind != kindChunk {
+		return nil, 0
+	}
+	return n.arr.a, n.arr.a.Linear(n.coords)
+}
+
+// Array returns the array whose directory n is, where the array is
+// presented raw (its chunk files read decoded); nil for any other node.
+func (n *Node) Array() *zarr.Array {
+	if n.m == nil || n.m.arr == nil || !n.m.arr.raw() {
+		return nil
+	}
+	return n.m.arr.a
+}
+
+// ChunkPath returns the presented path of the file of chunk i (an index in
+// the chunk grid) in n, the directory of a raw array (Array is not nil):
+// in a v3 array's computed tree its chunk key, in a v2 array's mirror of
+// the store its stored key.
+func (n *Node) ChunkPath(i int64) string {
+	x := n.m.arr
+	rel := x.a.ChunkKey(x.a.Coords(i))
+	if !x.v3 {
+		rel, _, _ = x.a.StoredKey(x.a.Coords(i))
+	}
+	return join(n.key, rel)
+}
+
+// Changed reports whether n is another version of the file o (both at one
+// path): another kind, size or stored version, or other metadata bytes.
+func (o *Node) Changed(n *Node) bool {
+	return o.kind != n.kind || o.size != n.size || o.stored != n.stored || o.version != n.version ||
+		o.unconfirmed != n.unconfirmed || (o.kind == kindMeta && !bytes.Equal(o.data, n.data))
+}
 
 // ref names n's chunk, for a read by pid (n is a chunk file).
-func (n *node) ref(pid uint32) readahead.Ref {
+func (n *Node) ref(pid uint32) readahead.Ref {
 	return readahead.Ref{Array: n.arr.a, Path: n.arr.path, Coords: n.coords, PID: pid}
 }
 
@@ -200,17 +273,19 @@ func (m *dirMeta) serves(name string) bool {
 	return ok || name == m.hide
 }
 
-// root returns the node of the store root.
-func (t *Tree) root(ctx context.Context) (*node, error) {
+// Root returns the node of the store root.
+func (t *Tree) Root(ctx context.Context) (*Node, error) {
 	m, err := t.dirMeta(ctx, ".")
 	if err != nil {
 		return nil, err
 	}
-	return &node{key: ".", kind: kindDir, arr: m.arr, m: m}, nil
+	return &Node{key: ".", kind: kindDir, arr: m.arr, m: m}, nil
 }
 
-// child returns what name inside the directory dir serves.
-func (t *Tree) child(ctx context.Context, dir *node, name string) (*node, error) {
+// Child returns what name inside the directory dir serves. A name that
+// is not there gives an error satisfying errors.Is(err, fs.ErrNotExist)
+// (ErrNotStored for a chunk of the grid the store does not hold).
+func (t *Tree) Child(ctx context.Context, dir *Node, name string) (*Node, error) {
 	key := join(dir.key, name)
 	if !iofs.ValidPath(key) || name == "." {
 		return nil, &iofs.PathError{Op: "lookup", Path: key, Err: store.ErrOutside}
@@ -222,7 +297,7 @@ func (t *Tree) child(ctx context.Context, dir *node, name string) (*node, error)
 }
 
 // zarrChild is child in the Zarr views (not AsNpy), for a valid name.
-func (t *Tree) zarrChild(ctx context.Context, dir *node, name string) (*node, error) {
+func (t *Tree) zarrChild(ctx context.Context, dir *Node, name string) (*Node, error) {
 	key := join(dir.key, name)
 	if m := dir.m; m != nil {
 		if m.skip != nil || name == m.hide {
@@ -255,12 +330,12 @@ func (t *Tree) zarrChild(ctx context.Context, dir *node, name string) (*node, er
 // says neither that it does nor that it does not): the file is presented,
 // and reading it fails or succeeds as the store does by then (EIO where
 // the chunk turns out missing); the kernel looks it up again at its next
-// use (unconfirmedTimeout), when a missing chunk is ENOENT again. A failed
+// use (Node.Unconfirmed), when a missing chunk is ENOENT again. A failed
 // lookup would hide the chunk instead: zarr-python (os.path.isfile) and
 // other readers take a file they cannot stat for a missing chunk, and read
 // the fill value, silently wrong. It returns nil for other names and
 // errors.
-func (t *Tree) unconfirmed(ctx context.Context, dir *node, name string, err error) *node {
+func (t *Tree) unconfirmed(ctx context.Context, dir *Node, name string, err error) *Node {
 	x := dir.arr
 	if x == nil || !x.raw() || !doubtful(err) {
 		return nil
@@ -271,7 +346,7 @@ func (t *Tree) unconfirmed(ctx context.Context, dir *node, name string, err erro
 		return nil
 	}
 	t.log.WarnContext(ctx, "cannot tell whether a chunk exists: presented, and its reads will tell", "key", join(dir.key, name), "err", err)
-	return &node{key: join(dir.key, name), kind: kindChunk, size: x.a.ChunkLen(), arr: x, rel: rel, coords: c, unconfirmed: true}
+	return &Node{key: join(dir.key, name), kind: kindChunk, size: x.a.ChunkLen(), arr: x, rel: rel, coords: c, unconfirmed: true}
 }
 
 // ErrNotStored means a chunk key of an array presented raw has no stored
@@ -291,7 +366,7 @@ func (notStoredError) Is(target error) bool { return target == iofs.ErrNotExist 
 // notStored is the error of looking up name in dir when the store says
 // err: ErrNotStored for a chunk key of a raw array the store does not
 // hold, else err.
-func notStored(dir *node, name string, err error) error {
+func notStored(dir *Node, name string, err error) error {
 	x := dir.arr
 	if x == nil || !x.raw() || !errors.Is(err, iofs.ErrNotExist) {
 		return err
@@ -310,8 +385,8 @@ func doubtful(err error) bool {
 		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
-// children lists what the directory dir holds, sorted by name.
-func (t *Tree) children(ctx context.Context, dir *node) ([]*node, error) {
+// Children lists what the directory dir holds, sorted by name.
+func (t *Tree) Children(ctx context.Context, dir *Node) ([]*Node, error) {
 	if t.asNpy {
 		return t.npyChildren(ctx, dir)
 	}
@@ -320,15 +395,15 @@ func (t *Tree) children(ctx context.Context, dir *node) ([]*node, error) {
 
 // zarrChildren is children in the Zarr views (not AsNpy): for zfuse info,
 // the chunk files of an array under AsNpy too.
-func (t *Tree) zarrChildren(ctx context.Context, dir *node) ([]*node, error) {
+func (t *Tree) zarrChildren(ctx context.Context, dir *Node) ([]*Node, error) {
 	ns, err := t.list(ctx, dir)
-	return slices.DeleteFunc(ns, func(n *node) bool { return n.m != nil && n.m.skip != nil }), err
+	return slices.DeleteFunc(ns, func(n *Node) bool { return n.m != nil && n.m.skip != nil }), err
 }
 
 // list is zarrChildren with the directories that AsV2 does not show (for
 // zfuse info).
-func (t *Tree) list(ctx context.Context, dir *node) ([]*node, error) {
-	var out []*node
+func (t *Tree) list(ctx context.Context, dir *Node) ([]*Node, error) {
+	var out []*Node
 	if m := dir.m; m != nil {
 		if m.skip != nil {
 			return nil, nil
@@ -362,20 +437,13 @@ func (t *Tree) list(ctx context.Context, dir *node) ([]*node, error) {
 			out = append(out, n)
 		}
 	}
-	slices.SortFunc(out, func(a, b *node) int { return strings.Compare(a.name(), b.name()) })
+	slices.SortFunc(out, func(a, b *Node) int { return strings.Compare(a.Name(), b.Name()) })
 	return out, nil
 }
 
-// changed reports whether n is another version of the file o (both at one
-// path): another kind, size or stored version, or other metadata bytes.
-func (o *node) changed(n *node) bool {
-	return o.kind != n.kind || o.size != n.size || o.stored != n.stored || o.version != n.version ||
-		o.unconfirmed != n.unconfirmed || (o.kind == kindMeta && !bytes.Equal(o.data, n.data))
-}
-
 // metaNode is the file name in dir served from memory.
-func metaNode(dir *node, name string, b []byte) *node {
-	n := &node{key: join(dir.key, name), kind: kindMeta, data: b, size: int64(len(b)), stored: int64(len(b)), arr: dir.arr}
+func metaNode(dir *Node, name string, b []byte) *Node {
+	n := &Node{key: join(dir.key, name), kind: kindMeta, data: b, size: int64(len(b)), stored: int64(len(b)), arr: dir.arr}
 	if dir.arr != nil {
 		n.rel = join(dir.rel, name)
 	}
@@ -385,9 +453,9 @@ func metaNode(dir *node, name string, b []byte) *node {
 // node decides what the store entry e inside dir serves, for directories
 // that mirror the store (not v3 arrays, and not the names dir's metadata
 // serves from memory). This function is the presented-tree rules.
-func (t *Tree) node(ctx context.Context, dir *node, e store.Entry) (*node, error) {
+func (t *Tree) node(ctx context.Context, dir *Node, e store.Entry) (*Node, error) {
 	key := join(dir.key, e.Name)
-	n := &node{key: key, stored: e.Size, size: e.Size, version: e.Version, kind: kindStored, arr: dir.arr}
+	n := &Node{key: key, stored: e.Size, size: e.Size, version: e.Version, kind: kindStored, arr: dir.arr}
 	if dir.arr != nil {
 		n.rel = join(dir.rel, e.Name)
 	}
@@ -426,13 +494,13 @@ func (t *Tree) node(ctx context.Context, dir *node, e store.Entry) (*node, error
 // dirMeta returns what the metadata of directory dir makes of it. It is
 // loaded once and kept (for Config.Refresh, if set).
 func (t *Tree) dirMeta(ctx context.Context, dir string) (*dirMeta, error) {
-	if v, ok := t.dirs.Load(dir); ok && t.fresh(v.(loaded[*dirMeta]).at) {
+	if v, ok := t.dirs.Load(dir); ok && t.Fresh(v.(loaded[*dirMeta]).at) {
 		return v.(loaded[*dirMeta]).v, nil
 	}
 	// An interrupted LOOKUP returns at once (EINTR); the load goes on,
 	// for the others waiting and for the next LOOKUP.
 	return t.loads.Do(ctx, dir, func(ctx context.Context) (*dirMeta, error) {
-		if v, ok := t.dirs.Load(dir); ok && t.fresh(v.(loaded[*dirMeta]).at) {
+		if v, ok := t.dirs.Load(dir); ok && t.Fresh(v.(loaded[*dirMeta]).at) {
 			return v.(loaded[*dirMeta]).v, nil
 		}
 		at := time.Now()
@@ -518,7 +586,7 @@ func (t *Tree) loadArray(ctx context.Context, dir string) (*v2array, error) {
 // entry as the tree presents each array (presenter), or as stored (with a
 // Warn line) when it does not parse.
 func (t *Tree) consolidated(ctx context.Context, key string) ([]byte, error) {
-	if v, ok := t.metas.Load(key); ok && t.fresh(v.(loaded[[]byte]).at) {
+	if v, ok := t.metas.Load(key); ok && t.Fresh(v.(loaded[[]byte]).at) {
 		return v.(loaded[[]byte]).v, nil
 	}
 	at := time.Now()

@@ -57,7 +57,7 @@ func TestReadFile(t *testing.T) {
 			t.Errorf("ReadFile(%q) err = %v: not a chunk of the grid", r.path, err)
 		}
 		if r.errno != syscall.EISDIR {
-			if e := tr.errno(ctx, "read", r.path, err); e != r.errno {
+			if e := tr.Errno(ctx, "read", r.path, err); e != r.errno {
 				t.Errorf("ReadFile(%q): errno %v, want %v (err %v)", r.path, e, r.errno, err)
 			}
 		}

@@ -70,15 +70,15 @@ func TestUnconfirmedChunk(t *testing.T) {
 	tr, logs := treeOver(t, flaky)
 	// temp/0.1 is there, temp/1.1 missing; missing is temp/1.1 as looked
 	// up while the store was down.
-	var missing *node
+	var missing *Node
 	for _, p := range []string{"temp/0.1", "temp/1.1"} {
 		// What stat sees: a chunk file of the decoded size, for a while.
-		n, err := tr.lookup(ctx, p)
+		n, err := tr.Lookup(ctx, p)
 		if err != nil || n.kind != kindChunk || n.size != 6*4 || !n.unconfirmed {
 			t.Fatalf("lookup(%s) with the store down: %+v, %v; want an unconfirmed chunk file of 24 bytes", p, n, err)
 		}
 		missing = n
-		if _, err := tr.ReadFile(ctx, p); tr.errno(ctx, "read", p, err) != syscall.EIO {
+		if _, err := tr.ReadFile(ctx, p); tr.Errno(ctx, "read", p, err) != syscall.EIO {
 			t.Errorf("ReadFile(%s) with the store down: %v, want EIO", p, err)
 		}
 	}
@@ -95,7 +95,7 @@ func TestUnconfirmedChunk(t *testing.T) {
 		t.Errorf("ReadFile(temp/1.1) with the store back: %v, want ErrNotExist", err)
 	}
 	// A reader that opened it before the kernel looked it up again: EIO.
-	if _, err := tr.readAt(ctx, missing, make([]byte, missing.size), 0, 0); tr.errno(ctx, "read", missing.key, err) != syscall.EIO {
+	if _, err := tr.ReadAt(ctx, missing, make([]byte, missing.size), 0, 0); tr.Errno(ctx, "read", missing.key, err) != syscall.EIO {
 		t.Errorf("reading the file presented for temp/1.1, with the store back: %v, want EIO", err)
 	}
 }

@@ -136,7 +136,7 @@ func (t *Tree) v3Group(ctx context.Context, dir string, b []byte, m *dirMeta) (*
 
 // v3Child returns what name inside dir, a directory of a raw v3 array's
 // chunk tree, serves. The metadata files were looked up by the caller.
-func (t *Tree) v3Child(ctx context.Context, dir *node, name string) (*node, error) {
+func (t *Tree) v3Child(ctx context.Context, dir *Node, name string) (*Node, error) {
 	x := dir.arr
 	rel := join(dir.rel, name)
 	if c, ok := x.a.ParseChunkKey(rel); ok {
@@ -174,7 +174,7 @@ func (t *Tree) v3Child(ctx context.Context, dir *node, name string) (*node, erro
 
 // v3Children lists the chunk tree of a raw v3 array under dir, without
 // the metadata files.
-func (t *Tree) v3Children(ctx context.Context, dir *node) ([]*node, error) {
+func (t *Tree) v3Children(ctx context.Context, dir *Node) ([]*Node, error) {
 	x := dir.arr
 	switch {
 	case dir.rel != "":
@@ -187,7 +187,7 @@ func (t *Tree) v3Children(ctx context.Context, dir *node) ([]*node, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []*node{n}, nil
+		return []*Node{n}, nil
 	case x.a.Separator != "/":
 		return t.v3Flat(ctx, dir)
 	case x.a.KeyPrefix() == "":
@@ -200,13 +200,13 @@ func (t *Tree) v3Children(ctx context.Context, dir *node) ([]*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []*node{v3Dir(dir, x.a.KeyPrefix(), []int{})}, nil
+	return []*Node{v3Dir(dir, x.a.KeyPrefix(), []int{})}, nil
 }
 
 // v3Level lists the presented directory whose keys start with the
 // coordinates p ("/" separator): directories for the next coordinate, or
 // the chunks when one coordinate is left.
-func (t *Tree) v3Level(ctx context.Context, dir *node, p []int) ([]*node, error) {
+func (t *Tree) v3Level(ctx context.Context, dir *Node, p []int) ([]*Node, error) {
 	a := dir.arr.a
 	sdir := storedDir(dir.arr, p)
 	es, err := store.List(ctx, t.store, sdir)
@@ -218,7 +218,7 @@ func (t *Tree) v3Level(ctx context.Context, dir *node, p []int) ([]*node, error)
 	}
 	k, last := len(p), len(p) == len(a.Grid())-1
 	per := a.ChunksPerShard()[k]
-	var out []*node
+	var out []*Node
 	for _, e := range es {
 		s, ok := atoiBelow(e.Name, a.StoredGrid()[k])
 		if !ok || e.Dir == last {
@@ -246,13 +246,13 @@ func (t *Tree) v3Level(ctx context.Context, dir *node, p []int) ([]*node, error)
 
 // v3Flat lists the chunks of a raw v3 array whose keys use the "."
 // separator: all of them are files in the array's directory.
-func (t *Tree) v3Flat(ctx context.Context, dir *node) ([]*node, error) {
+func (t *Tree) v3Flat(ctx context.Context, dir *Node) ([]*Node, error) {
 	x, a := dir.arr, dir.arr.a
 	es, err := store.List(ctx, t.store, dir.key)
 	if err != nil {
 		return nil, err
 	}
-	var out []*node
+	var out []*Node
 	add := func(c []int, skey string, e store.Entry, inner int, sharded bool) error {
 		n, err := t.v3Chunk(ctx, dir, a.ChunkKey(c), c, skey, e, inner, sharded)
 		if errors.Is(err, iofs.ErrNotExist) {
@@ -294,17 +294,17 @@ func notExist(key string) error {
 }
 
 // v3Dir is the presented directory name in dir, fixing the coordinates p.
-func v3Dir(dir *node, name string, p []int) *node {
-	return &node{key: join(dir.key, name), kind: kindDir, arr: dir.arr, rel: join(dir.rel, name), coords: p}
+func v3Dir(dir *Node, name string, p []int) *Node {
+	return &Node{key: join(dir.key, name), kind: kindDir, arr: dir.arr, rel: join(dir.rel, name), coords: p}
 }
 
 // v3Chunk returns the chunk file name in dir, at coords, whose stored value
 // is skey, described by e, or an error wrapping fs.ErrNotExist when it is
 // absent (an empty entry in its shard's index). An inner chunk whose shard
 // index does not parse is present: reading it fails.
-func (t *Tree) v3Chunk(ctx context.Context, dir *node, name string, coords []int, skey string, e store.Entry, inner int, sharded bool) (*node, error) {
+func (t *Tree) v3Chunk(ctx context.Context, dir *Node, name string, coords []int, skey string, e store.Entry, inner int, sharded bool) (*Node, error) {
 	x := dir.arr
-	n := &node{key: join(dir.key, name), kind: kindChunk, size: x.a.ChunkLen(), stored: e.Size, version: e.Version,
+	n := &Node{key: join(dir.key, name), kind: kindChunk, size: x.a.ChunkLen(), stored: e.Size, version: e.Version,
 		arr: x, rel: join(dir.rel, name), coords: coords}
 	if !sharded {
 		return n, nil
