@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	iofs "io/fs"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -16,12 +16,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/zfuse/zfuse/fs"
+	"github.com/zfuse/zfuse/fusemount"
 	"github.com/zfuse/zfuse/gpu"
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/store/diskcache"
 	"github.com/zfuse/zfuse/store/remote"
+	"github.com/zfuse/zfuse/tree"
 	"github.com/zfuse/zfuse/zarr"
 )
 
@@ -149,12 +150,12 @@ type snapshots struct {
 	memory func() memoryStats
 	// The mount's requests, set once it is mounted (after the metrics
 	// are served, hence atomic).
-	serve atomic.Pointer[func() fs.ServeStats]
+	serve atomic.Pointer[func() fusemount.ServeStats]
 }
 
 // served hooks the mount's request counts and serving path into the
 // metrics, once it is mounted.
-func (m *metrics) served(srv *fs.Server) {
+func (m *metrics) served(srv *fusemount.Server) {
 	if m == nil {
 		return
 	}
@@ -303,7 +304,7 @@ func collectLoader(e emitter, st readahead.Stats) {
 }
 
 // collectServe sends the FUSE server's requests, read latency and page pushes.
-func collectServe(e emitter, st fs.ServeStats) {
+func collectServe(e emitter, st fusemount.ServeStats) {
 	e.gauge(dServing, 1, st.Serving)
 	e.counter(dRequests, float64(st.Lookups), "lookup")
 	e.counter(dRequests, float64(st.Opens), "open")
@@ -395,7 +396,7 @@ func (m *metrics) store(src source, backend string) source {
 		if n > 0 {
 			bytes.Add(float64(n))
 		}
-		if err != nil && !errors.Is(err, iofs.ErrNotExist) && !errors.Is(err, store.ErrNotModified) && !errors.Is(err, context.Canceled) {
+		if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, store.ErrNotModified) && !errors.Is(err, context.Canceled) {
 			m.storeErrors.WithLabelValues(backend, op).Inc()
 		}
 	}
@@ -404,7 +405,7 @@ func (m *metrics) store(src source, backend string) source {
 
 // chunks wraps the chunk source of the tree to count bytes served and
 // failed reads.
-func (m *metrics) chunks(c fs.Chunks) fs.Chunks {
+func (m *metrics) chunks(c tree.Chunks) tree.Chunks {
 	if m == nil {
 		return c
 	}
@@ -412,10 +413,10 @@ func (m *metrics) chunks(c fs.Chunks) fs.Chunks {
 }
 
 // countedChunks counts the bytes the mount serves and the chunks that fail,
-// as fs asks for them: reads for the page cache, and files opened for the
+// as the tree asks for them: reads for the page cache, and files opened for the
 // kernel to read itself (passthrough), counted whole.
 type countedChunks struct {
-	fs.Chunks
+	tree.Chunks
 	m *metrics
 }
 
@@ -445,7 +446,7 @@ func (c countedChunks) count(n int64, err error) {
 	switch {
 	case err == nil || errors.Is(err, io.EOF):
 		c.m.servedBytes.Add(float64(n))
-	case !errors.Is(err, iofs.ErrNotExist) && !errors.Is(err, context.Canceled):
+	case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, context.Canceled):
 		c.m.chunkErrors.Inc()
 	}
 }

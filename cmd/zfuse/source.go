@@ -11,12 +11,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zfuse/zfuse/fs"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/store/diskcache"
 	httpstore "github.com/zfuse/zfuse/store/http"
 	"github.com/zfuse/zfuse/store/remote"
 	s3store "github.com/zfuse/zfuse/store/s3"
+	"github.com/zfuse/zfuse/tree"
 	"github.com/zfuse/zfuse/zarr"
 )
 
@@ -127,17 +127,17 @@ func displaySource(arg string) string {
 // what SOURCE holds instead and, for an HTTP store, which cannot list
 // directories, how to name arrays. mount, info and compress refuse such a
 // SOURCE (exit 1): an empty result is not success.
-func needArrays(ctx context.Context, tree *fs.Tree, source string) error {
-	ok, err := tree.HasArray(ctx)
+func needArrays(ctx context.Context, tr *tree.Tree, source string) error {
+	ok, err := tr.HasArray(ctx)
 	if err != nil || ok {
 		return err
 	}
-	return noArrays(ctx, tree, source)
+	return noArrays(ctx, tr, source)
 }
 
 // noArrays is the error of a SOURCE whose tree holds no array.
-func noArrays(ctx context.Context, tree *fs.Tree, source string) error {
-	groups, err := tree.Groups(ctx)
+func noArrays(ctx context.Context, tr *tree.Tree, source string) error {
+	groups, err := tr.Groups(ctx)
 	if err != nil {
 		return err
 	}

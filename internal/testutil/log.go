@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"bytes"
+	"log/slog"
 	"sync"
 )
 
@@ -31,4 +32,11 @@ func (l *LogBuffer) Reset() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.buf.Reset()
+}
+
+// Logger returns a logger at Debug level whose text lines go to the
+// returned buffer.
+func Logger() (*slog.Logger, *LogBuffer) {
+	logs := &LogBuffer{}
+	return slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), logs
 }
