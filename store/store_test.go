@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -416,5 +417,31 @@ func TestCanceled(t *testing.T) {
 func TestDirMissing(t *testing.T) {
 	if _, err := store.Dir(filepath.Join(t.TempDir(), "nope")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Dir(missing) err = %v", err)
+	}
+}
+
+// TestDirHook: a DirStore tells its hook of every call, each a request of
+// the file system: its op, its key, the bytes it returned and its error.
+func TestDirHook(t *testing.T) {
+	ctx := context.Background()
+	ds := dirStore(t)
+	var got []string
+	ds.SetHook(func(op, key string, n int64, d time.Duration, err error) {
+		if d < 0 {
+			t.Errorf("%s %s took %v", op, key, d)
+		}
+		got = append(got, fmt.Sprintf("%s %s %d %v", op, key, n, errors.Is(err, fs.ErrNotExist)))
+	})
+	ds.ReadKey(ctx, "a/0.0")
+	ds.ReadKeyRange(ctx, "a/0.0", 2, 3)
+	store.ReadInto(ctx, ds, "nope", 0, -1, func(n int) []byte { return make([]byte, n) })
+	ds.Stat(ctx, "a")
+	ds.List(ctx, "a")
+	if f, err := ds.OpenKey(ctx, "a/0.0"); err == nil {
+		f.Close()
+	}
+	want := []string{"read a/0.0 10 false", "read_range a/0.0 3 false", "read nope 0 true", "stat a 0 false", "list a 0 false", "open a/0.0 0 false"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("the hook was told %q, want %q", got, want)
 	}
 }

@@ -28,14 +28,14 @@ func TestMetadataOnly(t *testing.T) {
 	t.Cleanup(func() { ds.Close() })
 	var mu sync.Mutex
 	reads := map[string]int{} // reads of each stored value, whole or a range
-	obs := store.Observe(ds, func(op, key string, _ int64, _ time.Duration, _ error) {
+	ds.SetHook(func(op, key string, _ int64, _ time.Duration, _ error) {
 		if op == "read" || op == "read_range" {
 			mu.Lock()
 			reads[key]++
 			mu.Unlock()
 		}
 	})
-	meta := New(Config{Store: obs})
+	meta := New(Config{Store: ds})
 	want, err := full.Arrays(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -154,12 +154,11 @@ func runTree(ctx context.Context, cmd string, f *treeFlags, args []string, stdou
 	if cmd != "mount" {
 		m = nil
 	}
-	sf.backoff = m.backoff(backendName(fl.Arg(0)))
+	sf.backoff, sf.hook = m.backoff(backendName(fl.Arg(0))), m.storeHook(backendName(fl.Arg(0)))
 	src, err := openSource(ctx, fl.Arg(0), sf, log)
 	if err != nil {
 		return err
 	}
-	src = m.store(src, backendName(fl.Arg(0)))
 	dec, err := lf.decoders(log, cmd != "mount")
 	if err != nil {
 		src.Close()

@@ -31,8 +31,9 @@ import (
 // the GPU decoder's and the disk cache's Stats), read at each scrape by a
 // prometheus.Collector; what needs an observation per event (decode
 // seconds per batch, store request latency) is reported by hooks: the
-// loader's Config.Decoded (the decode time it measures anyway), the
-// store's (store.Observe) and a wrapper of the chunk source.
+// loader's Config.Decoded (the decode time it measures anyway), the store
+// backend's (store.Hook: the requests it makes) and a wrapper of the chunk
+// source.
 
 // A metrics is the registry of one command; nil when --metrics is not set
 // (then every wrapper returns what it was given).
@@ -64,7 +65,7 @@ func newMetrics(addr string) *metrics {
 	}, []string{"codec", "decoder"})
 	m.storeRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "zfuse_store_requests_total",
-		Help: "Calls of the store backend (read, read_range, stat, list, open): for http and s3 one request each, with its retries, unless the backend answers from what it has seen (metadata documents, sizes).",
+		Help: "Requests made of the store backend (read, read_range, stat, list, open): for http and s3 each request with its retries (what the backend answers from what it has seen, metadata documents and sizes, is none); for dir each file read, stat, listing or open.",
 	}, []string{"backend", "op"})
 	m.storeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "zfuse_store_errors_total",
@@ -380,17 +381,14 @@ func (m *metrics) backoff(backend string) remote.Backoff {
 	return remote.Backoff{OnRetry: func(error) { c.Inc() }}
 }
 
-// store wraps src to count and time its requests as backend. The
-// wrapper is store.Observe's: it has the optional interfaces src has.
-func (m *metrics) store(src source, backend string) source {
+// storeHook returns the hook that counts and times the requests of the
+// store backend (store.Hook): the requests it makes, not the calls of it.
+func (m *metrics) storeHook(backend string) store.Hook {
 	if m == nil {
-		return src
+		return nil
 	}
 	bytes := m.storeBytes.WithLabelValues(backend)
-	obs := func(op, key string, n int64, d time.Duration, err error) {
-		if op == "list" && errors.Is(err, store.ErrNotSupported) {
-			return // no request: the backend cannot list
-		}
+	return func(op, key string, n int64, d time.Duration, err error) {
 		m.storeRequests.WithLabelValues(backend, op).Inc()
 		m.storeSeconds.WithLabelValues(backend, op).Observe(d.Seconds())
 		if n > 0 {
@@ -400,7 +398,6 @@ func (m *metrics) store(src source, backend string) source {
 			m.storeErrors.WithLabelValues(backend, op).Inc()
 		}
 	}
-	return store.Observe(src, obs).(source) // src is an io.Closer: so is its observed store
 }
 
 // chunks wraps the chunk source of the tree to count bytes served and

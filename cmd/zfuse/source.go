@@ -34,6 +34,7 @@ type sourceFlags struct {
 	cacheMaxAge time.Duration  // --cache-dir-max-age
 	refresh     time.Duration  // --refresh: 0, the store does not change while mounted
 	backoff     remote.Backoff // retries of remote stores (OnRetry: a metrics counter); not a flag
+	hook        store.Hook     // told of each request of the store (metrics); not a flag
 }
 
 // stringList is a repeatable string flag.
@@ -71,7 +72,11 @@ type source interface {
 func openSource(ctx context.Context, arg string, f *sourceFlags, log *slog.Logger) (source, error) {
 	scheme, _, remote := strings.Cut(arg, "://")
 	if !remote {
-		return store.Dir(arg)
+		d, err := store.Dir(arg)
+		if err == nil {
+			d.SetHook(f.hook)
+		}
+		return d, err
 	}
 	switch strings.ToLower(scheme) {
 	case "http", "https":
@@ -79,7 +84,7 @@ func openSource(ctx context.Context, arg string, f *sourceFlags, log *slog.Logge
 			// The mount table and the logs show SOURCE.
 			return nil, fmt.Errorf("SOURCE %s: credentials in the URL would show in the mount table and the logs; put them in a query token or a proxy", redactSource(arg))
 		}
-		return httpstore.Open(ctx, httpstore.Config{URL: arg, Hints: f.arrays, MaxInFlight: f.maxInflight, Timeout: f.timeout, Backoff: f.backoff, Refresh: f.refresh, Log: log})
+		return httpstore.Open(ctx, httpstore.Config{URL: arg, Hints: f.arrays, MaxInFlight: f.maxInflight, Timeout: f.timeout, Backoff: f.backoff, Hook: f.hook, Refresh: f.refresh, Log: log})
 	case "s3":
 		bucket, prefix, err := s3store.ParseURL(arg)
 		if err != nil {
@@ -88,7 +93,7 @@ func openSource(ctx context.Context, arg string, f *sourceFlags, log *slog.Logge
 		return s3store.Open(ctx, s3store.Config{
 			Bucket: bucket, Prefix: prefix,
 			Endpoint: f.s3Endpoint, Region: f.s3Region, PathStyle: f.s3PathStyle,
-			MaxInFlight: f.maxInflight, Timeout: f.timeout, Backoff: f.backoff, Refresh: f.refresh, Log: log,
+			MaxInFlight: f.maxInflight, Timeout: f.timeout, Backoff: f.backoff, Hook: f.hook, Refresh: f.refresh, Log: log,
 		})
 	}
 	return nil, fmt.Errorf("SOURCE %s: unsupported scheme %q (want a directory, http://, https:// or s3://)", redactSource(arg), scheme)

@@ -70,6 +70,10 @@ type Config struct {
 	// Transport, if set, replaces the default one (tests).
 	Transport http.RoundTripper
 	Log       *slog.Logger // nil means discard
+	// Hook, if set, is told of each request (store.Hook): a GET or HEAD
+	// with its retries, from Open's on; not of what the Store answers
+	// from what it has seen.
+	Hook store.Hook
 	// Refresh, when positive, is how long a metadata document read, and
 	// what a response said about a key, are believed: after it they are
 	// read (or asked about) again, and a new version is served as such
@@ -85,6 +89,7 @@ type Store struct {
 	client  *http.Client
 	limit   remote.Limit
 	backoff remote.Backoff
+	hook    store.Hook // Config.Hook
 	log     *slog.Logger
 	cat     *catalog
 	facts   *remote.Facts
@@ -126,6 +131,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		client:  newClient(cfg, inflight),
 		limit:   remote.NewLimit(inflight),
 		backoff: cfg.Backoff,
+		hook:    cfg.Hook,
 		log:     cfg.Log,
 		cat:     newCatalog(),
 		refresh: max(cfg.Refresh, 0),
