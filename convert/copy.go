@@ -556,7 +556,7 @@ func (c *copier) copyStored(ctx context.Context, pa *Array, st *arrayStats) erro
 	}
 	var walk func(dir string) error
 	walk = func(dir string) error {
-		es, err := store.List(ctx, c.src, dir)
+		es, err := c.src.List(ctx, dir)
 		if err != nil {
 			return err
 		}

@@ -22,6 +22,11 @@ type DirStore struct {
 	hook     Hook     // set before use (SetHook); nil: none
 }
 
+var (
+	_ BufferReader = (*DirStore)(nil)
+	_ FileOpener   = (*DirStore)(nil)
+)
+
 // Dir opens the local directory root as a store. Close it when done.
 func Dir(root string) (*DirStore, error) {
 	r, err := os.OpenRoot(root)

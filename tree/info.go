@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"path"
 
-	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/zarr"
 )
 
@@ -118,7 +117,7 @@ func (t *Tree) Groups(ctx context.Context) ([]GroupInfo, error) {
 		case dir.m.format == 3:
 			out = append(out, GroupInfo{Path: dir.key, Format: 3})
 		default: // v2 groups are plain directories of the tree
-			_, err := store.Stat(ctx, t.store, join(dir.key, zarr.GroupFile))
+			_, err := t.store.Stat(ctx, join(dir.key, zarr.GroupFile))
 			if err == nil {
 				out = append(out, GroupInfo{Path: dir.key, Format: 2})
 			} else if !errors.Is(err, fs.ErrNotExist) {

@@ -38,7 +38,7 @@ func (t *Tree) ReadAt(ctx context.Context, n *Node, dest []byte, off int64, pid 
 	case kindNpy:
 		return t.readNpy(ctx, n, dest, off, pid)
 	}
-	return store.ReadRange(ctx, t.store, n.key, off, int64(len(dest)))
+	return t.store.ReadKeyRange(ctx, n.key, off, int64(len(dest)))
 }
 
 // presentedErr is the error of reading (or opening) the chunk file n when

@@ -43,8 +43,7 @@ import (
 
 // Config configures a Tree.
 type Config struct {
-	// Store is the compressed store. It should be a store.Lister (to list
-	// directories) and a store.Stater or RangeReader (for speed).
+	// Store is the compressed store.
 	Store store.Store
 	// Chunks serves decoded chunks, a *readahead.Loader over Store. Nil
 	// makes a Tree for metadata only (metaonly.go): it lists and reads
@@ -214,7 +213,7 @@ func (t *Tree) zarrChild(ctx context.Context, dir *Node, name string) (*Node, er
 	if x := dir.arr; x != nil && x.v3 {
 		return t.v3Child(ctx, dir, name)
 	}
-	e, err := store.Stat(ctx, t.store, key)
+	e, err := t.store.Stat(ctx, key)
 	if err != nil {
 		if n := t.unconfirmed(ctx, dir, name, err); n != nil {
 			return n, nil
@@ -323,7 +322,7 @@ func (t *Tree) list(ctx context.Context, dir *Node) ([]*Node, error) {
 		}
 		out = append(out, ns...)
 	} else {
-		es, err := store.List(ctx, t.store, dir.key)
+		es, err := t.store.List(ctx, dir.key)
 		if err != nil {
 			return nil, err
 		}
@@ -468,7 +467,7 @@ func (t *Tree) loadArray(ctx context.Context, dir string) (*v2array, error) {
 	// A legacy array's keys may be nested ("0/0"): zarr decides from the
 	// directory's listing, and every key comes from the array it returns.
 	x.a, err = x.a.ResolveSeparator(func() ([]string, error) {
-		es, err := store.List(ctx, t.store, dir)
+		es, err := t.store.List(ctx, dir)
 		var dirs []string
 		for _, e := range es {
 			if e.Dir {

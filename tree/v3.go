@@ -142,7 +142,7 @@ func (t *Tree) v3Child(ctx context.Context, dir *Node, name string) (*Node, erro
 	if c, ok := x.a.ParseChunkKey(rel); ok {
 		key, inner, sharded := x.a.StoredKey(c)
 		skey := join(x.path, key)
-		e, err := store.Stat(ctx, t.store, skey)
+		e, err := t.store.Stat(ctx, skey)
 		if err != nil {
 			if n := t.unconfirmed(ctx, dir, name, err); n != nil {
 				return n, nil
@@ -155,7 +155,7 @@ func (t *Tree) v3Child(ctx context.Context, dir *Node, name string) (*Node, erro
 		return t.v3Chunk(ctx, dir, name, c, skey, e, inner, sharded)
 	}
 	if p, ok := x.a.ParseChunkDir(rel); ok {
-		e, err := store.Stat(ctx, t.store, storedDir(x, p))
+		e, err := t.store.Stat(ctx, storedDir(x, p))
 		if doubtful(err) { // as Tree.unconfirmed, for the directories on the way to chunks
 			t.log.WarnContext(ctx, "cannot tell whether a chunk directory exists: presented", "key", join(dir.key, name), "err", err)
 			d := v3Dir(dir, name, p)
@@ -193,7 +193,7 @@ func (t *Tree) v3Children(ctx context.Context, dir *Node) ([]*Node, error) {
 	case x.a.KeyPrefix() == "":
 		return t.v3Level(ctx, dir, []int{})
 	}
-	e, err := store.Stat(ctx, t.store, storedDir(x, nil))
+	e, err := t.store.Stat(ctx, storedDir(x, nil))
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && !e.Dir) {
 		return nil, nil
 	}
@@ -209,7 +209,7 @@ func (t *Tree) v3Children(ctx context.Context, dir *Node) ([]*Node, error) {
 func (t *Tree) v3Level(ctx context.Context, dir *Node, p []int) ([]*Node, error) {
 	a := dir.arr.a
 	sdir := storedDir(dir.arr, p)
-	es, err := store.List(ctx, t.store, sdir)
+	es, err := t.store.List(ctx, sdir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -248,7 +248,7 @@ func (t *Tree) v3Level(ctx context.Context, dir *Node, p []int) ([]*Node, error)
 // separator: all of them are files in the array's directory.
 func (t *Tree) v3Flat(ctx context.Context, dir *Node) ([]*Node, error) {
 	x, a := dir.arr, dir.arr.a
-	es, err := store.List(ctx, t.store, dir.key)
+	es, err := t.store.List(ctx, dir.key)
 	if err != nil {
 		return nil, err
 	}

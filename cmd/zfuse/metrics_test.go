@@ -121,8 +121,8 @@ func TestMetricsStore(t *testing.T) {
 	src.ReadKey(ctx, "k")
 	src.ReadKey(ctx, "missing")
 	src.ReadKey(ctx, "../outside")
-	store.ReadRange(ctx, src, "k", 1, 2)
-	store.List(ctx, src, ".")
+	src.ReadKeyRange(ctx, "k", 1, 2)
+	src.List(ctx, ".")
 	for k, want := range map[string]float64{
 		`zfuse_store_requests_total{backend="dir",op="read"}`:       3,
 		`zfuse_store_requests_total{backend="dir",op="read_range"}`: 1,

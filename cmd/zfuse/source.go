@@ -60,16 +60,10 @@ func addSourceFlags(fl *flag.FlagSet) *sourceFlags {
 	return f
 }
 
-// A source is an open store.
-type source interface {
-	store.Store
-	Close() error
-}
-
 // openSource opens SOURCE: "http://..." or "https://..." (range requests),
 // "s3://bucket/prefix" (an S3-compatible object store; credentials the
 // usual AWS way), or else a local directory.
-func openSource(ctx context.Context, arg string, f *sourceFlags, log *slog.Logger) (source, error) {
+func openSource(ctx context.Context, arg string, f *sourceFlags, log *slog.Logger) (store.Store, error) {
 	scheme, _, remote := strings.Cut(arg, "://")
 	if !remote {
 		d, err := store.Dir(arg)
@@ -189,7 +183,7 @@ func backendName(arg string) string {
 // store: chunks stay on local disk across mounts. Metadata documents are
 // not kept there: the remote stores read them once per mount anyway. The
 // returned source closes both. Without --cache-dir it returns src.
-func withDiskCache(src source, arg string, f *sourceFlags, log *slog.Logger) (source, *diskcache.Store, error) {
+func withDiskCache(src store.Store, arg string, f *sourceFlags, log *slog.Logger) (store.Store, *diskcache.Store, error) {
 	if f.cacheDir == "" {
 		return src, nil, nil
 	}
@@ -223,7 +217,7 @@ func withDiskCache(src source, arg string, f *sourceFlags, log *slog.Logger) (so
 // A cachedSource reads through its disk cache; Close closes both.
 type cachedSource struct {
 	*diskcache.Store
-	src source
+	src store.Store
 }
 
 func (c cachedSource) Close() error {

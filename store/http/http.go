@@ -108,10 +108,8 @@ type doc struct {
 }
 
 var (
-	_ store.RangeReader = (*Store)(nil)
-	_ store.Lister      = (*Store)(nil)
-	_ store.Stater      = (*Store)(nil)
-	_ store.Versioner   = (*Store)(nil)
+	_ store.Store     = (*Store)(nil)
+	_ store.Versioner = (*Store)(nil)
 )
 
 // Open returns a Store for the server at cfg.URL. It reads the metadata at

@@ -116,10 +116,8 @@ type Store struct {
 }
 
 var (
-	_ store.RangeReader = (*Store)(nil)
-	_ store.Lister      = (*Store)(nil)
-	_ store.Stater      = (*Store)(nil)
-	_ store.Versioner   = (*Store)(nil)
+	_ store.Store     = (*Store)(nil)
+	_ store.Versioner = (*Store)(nil)
 )
 
 // Open returns a Store for cfg.Bucket and cfg.Prefix. It lists the store
