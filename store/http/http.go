@@ -70,8 +70,8 @@ type Config struct {
 	// Transport, if set, replaces the default one (tests).
 	Transport http.RoundTripper
 	Log       *slog.Logger // nil means discard
-	// Hook, if set, is told of each request (store.Hook): a GET or HEAD
-	// with its retries, from Open's on; not of what the Store answers
+	// Hook, if set, is told of each request (store.Hook): each GET and
+	// HEAD with its retries, Open's too; not of what the Store answers
 	// from what it has seen.
 	Hook store.Hook
 	// Refresh, when positive, is how long a metadata document read, and
