@@ -143,8 +143,8 @@ func FUSEOptions(cfg Config, log *slog.Logger) *fusefs.Options {
 
 // Mount mounts t read-only at dir and serves it until the returned server
 // is unmounted (srv.Unmount, or fusermount3 -u); srv.Wait waits for that.
-// ctx is for reading the root metadata only. A Tree without tree.Chunks is
-// refused (tree.ErrNoChunks).
+// ctx is for reading the root metadata only. A Tree for metadata only
+// (without tree.Config.Chunks) is refused: tree.ErrNoChunks.
 //
 // Auto serves through NoOpen where the kernel offers it (see choose). The
 // path chosen is logged at Info, or at Warn with the reason when it is not

@@ -23,14 +23,14 @@ import (
 )
 
 // unconfirmedTimeout is how long the kernel keeps the entry of an
-// unconfirmed file (tree.Node.Unconfirmed) before looking it up again: not at
-// all, the next stat or open asks again (0 would mean go-fuse's default
-// for all entries, an hour).
+// unconfirmed file (tree.Node.Unconfirmed) before looking it up again:
+// not at all, the next stat or open asks again (0 would mean go-fuse's
+// default for all entries, an hour).
 const unconfirmedTimeout = time.Nanosecond
 
-// dirNode is a directory of the mount. With tree.Config.Refresh, what its path
-// serves is looked up again once the node is older than that (node); else
-// its node never changes.
+// dirNode is a directory of the mount. With tree.Config.Refresh, what its
+// path serves is looked up again once the node is older than that (node);
+// else its node never changes.
 type dirNode struct {
 	fusefs.Inode
 	t *tree.Tree
