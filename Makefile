@@ -58,8 +58,8 @@ check:
 # (internal/testutil.Need).
 # The integration tests run on each serving path (zfuse mount --serving):
 # the default (no-open), passthrough, and open (the last fallback), set for
-# every mount by ZFUSE_SERVING, so that all stay byte-exact. fs's own tests
-# mount on every path.
+# every mount by ZFUSE_SERVING, so that all stay byte-exact. fusemount's
+# own tests mount on every path.
 test: check
 	$(GO) test -race -count=1 -timeout 30m ./...
 	ZFUSE_SERVING=passthrough $(GO) test -race -count=1 -timeout 30m ./integration/

@@ -14,8 +14,9 @@ import (
 
 const module = "github.com/zfuse/zfuse/"
 
-// allowed is DESIGN.md's import table: which of our packages each package
-// may import (in its non-test and test files alike). Change both together.
+// allowed is the README's package table: which of our packages each
+// package may import (in its non-test and test files alike). Change both
+// together.
 // Besides, every package's _test.go files may import testutil, and only
 // they: the test helpers, which import the standard library alone.
 var allowed = map[string][]string{
@@ -25,8 +26,9 @@ var allowed = map[string][]string{
 	"store":       {"internal/flight"},
 	"zarr":        {"codec"},
 	"readahead":   {"cache", "codec", "store", "zarr", "internal/bytesize"},
-	"fs":          {"readahead", "zarr", "store", "codec", "internal/flight", "internal/mountinfo", "internal/uring"},
-	"convert":     {"fs", "zarr", "codec", "store", "readahead"},
+	"tree":        {"readahead", "zarr", "store", "codec", "internal/flight"},
+	"fusemount":   {"tree", "readahead", "zarr", "store", "internal/mountinfo", "internal/uring"},
+	"convert":     {"tree", "zarr", "codec", "store", "readahead"},
 	"csidriver":   {"internal/mountinfo", "internal/bytesize"},
 	"cmd/zfuse":   {"*"},
 	"integration": {},
@@ -44,9 +46,17 @@ var allowed = map[string][]string{
 
 const testutil = "internal/testutil"
 
+// goFUSE is go-fuse, which only the FUSE adapter and the command import:
+// the model of the presented tree, and what builds on it (convert), link
+// no FUSE.
+const goFUSE = "github.com/hanwen/go-fuse/"
+
+var fuseUsers = []string{"fusemount", "cmd/zfuse"}
+
 // TestImports fails when a package imports one of ours that the table does
-// not allow, when a non-test file imports testutil, or when testutil
-// imports anything outside the standard library. Sub-packages (store/http)
+// not allow, when a non-test file imports testutil, when testutil imports
+// anything outside the standard library, or when a package other than
+// fuseUsers imports go-fuse. Sub-packages (store/http)
 // count as their top package; internal/… packages count one by one.
 func TestImports(t *testing.T) {
 	fset := token.NewFileSet()
@@ -73,6 +83,9 @@ func TestImports(t *testing.T) {
 			first, _, _ := strings.Cut(p, "/")
 			if from == testutil && strings.Contains(first, ".") {
 				t.Errorf("%s imports %s: %s may import only the standard library", path, p, testutil)
+			}
+			if strings.HasPrefix(p, goFUSE) && !slices.Contains(fuseUsers, from) {
+				t.Errorf("%s imports %s: only %v may import go-fuse", path, p, fuseUsers)
 			}
 			if !strings.HasPrefix(p, module) {
 				continue

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	iofs "io/fs"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -399,7 +399,7 @@ func (c *copier) previousRun(ctx context.Context, p *Plan) (map[string]map[strin
 			switch {
 			case err == nil:
 				files[name] = b
-			case !errors.Is(err, iofs.ErrNotExist):
+			case !errors.Is(err, fs.ErrNotExist):
 				return nil, fmt.Errorf("DEST: %w", err)
 			}
 		}
@@ -533,7 +533,7 @@ func (c *copier) copyStored(ctx context.Context, pa *Array, st *arrayStats) erro
 		}
 		done[key] = true
 		b, err := c.src.ReadKey(ctx, key)
-		if errors.Is(err, iofs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
 		if err != nil {
@@ -556,7 +556,7 @@ func (c *copier) copyStored(ctx context.Context, pa *Array, st *arrayStats) erro
 	}
 	var walk func(dir string) error
 	walk = func(dir string) error {
-		es, err := store.List(ctx, c.src, dir)
+		es, err := c.src.List(ctx, dir)
 		if err != nil {
 			return err
 		}
@@ -864,7 +864,7 @@ func (c *copier) raw(ctx context.Context, pa *Array, coords []int) ([]byte, erro
 	var b []byte
 	if pa.Same {
 		src, err := c.chunks.Chunk(ctx, readahead.Ref{Array: s, Path: pa.SrcDir, Coords: coords, PID: pid})
-		if errors.Is(err, iofs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
 		if err != nil {
@@ -881,7 +881,7 @@ func (c *copier) raw(ctx context.Context, pa *Array, coords []int) ([]byte, erro
 		s.ChunksIn(box, func(sc []int) bool {
 			var src []byte
 			src, err = c.chunks.Chunk(ctx, readahead.Ref{Array: s, Path: pa.SrcDir, Coords: sc, PID: pid})
-			if errors.Is(err, iofs.ErrNotExist) {
+			if errors.Is(err, fs.ErrNotExist) {
 				err = nil
 				return true
 			}
@@ -919,7 +919,7 @@ func (c *copier) verifyUnit(ctx context.Context, pa *Array, u unit, raws [][]byt
 		var err error
 		if u.shard != nil {
 			if shard == nil {
-				if shard, err = c.dst.ReadKey(ctx, name); errors.Is(err, iofs.ErrNotExist) {
+				if shard, err = c.dst.ReadKey(ctx, name); errors.Is(err, fs.ErrNotExist) {
 					shard, err = []byte{}, nil
 				}
 			}
@@ -935,7 +935,7 @@ func (c *copier) verifyUnit(ctx context.Context, pa *Array, u unit, raws [][]byt
 			}
 		}
 		want := raws[i]
-		if want == nil && (errors.Is(err, iofs.ErrNotExist) || err == nil && zarr.AllFill(got, d.Fill)) {
+		if want == nil && (errors.Is(err, fs.ErrNotExist) || err == nil && zarr.AllFill(got, d.Fill)) {
 			st.verified.Add(1) // left out: absent, or the fill value
 			continue
 		}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	iofs "io/fs"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -118,7 +118,7 @@ func (d *dirDest) List(ctx context.Context, dir string) ([]store.Entry, error) {
 
 // Walk walks the files under dir, leaving out temporaries.
 func (d *dirDest) Walk(ctx context.Context, dir string, fn func(key string, size int64) error) error {
-	return d.walk(ctx, dir, func(key string, e iofs.DirEntry) error {
+	return d.walk(ctx, dir, func(key string, e fs.DirEntry) error {
 		if strings.HasSuffix(key, tmpSuffix) {
 			return nil
 		}
@@ -135,7 +135,7 @@ func (d *dirDest) Walk(ctx context.Context, dir string, fn func(key string, size
 
 // Clean removes the temporaries of mine's keys.
 func (d *dirDest) Clean(ctx context.Context, mine func(key string) bool) error {
-	return d.walk(ctx, ".", func(key string, _ iofs.DirEntry) error {
+	return d.walk(ctx, ".", func(key string, _ fs.DirEntry) error {
 		dir, name := path.Split(key)
 		base, ok := strings.CutSuffix(name, tmpSuffix)
 		if !ok || !strings.HasPrefix(base, ".") || !mine(path.Join(dir, base[1:])) {
@@ -149,9 +149,9 @@ func (d *dirDest) Clean(ctx context.Context, mine func(key string) bool) error {
 }
 
 // walk calls fn with the key of every file under dir.
-func (d *dirDest) walk(ctx context.Context, dir string, fn func(key string, e iofs.DirEntry) error) error {
+func (d *dirDest) walk(ctx context.Context, dir string, fn func(key string, e fs.DirEntry) error) error {
 	top := d.file(dir)
-	err := filepath.WalkDir(top, func(p string, e iofs.DirEntry, err error) error {
+	err := filepath.WalkDir(top, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				return nil

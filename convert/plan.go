@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/zfuse/zfuse/codec"
-	"github.com/zfuse/zfuse/fs"
 	"github.com/zfuse/zfuse/store"
+	"github.com/zfuse/zfuse/tree"
 	"github.com/zfuse/zfuse/zarr"
 )
 
@@ -50,12 +50,12 @@ type Group struct {
 // each array's metadata and encoding, and each group's. Nothing is
 // written. An error about settings that apply to no array of the source
 // is a *SettingsError.
-func NewPlan(ctx context.Context, tree *fs.Tree, src store.Store, o Options, log *slog.Logger) (*Plan, error) {
-	infos, err := tree.Arrays(ctx)
+func NewPlan(ctx context.Context, tr *tree.Tree, src store.Store, o Options, log *slog.Logger) (*Plan, error) {
+	infos, err := tr.Arrays(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("SOURCE: %w", err)
 	}
-	groups, err := tree.Groups(ctx)
+	groups, err := tr.Groups(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("SOURCE: %w", err)
 	}
@@ -122,7 +122,7 @@ func readMeta(ctx context.Context, s store.Store, dir string, names ...string) (
 }
 
 // planOne decides one array.
-func planOne(ctx context.Context, src store.Store, in fs.ArrayInfo, o Options, log *slog.Logger) (*Array, error) {
+func planOne(ctx context.Context, src store.Store, in tree.ArrayInfo, o Options, log *slog.Logger) (*Array, error) {
 	pa := &Array{Path: in.Path, SrcDir: in.Prefix(), Src: in.Array}
 	files, err := readMeta(ctx, src, in.Path, zarr.ArrayFile, zarr.AttrsFile, zarr.MetadataFile)
 	if err != nil {
@@ -166,7 +166,7 @@ func planOne(ctx context.Context, src store.Store, in fs.ArrayInfo, o Options, l
 
 // target decides the format, chunk shape and shards an array is written
 // with; its codecs are for planOne to add.
-func target(in fs.ArrayInfo, o Options, log *slog.Logger) zarr.Target {
+func target(in tree.ArrayInfo, o Options, log *slog.Logger) zarr.Target {
 	a := in.Array
 	t := zarr.Target{Format: in.Format, Chunks: a.Chunks}
 	if o.Format != 0 {
@@ -258,7 +258,7 @@ func (o Options) fits(arrays []*Array) error {
 // shardShape decides the chunks per shard of a v3 array written with the
 // chunk shape chunks: as the source's (--shard keep), none, within a size,
 // or as given for arrays of that rank; nil for unsharded.
-func shardShape(in fs.ArrayInfo, chunks []int, o Options, log *slog.Logger) []int {
+func shardShape(in tree.ArrayInfo, chunks []int, o Options, log *slog.Logger) []int {
 	a := in.Array
 	rank := len(a.Shape)
 	grid := make([]int, rank)

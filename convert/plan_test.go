@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zfuse/zfuse/fs"
 	"github.com/zfuse/zfuse/internal/testutil"
 	"github.com/zfuse/zfuse/store"
+	"github.com/zfuse/zfuse/tree"
 	"github.com/zfuse/zfuse/zarr"
 )
 
@@ -41,7 +41,7 @@ func TestPlanSrcDir(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { ds.Close() })
-		p, err := NewPlan(context.Background(), fs.New(fs.Config{Store: ds}), ds, Options{}, slog.New(slog.DiscardHandler))
+		p, err := NewPlan(context.Background(), tree.New(tree.Config{Store: ds}), ds, Options{}, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -60,12 +60,12 @@ func TestShardShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := fs.ArrayInfo{Path: "a", Array: a}
+	in := tree.ArrayInfo{Path: "a", Array: a}
 	sharded := in
 	sharded.Shards = []int{20, 500, 1000}
 	tests := []struct {
 		name   string
-		in     fs.ArrayInfo
+		in     tree.ArrayInfo
 		chunks []int
 		o      Options
 		want   []int

@@ -119,8 +119,9 @@ type Loader struct {
 }
 
 // A Placer puts decoded chunks where their readers will find them without
-// asking: fs pushes them into the kernel's page cache (FUSE_NOTIFY_STORE)
-// before their first read, so that the read costs what a warm read costs.
+// asking: fusemount pushes them into the kernel's page cache
+// (FUSE_NOTIFY_STORE) before their first read, so that the read costs what
+// a warm read costs.
 type Placer interface {
 	// Place offers the decoded bytes of chunk i (a linear index) of array
 	// a, whose key prefix in the store is path, and reports whether they

@@ -10,6 +10,7 @@ import (
 	iofs "io/fs"
 	"log/slog"
 	"math/rand/v2"
+	"path"
 	"strings"
 	"sync"
 	"testing"
@@ -71,17 +72,32 @@ func deflate(t testing.TB, b []byte) []byte {
 	return buf.Bytes()
 }
 
-// counting is a Store that counts reads per key. When gate is set, every
-// read waits for it to be closed.
+// counting is a Store that counts reads per key, of whole values and of
+// ranges. When gate is set, every read waits for it to be closed.
 type counting struct {
-	s    store.Store
-	gate chan struct{}
+	store.Store // the values: List, Stat and Close are its
+	gate        chan struct{}
 
 	mu    sync.Mutex
 	reads map[string]int
 }
 
 func (c *counting) ReadKey(ctx context.Context, key string) ([]byte, error) {
+	if err := c.count(ctx, key); err != nil {
+		return nil, err
+	}
+	return c.Store.ReadKey(ctx, key)
+}
+
+func (c *counting) ReadKeyRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	if err := c.count(ctx, key); err != nil {
+		return nil, err
+	}
+	return c.Store.ReadKeyRange(ctx, key, off, n)
+}
+
+// count counts a read of key, and waits for the gate, if set.
+func (c *counting) count(ctx context.Context, key string) error {
 	c.mu.Lock()
 	c.reads[key]++
 	c.mu.Unlock()
@@ -89,10 +105,10 @@ func (c *counting) ReadKey(ctx context.Context, key string) ([]byte, error) {
 		select {
 		case <-c.gate:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 	}
-	return c.s.ReadKey(ctx, key)
+	return nil
 }
 
 // most returns the largest number of reads of any one key.
@@ -121,7 +137,7 @@ func fixture(t testing.TB, a *zarr.Array, path string, edit map[int64][]byte) *c
 			m[join(path, a.ChunkKey(a.Coords(i)))] = &fstest.MapFile{Data: v}
 		}
 	}
-	return &counting{s: store.FS(m), reads: map[string]int{}}
+	return &counting{Store: store.FS(m), reads: map[string]int{}}
 }
 
 func newLoader(t testing.TB, s store.Store, mod func(*Config)) *Loader {
@@ -535,6 +551,7 @@ func TestLoaderUncompressed(t *testing.T) {
 }
 
 // mutable is a Store whose values a test replaces while a Loader reads it.
+// It cannot list.
 type mutable struct {
 	mu sync.Mutex
 	m  map[string][]byte
@@ -549,6 +566,28 @@ func (s *mutable) ReadKey(ctx context.Context, key string) ([]byte, error) {
 	}
 	return bytes.Clone(b), nil
 }
+
+func (s *mutable) ReadKeyRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	if err := store.CheckRange(key, off, n); err != nil {
+		return nil, err
+	}
+	b, err := s.ReadKey(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return b[min(off, int64(len(b))):min(off+n, int64(len(b)))], nil
+}
+
+func (s *mutable) Stat(ctx context.Context, key string) (store.Entry, error) {
+	b, err := s.ReadKey(ctx, key)
+	return store.Entry{Name: path.Base(key), Size: int64(len(b))}, err
+}
+
+func (s *mutable) List(ctx context.Context, dir string) ([]store.Entry, error) {
+	return nil, &iofs.PathError{Op: "list", Path: dir, Err: store.ErrNotSupported}
+}
+
+func (s *mutable) Close() error { return nil }
 
 func (s *mutable) set(key string, b []byte) {
 	s.mu.Lock()

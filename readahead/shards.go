@@ -77,7 +77,7 @@ func (c *shardIndexes) unchanged(ctx context.Context, key string, r indexResult)
 	if !c.changing {
 		return true, nil
 	}
-	e, err := store.Stat(ctx, c.store, key)
+	e, err := c.store.Stat(ctx, key)
 	if err != nil {
 		return false, err
 	}
@@ -129,7 +129,7 @@ func (c *shardIndexes) read(ctx context.Context, a *zarr.Array, key string, size
 		}
 	} else {
 		if size < 0 || c.changing {
-			e, err := store.Stat(ctx, c.store, key)
+			e, err := c.store.Stat(ctx, key)
 			if err != nil {
 				return indexResult{}, err
 			}
@@ -137,7 +137,7 @@ func (c *shardIndexes) read(ctx context.Context, a *zarr.Array, key string, size
 		}
 		off, n := sh.IndexRange(size)
 		c.reads()
-		if b, err = store.ReadRange(ctx, c.store, key, off, n); err != nil {
+		if b, err = c.store.ReadKeyRange(ctx, key, off, n); err != nil {
 			return indexResult{}, err
 		}
 	}

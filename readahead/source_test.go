@@ -135,7 +135,7 @@ func TestLoaderLegacyNested(t *testing.T) {
 	}
 	s := store.FS(m)
 	a, err = a.ResolveSeparator(func() ([]string, error) {
-		es, err := store.List(t.Context(), s, "temp")
+		es, err := s.List(t.Context(), "temp")
 		var dirs []string
 		for _, e := range es {
 			if e.Dir {

@@ -17,17 +17,16 @@ type FSStore struct {
 	fsys fs.FS // immutable
 }
 
-var (
-	_ RangeReader  = (*FSStore)(nil)
-	_ Lister       = (*FSStore)(nil)
-	_ Stater       = (*FSStore)(nil)
-	_ BufferReader = (*FSStore)(nil)
-)
+var _ BufferReader = (*FSStore)(nil)
 
 // FS returns a Store that reads the files of fsys. fsys must refuse paths
 // that leave it (os.DirFS does not refuse symlinks that point out; os.Root's
 // FS does).
 func FS(fsys fs.FS) *FSStore { return &FSStore{fsys: fsys} }
+
+// Close does nothing: an fs.FS holds nothing to release. (A DirStore
+// closes its directory.)
+func (s *FSStore) Close() error { return nil }
 
 // ReadKey returns the contents of the file key. The caller owns the slice.
 func (s *FSStore) ReadKey(ctx context.Context, key string) ([]byte, error) {

@@ -1,10 +1,12 @@
 // Package store gives read access to the keys and values of a Zarr store.
 //
-// It copies io/fs: one required method (Store.ReadKey), optional interfaces
-// for faster or richer access (RangeReader, Lister, Stater), and functions
-// that fall back when a backend lacks them (ReadRange, List, Stat), as
-// fs.ReadFile does. Keys use io/fs path syntax ("temp/0.3", "temp/0/3"), are
-// relative to the store root and never escape it.
+// It copies io/fs: the Store interface holds what every backend does (read
+// a value or part of it, list a directory, describe a key, close), and
+// optional interfaces what only some do (BufferReader, Versioner,
+// FileOpener), with functions that fall back when a backend lacks them
+// (ReadInto), as fs.ReadFile does. Keys use io/fs path syntax ("temp/0.3",
+// "temp/0/3"), are relative to the store root and never escape it. The
+// backends tell a Hook of the requests they make.
 //
 // store imports nothing else of zfuse.
 package store
@@ -15,17 +17,14 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
-	"slices"
-	"strings"
 )
 
 // ErrOutside means a key is not a valid key of the store: absolute, holding
 // ".." or empty elements, or resolving (through a symlink) outside the root.
 var ErrOutside = errors.New("store: key outside the store")
 
-// ErrNotSupported means a backend cannot do what was asked (list a store
-// that has no listing).
+// ErrNotSupported means a backend cannot do what was asked (a List of a
+// store that has no listing).
 var ErrNotSupported = errors.New("store: operation not supported")
 
 // A Store gives read access to the values of a Zarr store. Keys use io/fs
@@ -34,14 +33,19 @@ type Store interface {
 	// ReadKey returns the value stored under key. If key does not exist, the
 	// error satisfies errors.Is(err, fs.ErrNotExist). The caller owns the slice.
 	ReadKey(ctx context.Context, key string) ([]byte, error)
-}
-
-// A RangeReader reads part of a value without reading all of it.
-type RangeReader interface {
-	Store
 	// ReadKeyRange returns the bytes of key's value in [off, off+n); fewer
-	// only where the value ends. The caller owns the slice.
+	// only where the value ends. A negative off or n is an error
+	// (CheckRange). The caller owns the slice.
 	ReadKeyRange(ctx context.Context, key string, off, n int64) ([]byte, error)
+	// List returns the entries directly under dir ("." for the root),
+	// sorted by name. A missing dir satisfies errors.Is(err,
+	// fs.ErrNotExist); a store that cannot list gives ErrNotSupported.
+	List(ctx context.Context, dir string) ([]Entry, error)
+	// Stat returns the entry for name ("." for the root). A missing name
+	// satisfies errors.Is(err, fs.ErrNotExist).
+	Stat(ctx context.Context, name string) (Entry, error)
+	// Close releases what the store holds (a directory, connections).
+	Close() error
 }
 
 // A BufferReader reads a value into memory its caller provides, so that a
@@ -58,7 +62,7 @@ type BufferReader interface {
 
 // ReadInto returns the bytes of key's value in [off, off+n) (all of it
 // when n < 0), into memory from get where s is a BufferReader, else as
-// ReadKey or ReadRange return them. The caller owns the slice.
+// ReadKey or ReadKeyRange return them. The caller owns the slice.
 func ReadInto(ctx context.Context, s Store, key string, off, n int64, get func(size int) []byte) ([]byte, error) {
 	if r, ok := s.(BufferReader); ok {
 		return r.ReadKeyInto(ctx, key, off, n, get)
@@ -66,7 +70,7 @@ func ReadInto(ctx context.Context, s Store, key string, off, n int64, get func(s
 	if n < 0 {
 		return s.ReadKey(ctx, key)
 	}
-	return ReadRange(ctx, s, key, off, n)
+	return s.ReadKeyRange(ctx, key, off, n)
 }
 
 // ErrNotModified is the error of a conditional read (Versioner) of a value
@@ -99,22 +103,6 @@ type Entry struct {
 	Version string
 }
 
-// A Lister lists the keys under a prefix, one level at a time.
-type Lister interface {
-	Store
-	// List returns the entries directly under dir ("." for the root),
-	// sorted by name. A missing dir satisfies errors.Is(err, fs.ErrNotExist).
-	List(ctx context.Context, dir string) ([]Entry, error)
-}
-
-// A Stater describes one key or directory without reading its value.
-type Stater interface {
-	Store
-	// Stat returns the entry for name ("." for the root). A missing name
-	// satisfies errors.Is(err, fs.ErrNotExist).
-	Stat(ctx context.Context, name string) (Entry, error)
-}
-
 // A FileOpener opens a key's value as a local file: a store on a local
 // (or mounted) file system, whose files the kernel can read directly.
 type FileOpener interface {
@@ -124,26 +112,9 @@ type FileOpener interface {
 	OpenKey(ctx context.Context, key string) (*os.File, error)
 }
 
-// ReadRange returns the bytes of key's value in [off, off+n), fewer only where
-// the value ends. It uses s's ReadKeyRange if s is a RangeReader and otherwise
-// reads the whole value. The caller owns the slice.
-func ReadRange(ctx context.Context, s Store, key string, off, n int64) ([]byte, error) {
-	if err := CheckRange(key, off, n); err != nil {
-		return nil, err
-	}
-	if r, ok := s.(RangeReader); ok {
-		return r.ReadKeyRange(ctx, key, off, n)
-	}
-	b, err := s.ReadKey(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	return clip(b, off, n), nil
-}
-
 // CheckRange returns the error of a read of [off, off+n) of key's value
-// when off or n is negative, else nil. ReadRange and the backends'
-// ReadKeyRange check with it first.
+// when off or n is negative, else nil. The backends' ReadKeyRange check
+// with it first.
 func CheckRange(key string, off, n int64) error {
 	if off < 0 || n < 0 {
 		return &fs.PathError{Op: "read", Path: key, Err: fmt.Errorf("negative range [%d,+%d)", off, n)}
@@ -157,46 +128,6 @@ func clip(b []byte, off, n int64) []byte {
 		return b[:0]
 	}
 	return b[off:min(int64(len(b)), off+n)]
-}
-
-// List returns the entries directly under dir, sorted by name. Stores that are
-// not Listers give ErrNotSupported.
-func List(ctx context.Context, s Store, dir string) ([]Entry, error) {
-	if l, ok := s.(Lister); ok {
-		return l.List(ctx, dir)
-	}
-	return nil, &fs.PathError{Op: "list", Path: dir, Err: ErrNotSupported}
-}
-
-// Stat describes name. It uses s's Stat if s is a Stater, else looks name up
-// in its parent's listing, else reads the value to learn its size.
-func Stat(ctx context.Context, s Store, name string) (Entry, error) {
-	if st, ok := s.(Stater); ok {
-		return st.Stat(ctx, name)
-	}
-	if err := checkKey("stat", name); err != nil {
-		return Entry{}, err
-	}
-	if name == "." {
-		return Entry{Name: ".", Dir: true}, nil
-	}
-	dir, base := path.Split(name)
-	if _, ok := s.(Lister); ok {
-		es, err := List(ctx, s, path.Clean(dir))
-		if err != nil {
-			return Entry{}, err
-		}
-		i, found := slices.BinarySearchFunc(es, base, func(e Entry, n string) int { return strings.Compare(e.Name, n) })
-		if !found {
-			return Entry{}, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
-		}
-		return es[i], nil
-	}
-	b, err := s.ReadKey(ctx, name)
-	if err != nil {
-		return Entry{}, err
-	}
-	return Entry{Name: base, Size: int64(len(b))}, nil
 }
 
 // checkKey refuses keys that are not valid io/fs paths ("..", absolute,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -56,22 +57,9 @@ func mapStore() *store.FSStore {
 	})
 }
 
-// readOnly hides every optional interface, to test the fallbacks.
-type readOnly struct{ s store.Store }
-
-func (r readOnly) ReadKey(ctx context.Context, key string) ([]byte, error) {
-	return r.s.ReadKey(ctx, key)
-}
-
-// listOnly has ReadKey and List but no Stat or range reads.
-type listOnly struct{ l store.Lister }
-
-func (r listOnly) ReadKey(ctx context.Context, key string) ([]byte, error) {
-	return r.l.ReadKey(ctx, key)
-}
-func (r listOnly) List(ctx context.Context, dir string) ([]store.Entry, error) {
-	return r.l.List(ctx, dir)
-}
+// plain hides the optional interfaces of its store, to test the
+// fallbacks.
+type plain struct{ store.Store }
 
 func TestReadKey(t *testing.T) {
 	ctx := context.Background()
@@ -110,7 +98,7 @@ func TestReadKey(t *testing.T) {
 	}{
 		{"dir", ds, append(common, dirOnly...)},
 		{"map", mapStore(), common},
-		{"fallback", readOnly{ds}, append(common, dirOnly...)},
+		{"fallback", plain{ds}, append(common, dirOnly...)},
 	}
 	for _, st := range stores {
 		for _, r := range st.rows {
@@ -141,7 +129,7 @@ func TestReadKey(t *testing.T) {
 	}
 }
 
-func TestReadRange(t *testing.T) {
+func TestReadKeyRange(t *testing.T) {
 	ctx := context.Background()
 	ds := dirStore(t)
 	rows := []struct {
@@ -165,21 +153,21 @@ func TestReadRange(t *testing.T) {
 	for _, s := range []struct {
 		name string
 		s    store.Store
-	}{{"dir", ds}, {"fallback", readOnly{ds}}} {
+	}{{"dir", ds}} {
 		for _, r := range rows {
-			got, err := store.ReadRange(ctx, s.s, r.key, r.off, r.n)
+			got, err := s.s.ReadKeyRange(ctx, r.key, r.off, r.n)
 			if r.wantErr != nil {
 				if !errors.Is(err, r.wantErr) {
-					t.Errorf("%s: ReadRange(%q, %d, %d) = %q, %v; want %v", s.name, r.key, r.off, r.n, got, err, r.wantErr)
+					t.Errorf("%s: ReadKeyRange(%q, %d, %d) = %q, %v; want %v", s.name, r.key, r.off, r.n, got, err, r.wantErr)
 				}
 				continue
 			}
 			if err != nil || string(got) != r.want {
-				t.Errorf("%s: ReadRange(%q, %d, %d) = %q, %v; want %q", s.name, r.key, r.off, r.n, got, err, r.want)
+				t.Errorf("%s: ReadKeyRange(%q, %d, %d) = %q, %v; want %q", s.name, r.key, r.off, r.n, got, err, r.want)
 			}
 		}
 	}
-	if _, err := store.ReadRange(ctx, ds, "a/0.0", -1, 2); err == nil {
+	if _, err := ds.ReadKeyRange(ctx, "a/0.0", -1, 2); err == nil {
 		t.Errorf("negative offset accepted")
 	}
 }
@@ -213,7 +201,7 @@ func TestReadInto(t *testing.T) {
 		name   string
 		s      store.Store
 		intoMe bool // reads into the buffer given
-	}{{"dir", ds, true}, {"mapfs", mapStore, true}, {"fallback", readOnly{ds}, false}} {
+	}{{"dir", ds, true}, {"mapfs", mapStore, true}, {"fallback", plain{ds}, false}} {
 		for _, r := range rows {
 			if s.s == mapStore && r.key == "a/out" {
 				continue // no symlinks in a MapFS
@@ -258,28 +246,25 @@ func TestList(t *testing.T) {
 		{"dir", ds, wantA},
 		{"map", mapStore(), wantA[:3]},
 	} {
-		got, err := store.List(ctx, s.s, "a")
+		got, err := s.s.List(ctx, "a")
 		got = noVersions(got)
 		if err != nil || !reflect.DeepEqual(got, s.want) {
 			t.Errorf("%s: List(a) = %+v, %v; want %+v", s.name, got, err, s.want)
 		}
 	}
-	root, err := store.List(ctx, ds, ".")
+	root, err := ds.List(ctx, ".")
 	root = noVersions(root)
 	want := []store.Entry{{Name: "a", Dir: true}, {Name: "empty"}} // abs, outdir, dangling left out
 	if err != nil || !reflect.DeepEqual(root, want) {
 		t.Errorf("List(.) = %+v, %v; want %+v", root, err, want)
 	}
 	for _, dir := range []string{"..", "outdir", "../secretdir", "/"} {
-		if es, err := store.List(ctx, ds, dir); err == nil {
+		if es, err := ds.List(ctx, dir); err == nil {
 			t.Errorf("List(%q) = %+v: listed outside the root", dir, es)
 		}
 	}
-	if _, err := store.List(ctx, ds, "nope"); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := ds.List(ctx, "nope"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("List(nope) err = %v, want ErrNotExist", err)
-	}
-	if _, err := store.List(ctx, readOnly{ds}, "a"); !errors.Is(err, store.ErrNotSupported) {
-		t.Errorf("List on a store without listing: err = %v", err)
 	}
 }
 
@@ -304,16 +289,9 @@ func TestStat(t *testing.T) {
 	for _, s := range []struct {
 		name string
 		s    store.Store
-	}{{"dir", ds}, {"listed", listOnly{ds}}, {"read", readOnly{ds}}} {
+	}{{"dir", ds}} {
 		for _, r := range rows {
-			if s.name == "read" && r.want.Dir {
-				continue // without a listing, directories cannot be told apart
-			}
-			if s.name == "listed" && r.wantErr == store.ErrOutside && r.name != "../secret" {
-				// The listing leaves symlinks out of the root out: they do not exist.
-				r.wantErr = fs.ErrNotExist
-			}
-			got, err := store.Stat(ctx, s.s, r.name)
+			got, err := s.s.Stat(ctx, r.name)
 			got.Version = "" // TestVersion
 			if r.wantErr != nil {
 				if !errors.Is(err, r.wantErr) {
@@ -416,5 +394,31 @@ func TestCanceled(t *testing.T) {
 func TestDirMissing(t *testing.T) {
 	if _, err := store.Dir(filepath.Join(t.TempDir(), "nope")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Dir(missing) err = %v", err)
+	}
+}
+
+// TestDirHook: a DirStore tells its hook of every call, each a request of
+// the file system: its op, its key, the bytes it returned and its error.
+func TestDirHook(t *testing.T) {
+	ctx := context.Background()
+	ds := dirStore(t)
+	var got []string
+	ds.SetHook(func(op, key string, n int64, d time.Duration, err error) {
+		if d < 0 {
+			t.Errorf("%s %s took %v", op, key, d)
+		}
+		got = append(got, fmt.Sprintf("%s %s %d %v", op, key, n, errors.Is(err, fs.ErrNotExist)))
+	})
+	ds.ReadKey(ctx, "a/0.0")
+	ds.ReadKeyRange(ctx, "a/0.0", 2, 3)
+	store.ReadInto(ctx, ds, "nope", 0, -1, func(n int) []byte { return make([]byte, n) })
+	ds.Stat(ctx, "a")
+	ds.List(ctx, "a")
+	if f, err := ds.OpenKey(ctx, "a/0.0"); err == nil {
+		f.Close()
+	}
+	want := []string{"read a/0.0 10 false", "read_range a/0.0 3 false", "read nope 0 true", "stat a 0 false", "list a 0 false", "open a/0.0 0 false"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("the hook was told %q, want %q", got, want)
 	}
 }

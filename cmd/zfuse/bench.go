@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zfuse/zfuse/fs"
+	"github.com/zfuse/zfuse/fusemount"
 	"github.com/zfuse/zfuse/gpu"
 	"github.com/zfuse/zfuse/internal/bench"
 	"github.com/zfuse/zfuse/internal/bytesize"
@@ -111,7 +111,7 @@ func parseBench(args []string, stdout, stderr io.Writer) (*bencher, error) {
 	listFlag(fl, "chunks", "1MiB,64KiB", "chunk sizes, comma-separated (square planes of float32: 1MiB is 512x512, 64KiB 128x128)", &b.chunkSizes,
 		func(s string) error { _, err := chunkSide(s); return err })
 	listFlag(fl, "servings", "auto", "serving paths to mount with, comma-separated: each reader's mount is repeated on each", &b.servings,
-		func(s string) error { _, err := fs.ParseServing(s); return err })
+		func(s string) error { _, err := fusemount.ParseServing(s); return err })
 	if err := parseFlags(fl, args, 0, stdout); err != nil { // usage.go: help to stdout, bad usage exits 2
 		return nil, err
 	}

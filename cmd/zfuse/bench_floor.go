@@ -17,14 +17,14 @@ import (
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"github.com/zfuse/zfuse/fs"
+	"github.com/zfuse/zfuse/fusemount"
 	"github.com/zfuse/zfuse/internal/bytesize"
 	"github.com/zfuse/zfuse/zarr"
 )
 
 // This file is zfuse bench's FUSE floor: what any FUSE server costs on this
 // machine. `zfuse bench floor` mounts a minimal server with the mount's
-// FUSE options (fs.FUSEOptions: timeouts, 1 MiB requests, no splice,
+// FUSE options (fusemount.FUSEOptions: timeouts, 1 MiB requests, no splice,
 // read-only; the kernel readahead raised as the mount raises it) whose
 // chunk files have the names and sizes of a store's, served from one
 // buffer it already holds: no store, no decode, no allocation of the
@@ -54,17 +54,17 @@ func benchFloor(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	dir := fl.Arg(1)
 	root := &floorDir{files: files}
-	srv, err := fusefs.Mount(dir, root, fs.FUSEOptions(fs.MountConfig{FsName: "zfuse-floor"}, log))
+	srv, err := fusefs.Mount(dir, root, fusemount.FUSEOptions(fusemount.Config{FsName: "zfuse-floor"}, log))
 	if err != nil {
 		return fmt.Errorf("bench floor: %w", err)
 	}
-	serving := fs.NoOpen
+	serving := fusemount.NoOpen
 	if srv.KernelSettings().Flags64()&fuse.CAP_NO_OPEN_SUPPORT == 0 {
-		serving = fs.Open
+		serving = fusemount.Open
 	}
-	root.noOpen.Store(serving == fs.NoOpen)
+	root.noOpen.Store(serving == fusemount.NoOpen)
 	if ra > 0 {
-		if _, _, err := fs.SetKernelReadahead(dir, int64(ra)); err != nil {
+		if _, _, err := fusemount.SetKernelReadahead(dir, int64(ra)); err != nil {
 			log.Debug("kernel readahead left as it was", "mountpoint", dir, "err", err)
 		}
 	}

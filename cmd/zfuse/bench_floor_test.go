@@ -17,7 +17,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/zfuse/zfuse/fs"
+	"github.com/zfuse/zfuse/fusemount"
 	"github.com/zfuse/zfuse/internal/bench"
 	"github.com/zfuse/zfuse/internal/testutil"
 )
@@ -62,7 +62,7 @@ func TestBenchFloor(t *testing.T) {
 		if err != nil {
 			t.Errorf("benchFloor: %v", err)
 		}
-		if ok, _ := fs.Mounted(mnt); ok {
+		if ok, _ := fusemount.Mounted(mnt); ok {
 			t.Errorf("%s still mounted after the floor returned", mnt)
 		}
 	}()
@@ -94,7 +94,7 @@ func TestBenchFloor(t *testing.T) {
 		t.Errorf("opening for writing: %v, want EROFS", err)
 	}
 	want := "serving=open"
-	if s, _, err := fs.ProbeServing("", fs.NoOpen); err == nil && s == fs.NoOpen {
+	if s, _, err := fusemount.ProbeServing("", fusemount.NoOpen); err == nil && s == fusemount.NoOpen {
 		want = "serving=no-open"
 	}
 	if !strings.Contains(log.String(), want) {

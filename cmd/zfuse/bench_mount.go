@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zfuse/zfuse/fs"
+	"github.com/zfuse/zfuse/fusemount"
 	"github.com/zfuse/zfuse/internal/bench"
 )
 
@@ -28,13 +28,13 @@ type benchMount struct {
 
 // mountStats is what a mount used.
 type mountStats struct {
-	serving    string        // the serving path it chose
-	hwm        int64         // peak RSS (VmHWM)
-	memfdPeak  int64         // the most bytes held outside the heap: memfds (passthrough), and pages pushed into the page cache not yet read (no-open)
-	cpu        time.Duration // user + system
-	reads      fs.Latency    // service times of its chunk READs
-	pushed     int64         // chunks it pushed into the page cache
-	storeReads int64         // stored values read (readahead.Stats.StoreReads)
+	serving    string            // the serving path it chose
+	hwm        int64             // peak RSS (VmHWM)
+	memfdPeak  int64             // the most bytes held outside the heap: memfds (passthrough), and pages pushed into the page cache not yet read (no-open)
+	cpu        time.Duration     // user + system
+	reads      fusemount.Latency // service times of its chunk READs
+	pushed     int64             // chunks it pushed into the page cache
+	storeReads int64             // stored values read (readahead.Stats.StoreReads)
 }
 
 // mount starts zfuse mount of store on a new mountpoint, with the bench's

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zfuse/zfuse/fs"
+	"github.com/zfuse/zfuse/fusemount"
 	"github.com/zfuse/zfuse/gpu"
 	"github.com/zfuse/zfuse/internal/bench"
 	"github.com/zfuse/zfuse/readahead"
@@ -120,7 +120,7 @@ func TestBenchTargets(t *testing.T) {
 func TestStatsFile(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "stats.json")
 	s := readahead.Stats{Reads: 7, PrefetchUsed: 5, Decode: map[string]readahead.DecodeStats{"zstd": {Chunks: 3, Time: time.Second}}}
-	if err := writeStats(p, s, fs.ServeStats{Serving: "no-open", Reads: 3}); err != nil {
+	if err := writeStats(p, s, fusemount.ServeStats{Serving: "no-open", Reads: 3}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(p)

@@ -16,10 +16,10 @@ import (
 
 	"github.com/zfuse/zfuse/codec"
 	"github.com/zfuse/zfuse/convert"
-	"github.com/zfuse/zfuse/fs"
 	"github.com/zfuse/zfuse/gpu"
 	"github.com/zfuse/zfuse/internal/bytesize"
 	"github.com/zfuse/zfuse/store"
+	"github.com/zfuse/zfuse/tree"
 )
 
 // zfuse compress [flags] SOURCE DEST: read every array of SOURCE decoded
@@ -257,11 +257,11 @@ func startCPUProfile(name string) (stop func(), err error) {
 // that fit no array of SOURCE are a usage error.
 func planSource(ctx context.Context, src store.Store, source string, opts convert.Options, log *slog.Logger) (*convert.Plan, error) {
 	// A tree for metadata only (no Chunks): it reads shard indexes itself.
-	tree := fs.New(fs.Config{Store: src}) // compress says itself what it cannot encode
-	if err := needArrays(ctx, tree, source); err != nil {
+	tr := tree.New(tree.Config{Store: src}) // compress says itself what it cannot encode
+	if err := needArrays(ctx, tr, source); err != nil {
 		return nil, err
 	}
-	p, err := convert.NewPlan(ctx, tree, src, opts, log)
+	p, err := convert.NewPlan(ctx, tr, src, opts, log)
 	var se *convert.SettingsError
 	if errors.As(err, &se) {
 		return nil, badUsage("compress", "%w", se.Err)

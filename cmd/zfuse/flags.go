@@ -15,7 +15,7 @@ import (
 // usage: exit 2, with the usage), whether it was given on the command
 // line, as a mount option (-o) or taken from an interrupted run's record
 // (compress --resume). The types here are those several commands share;
-// Size (size.go), modeFlag and fs.Serving are the others.
+// Size (size.go), modeFlag and fusemount.Serving are the others.
 
 // A countFlag is an int flag of at least 1: workers, jobs, rounds.
 type countFlag int

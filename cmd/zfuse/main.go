@@ -23,9 +23,10 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/zfuse/zfuse/fs"
+	"github.com/zfuse/zfuse/fusemount"
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store/diskcache"
+	"github.com/zfuse/zfuse/tree"
 )
 
 // daemon is the pipe to the parent when this process is the background
@@ -156,12 +157,11 @@ func runTree(ctx context.Context, cmd string, f *treeFlags, args []string, stdou
 	if cmd != "mount" {
 		m = nil
 	}
-	sf.backoff = m.backoff(backendName(fl.Arg(0)))
+	sf.backoff, sf.hook = m.backoff(backendName(fl.Arg(0))), m.storeHook(backendName(fl.Arg(0)))
 	src, err := openSource(ctx, fl.Arg(0), sf, log)
 	if err != nil {
 		return err
 	}
-	src = m.store(src, backendName(fl.Arg(0)))
 	dec, err := lf.decoders(log, cmd != "mount")
 	if err != nil {
 		src.Close()
@@ -179,15 +179,15 @@ func runTree(ctx context.Context, cmd string, f *treeFlags, args []string, stdou
 	lf.changing = sf.refresh > 0
 	loader, closeLoader := lf.loader(src, dec, log)
 	defer closeLoader()
-	tree := fs.New(fs.Config{Store: src, Chunks: m.chunks(loader), Log: log, AsV2: bool(f.asV2), AsNpy: bool(f.asNpy),
+	tr := tree.New(tree.Config{Store: src, Chunks: m.chunks(loader), Log: log, AsV2: bool(f.asV2), AsNpy: bool(f.asNpy),
 		RootName: npyRootName(fl.Arg(0)), Refresh: sf.refresh})
 	switch cmd {
 	case "mount":
-		return runMount(ctx, f, log, tree, plan, m, dec, loader, disk)
+		return runMount(ctx, f, log, tr, plan, m, dec, loader, disk)
 	case "cat":
-		return cat(ctx, stdout, tree, fl.Arg(1))
+		return cat(ctx, stdout, tr, fl.Arg(1))
 	}
-	if err := info(ctx, stdout, tree, dec, lf.serving, fl.Arg(0), viewFlag(bool(f.asV2), bool(f.asNpy))); err != nil {
+	if err := info(ctx, stdout, tr, dec, lf.serving, fl.Arg(0), viewFlag(bool(f.asV2), bool(f.asNpy))); err != nil {
 		return err
 	}
 	return plan.print(stdout)
@@ -195,9 +195,9 @@ func runTree(ctx context.Context, cmd string, f *treeFlags, args []string, stdou
 
 // runMount serves tree at the mount point until ctx ends or someone
 // unmounts it, with the pressure watcher and metrics around the mount.
-func runMount(ctx context.Context, f *treeFlags, log *slog.Logger, tree *fs.Tree, plan *memoryPlan, m *metrics, dec *decoders, loader *readahead.Loader, disk *diskcache.Store) error {
+func runMount(ctx context.Context, f *treeFlags, log *slog.Logger, tr *tree.Tree, plan *memoryPlan, m *metrics, dec *decoders, loader *readahead.Loader, disk *diskcache.Store) error {
 	fl, lf := f.fl, f.lf
-	if err := needArrays(ctx, tree, fl.Arg(0)); err != nil {
+	if err := needArrays(ctx, tr, fl.Arg(0)); err != nil {
 		if f.sf.refresh <= 0 {
 			return err
 		}
@@ -212,10 +212,10 @@ func runMount(ctx context.Context, f *treeFlags, log *slog.Logger, tree *fs.Tree
 		return err
 	}
 	defer stopMetrics()
-	mounted := func(srv *fs.Server) { m.served(srv); pw.start(srv.Serving() == fs.Passthrough) }
-	err = mount(ctx, log, tree, fl.Arg(0), fl.Arg(1), mountOpts{
+	mounted := func(srv *fusemount.Server) { m.served(srv); pw.start(srv.Serving() == fusemount.Passthrough) }
+	err = mount(ctx, log, tr, fl.Arg(0), fl.Arg(1), mountOpts{
 		debug: slog.Level(f.level) <= slog.LevelDebug, statsFile: *f.statsFile, stats: loader.Stats,
-		memLimit: plan.softLimit(plan.budgets, lf.serving == fs.Passthrough), kernelReadahead: int64(lf.kernelReadahead), cpuProfile: lf.cpuProfile, serving: lf.serving, transport: lf.transport,
+		memLimit: plan.softLimit(plan.budgets, lf.serving == fusemount.Passthrough), kernelReadahead: int64(lf.kernelReadahead), cpuProfile: lf.cpuProfile, serving: lf.serving, transport: lf.transport,
 		gpu: dec.router.GPU(), ready: daemon.ready, mounted: mounted, allowOther: bool(f.allowOther)})
 	if err != nil && daemon != nil {
 		log.Error("mount failed", "err", err) // the parent may be gone

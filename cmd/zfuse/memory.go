@@ -4,12 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	iofs "io/fs"
+	"io/fs"
 	"log/slog"
 	"slices"
 	"strings"
 
-	"github.com/zfuse/zfuse/fs"
+	"github.com/zfuse/zfuse/fusemount"
 	"github.com/zfuse/zfuse/internal/bytesize"
 	"github.com/zfuse/zfuse/internal/memlimit"
 )
@@ -106,8 +106,8 @@ type memoryPlan struct {
 // and sets them in lf. Budgets given that do not fit are a usage error of
 // cmd, unless --allow-over-limit. remote says the source is a URL (its
 // compressed tier is on by default).
-func planMemory(cmd string, fl *flag.FlagSet, lf *loaderFlags, mf *memoryFlags, fsys iofs.FS) (*memoryPlan, error) {
-	p := &memoryPlan{memfds: lf.serving == fs.Passthrough}
+func planMemory(cmd string, fl *flag.FlagSet, lf *loaderFlags, mf *memoryFlags, fsys fs.FS) (*memoryPlan, error) {
+	p := &memoryPlan{memfds: lf.serving == fusemount.Passthrough}
 	found, err := memlimit.Find(fsys)
 	if err == nil {
 		p.found = found

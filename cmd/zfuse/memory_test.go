@@ -7,7 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	iofs "io/fs"
+	"io/fs"
 	"log/slog"
 	"runtime/debug"
 	"slices"
@@ -279,7 +279,7 @@ type usageFS struct {
 
 func (u *usageFS) set(n int64) { u.mu.Lock(); u.used = n; u.mu.Unlock() }
 
-func (u *usageFS) Open(name string) (iofs.File, error) {
+func (u *usageFS) Open(name string) (fs.File, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return fstest.MapFS{

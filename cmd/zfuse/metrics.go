@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	iofs "io/fs"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -16,12 +16,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/zfuse/zfuse/fs"
+	"github.com/zfuse/zfuse/fusemount"
 	"github.com/zfuse/zfuse/gpu"
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/store/diskcache"
 	"github.com/zfuse/zfuse/store/remote"
+	"github.com/zfuse/zfuse/tree"
 	"github.com/zfuse/zfuse/zarr"
 )
 
@@ -30,8 +31,9 @@ import (
 // the GPU decoder's and the disk cache's Stats), read at each scrape by a
 // prometheus.Collector; what needs an observation per event (decode
 // seconds per batch, store request latency) is reported by hooks: the
-// loader's Config.Decoded (the decode time it measures anyway), the
-// store's (store.Observe) and a wrapper of the chunk source.
+// loader's Config.Decoded (the decode time it measures anyway), the store
+// backend's (store.Hook: the requests it makes) and a wrapper of the chunk
+// source.
 
 // A metrics is the registry of one command; nil when --metrics is not set
 // (then every wrapper returns what it was given).
@@ -63,7 +65,7 @@ func newMetrics(addr string) *metrics {
 	}, []string{"codec", "decoder"})
 	m.storeRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "zfuse_store_requests_total",
-		Help: "Calls of the store backend (read, read_range, stat, list, open): for http and s3 one request each, with its retries, unless the backend answers from what it has seen (metadata documents, sizes).",
+		Help: "Requests made of the store backend (read, read_range, stat, list, open): for http and s3 each request with its retries (what the backend answers from what it has seen, metadata documents and sizes, is none); for dir each file read, stat, listing or open.",
 	}, []string{"backend", "op"})
 	m.storeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "zfuse_store_errors_total",
@@ -149,12 +151,12 @@ type snapshots struct {
 	memory func() memoryStats
 	// The mount's requests, set once it is mounted (after the metrics
 	// are served, hence atomic).
-	serve atomic.Pointer[func() fs.ServeStats]
+	serve atomic.Pointer[func() fusemount.ServeStats]
 }
 
 // served hooks the mount's request counts and serving path into the
 // metrics, once it is mounted.
-func (m *metrics) served(srv *fs.Server) {
+func (m *metrics) served(srv *fusemount.Server) {
 	if m == nil {
 		return
 	}
@@ -303,7 +305,7 @@ func collectLoader(e emitter, st readahead.Stats) {
 }
 
 // collectServe sends the FUSE server's requests, read latency and page pushes.
-func collectServe(e emitter, st fs.ServeStats) {
+func collectServe(e emitter, st fusemount.ServeStats) {
 	e.gauge(dServing, 1, st.Serving)
 	e.counter(dRequests, float64(st.Lookups), "lookup")
 	e.counter(dRequests, float64(st.Opens), "open")
@@ -379,32 +381,28 @@ func (m *metrics) backoff(backend string) remote.Backoff {
 	return remote.Backoff{OnRetry: func(error) { c.Inc() }}
 }
 
-// store wraps src to count and time its requests as backend. The
-// wrapper is store.Observe's: it has the optional interfaces src has.
-func (m *metrics) store(src source, backend string) source {
+// storeHook returns the hook that counts and times the requests of the
+// store backend (store.Hook): the requests it makes, not the calls of it.
+func (m *metrics) storeHook(backend string) store.Hook {
 	if m == nil {
-		return src
+		return nil
 	}
 	bytes := m.storeBytes.WithLabelValues(backend)
-	obs := func(op, key string, n int64, d time.Duration, err error) {
-		if op == "list" && errors.Is(err, store.ErrNotSupported) {
-			return // no request: the backend cannot list
-		}
+	return func(op, key string, n int64, d time.Duration, err error) {
 		m.storeRequests.WithLabelValues(backend, op).Inc()
 		m.storeSeconds.WithLabelValues(backend, op).Observe(d.Seconds())
 		if n > 0 {
 			bytes.Add(float64(n))
 		}
-		if err != nil && !errors.Is(err, iofs.ErrNotExist) && !errors.Is(err, store.ErrNotModified) && !errors.Is(err, context.Canceled) {
+		if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, store.ErrNotModified) && !errors.Is(err, context.Canceled) {
 			m.storeErrors.WithLabelValues(backend, op).Inc()
 		}
 	}
-	return store.Observe(src, obs).(source) // src is an io.Closer: so is its observed store
 }
 
 // chunks wraps the chunk source of the tree to count bytes served and
 // failed reads.
-func (m *metrics) chunks(c fs.Chunks) fs.Chunks {
+func (m *metrics) chunks(c tree.Chunks) tree.Chunks {
 	if m == nil {
 		return c
 	}
@@ -412,10 +410,10 @@ func (m *metrics) chunks(c fs.Chunks) fs.Chunks {
 }
 
 // countedChunks counts the bytes the mount serves and the chunks that fail,
-// as fs asks for them: reads for the page cache, and files opened for the
+// as the tree asks for them: reads for the page cache, and files opened for the
 // kernel to read itself (passthrough), counted whole.
 type countedChunks struct {
-	fs.Chunks
+	tree.Chunks
 	m *metrics
 }
 
@@ -445,7 +443,7 @@ func (c countedChunks) count(n int64, err error) {
 	switch {
 	case err == nil || errors.Is(err, io.EOF):
 		c.m.servedBytes.Add(float64(n))
-	case !errors.Is(err, iofs.ErrNotExist) && !errors.Is(err, context.Canceled):
+	case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, context.Canceled):
 		c.m.chunkErrors.Inc()
 	}
 }

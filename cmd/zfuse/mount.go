@@ -19,10 +19,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/zfuse/zfuse/codec"
-	"github.com/zfuse/zfuse/fs"
+	"github.com/zfuse/zfuse/fusemount"
 	"github.com/zfuse/zfuse/gpu"
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store"
+	"github.com/zfuse/zfuse/tree"
 	"github.com/zfuse/zfuse/zarr"
 )
 
@@ -34,8 +35,8 @@ type loaderFlags struct {
 	decoder                        gpu.Mode
 	decoded, compressed, readahead Size
 	kernelReadahead                Size
-	serving                        fs.Serving
-	transport                      fs.Transport
+	serving                        fusemount.Serving
+	transport                      fusemount.Transport
 	cpuProfile                     string // mount: write a CPU profile (go tool pprof) here
 	changing                       bool   // the store may change while read (--refresh)
 }
@@ -58,11 +59,11 @@ func addLoaderFlags(fl *flag.FlagSet) *loaderFlags {
 	// ZFUSE_SERVING sets the default, so that a test suite can run every
 	// mount it starts on one serving path (CI runs the integration tests
 	// on the default path and again on the fallback).
-	if v, err := fs.ParseServing(os.Getenv("ZFUSE_SERVING")); err == nil {
+	if v, err := fusemount.ParseServing(os.Getenv("ZFUSE_SERVING")); err == nil {
 		f.serving = v
 	}
 	// ZFUSE_TRANSPORT likewise sets the transport's default.
-	if v, err := fs.ParseTransport(os.Getenv("ZFUSE_TRANSPORT")); err == nil {
+	if v, err := fusemount.ParseTransport(os.Getenv("ZFUSE_TRANSPORT")); err == nil {
 		f.transport = v
 	}
 	fl.Var(&f.transport, "transport", "mount: how FUSE requests reach zfuse, `auto|uring|dev`: uring (FUSE over io_uring, each request answered on the CPU that made it: Linux 6.14+, once root enabled it with echo Y > /sys/module/fuse/parameters/enable_uring), dev (/dev/fuse); auto is uring where the kernel offers it; uring falls back to dev where it cannot be had (default $ZFUSE_TRANSPORT, else auto)")
@@ -187,25 +188,25 @@ func (f *loaderFlags) loader(s store.Store, dec *decoders, log *slog.Logger) (*r
 
 // mountOpts are what mount needs besides the tree.
 type mountOpts struct {
-	debug           bool                   // log every FUSE request
-	statsFile       string                 // "": no stats file
-	stats           func() readahead.Stats // the counters
-	serving         fs.Serving             // the serving path asked for
-	transport       fs.Transport           // the transport asked for
-	memLimit        int64                  // soft memory limit unless GOMEMLIMIT is set; 0: none
-	kernelReadahead int64                  // bytes; 0 leaves the kernel's default
-	cpuProfile      string                 // "": no CPU profile
-	gpu             *gpu.Decoder           // nil: no GPU; else its counters are logged at unmount
-	ready           func()                 // nil, or called once the mount is ready (--background)
-	mounted         func(*fs.Server)       // nil, or called with the server once mounted (metrics)
-	allowOther      bool                   // FUSE allow_other
+	debug           bool                    // log every FUSE request
+	statsFile       string                  // "": no stats file
+	stats           func() readahead.Stats  // the counters
+	serving         fusemount.Serving       // the serving path asked for
+	transport       fusemount.Transport     // the transport asked for
+	memLimit        int64                   // soft memory limit unless GOMEMLIMIT is set; 0: none
+	kernelReadahead int64                   // bytes; 0 leaves the kernel's default
+	cpuProfile      string                  // "": no CPU profile
+	gpu             *gpu.Decoder            // nil: no GPU; else its counters are logged at unmount
+	ready           func()                  // nil, or called once the mount is ready (--background)
+	mounted         func(*fusemount.Server) // nil, or called with the server once mounted (metrics)
+	allowOther      bool                    // FUSE allow_other
 }
 
 // mount serves tree at dir until ctx ends (SIGINT/SIGTERM) or someone
 // unmounts it (fusermount3 -u), then logs the counters and returns nil.
 // With o.statsFile, the counters are written there as JSON on SIGUSR1 and
 // at unmount.
-func mount(ctx context.Context, log *slog.Logger, tree *fs.Tree, source, dir string, o mountOpts) error {
+func mount(ctx context.Context, log *slog.Logger, tr *tree.Tree, source, dir string, o mountOpts) error {
 	if err := checkStatsFile(o.statsFile); err != nil {
 		return err
 	}
@@ -222,7 +223,7 @@ func mount(ctx context.Context, log *slog.Logger, tree *fs.Tree, source, dir str
 	}
 	defer stopProfile()
 	name := displaySource(source)
-	srv, err := fs.Mount(ctx, dir, tree, fs.MountConfig{FsName: name, Debug: o.debug, KernelReadahead: o.kernelReadahead, Serving: o.serving, Transport: o.transport, AllowOther: o.allowOther})
+	srv, err := fusemount.Mount(ctx, dir, tr, fusemount.Config{FsName: name, Debug: o.debug, KernelReadahead: o.kernelReadahead, Serving: o.serving, Transport: o.transport, AllowOther: o.allowOther})
 	if err != nil {
 		return err
 	}
@@ -250,7 +251,7 @@ func mount(ctx context.Context, log *slog.Logger, tree *fs.Tree, source, dir str
 // serveUntil waits until srv is unmounted, or until ctx ends and then
 // unmounts it (unless the parent that mounted it does), writing the stats
 // file on each SIGUSR1 meanwhile.
-func serveUntil(ctx context.Context, log *slog.Logger, srv *fs.Server, dir string, o mountOpts) {
+func serveUntil(ctx context.Context, log *slog.Logger, srv *fusemount.Server, dir string, o mountOpts) {
 	usr1 := make(chan os.Signal, 1)
 	if o.statsFile != "" {
 		signal.Notify(usr1, syscall.SIGUSR1)
@@ -295,16 +296,16 @@ func checkStatsFile(path string) error {
 
 // A statsDoc is what --stats-file holds.
 type statsDoc struct {
-	Time       time.Time       `json:"time"`
-	Pid        int             `json:"pid"`
-	Goroutines int             `json:"goroutines"` // when written: a leak shows as growth between two
-	Stats      readahead.Stats `json:"stats"`
-	Serve      fs.ServeStats   `json:"serve"`
+	Time       time.Time            `json:"time"`
+	Pid        int                  `json:"pid"`
+	Goroutines int                  `json:"goroutines"` // when written: a leak shows as growth between two
+	Stats      readahead.Stats      `json:"stats"`
+	Serve      fusemount.ServeStats `json:"serve"`
 }
 
 // writeStats writes s to path as JSON, atomically: readers see the old
 // file or the new one, never half of one.
-func writeStats(path string, s readahead.Stats, ss fs.ServeStats) error {
+func writeStats(path string, s readahead.Stats, ss fusemount.ServeStats) error {
 	b, err := json.MarshalIndent(statsDoc{Time: time.Now(), Pid: os.Getpid(), Goroutines: runtime.NumGoroutine(), Stats: s, Serve: ss}, "", "  ")
 	if err != nil {
 		return err

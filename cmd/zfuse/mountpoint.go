@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	zfs "github.com/zfuse/zfuse/fs"
+	"github.com/zfuse/zfuse/fusemount"
 	"github.com/zfuse/zfuse/internal/mountinfo"
 )
 
@@ -65,7 +65,7 @@ func checkMountpoint(log *slog.Logger, dir string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("mountpoint %s is not a directory", dir)
 	}
-	if on, err := zfs.Mounted(dir); err == nil && on {
+	if on, err := fusemount.Mounted(dir); err == nil && on {
 		return fmt.Errorf("mountpoint %s is busy: something is already mounted there (unmount it with: fusermount3 -u %s)", dir, dir)
 	}
 	return nil

@@ -13,21 +13,22 @@ import (
 	"text/tabwriter"
 
 	"github.com/zfuse/zfuse/convert"
-	"github.com/zfuse/zfuse/fs"
+	"github.com/zfuse/zfuse/fusemount"
 	"github.com/zfuse/zfuse/internal/bytesize"
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store"
+	"github.com/zfuse/zfuse/tree"
 	"github.com/zfuse/zfuse/zarr"
 )
 
 // cat writes exactly the bytes the mount serves at p, a MiB at a time (a
 // whole .npy file need not fit in memory).
-func cat(ctx context.Context, stdout io.Writer, tree *fs.Tree, p string) error {
-	_, err := tree.CopyFile(ctx, stdout, p)
+func cat(ctx context.Context, stdout io.Writer, tr *tree.Tree, p string) error {
+	_, err := tr.CopyFile(ctx, stdout, p)
 	switch {
 	case errors.Is(err, store.ErrOutside):
 		return fmt.Errorf("cat %s: refused: a path inside the store, relative to its root and without \"..\", is required (%w)", p, err)
-	case errors.Is(err, fs.ErrNotStored):
+	case errors.Is(err, tree.ErrNotStored):
 		return fmt.Errorf("cat %s: no such file: the chunk is not stored, and readers read it as the array's fill value", p)
 	}
 	if err != nil {
@@ -77,15 +78,15 @@ func npyRootName(source string) string {
 // names the array's .npy file, or says why the array is not shown.
 //
 // A last line says which serving path zfuse mount --serving would use on
-// this machine (fs.ProbeServing mounts an empty file system to ask the
+// this machine (fusemount.ProbeServing mounts an empty file system to ask the
 // kernel), and why not the one asked for.
-func info(ctx context.Context, stdout io.Writer, tree *fs.Tree, dec *decoders, serving fs.Serving, source, view string) error {
-	arrays, err := tree.Arrays(ctx)
+func info(ctx context.Context, stdout io.Writer, tr *tree.Tree, dec *decoders, serving fusemount.Serving, source, view string) error {
+	arrays, err := tr.Arrays(ctx)
 	if err != nil {
 		return err
 	}
 	if len(arrays) == 0 {
-		return noArrays(ctx, tree, source)
+		return noArrays(ctx, tr, source)
 	}
 	listed := backendName(source) != "http"
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -131,7 +132,7 @@ func info(ctx context.Context, stdout io.Writer, tree *fs.Tree, dec *decoders, s
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	got, why, err := fs.ProbeServing("", serving)
+	got, why, err := fusemount.ProbeServing("", serving)
 	fmt.Fprintln(stdout)
 	switch {
 	case err != nil:

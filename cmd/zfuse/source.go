@@ -11,12 +11,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zfuse/zfuse/fs"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/store/diskcache"
 	httpstore "github.com/zfuse/zfuse/store/http"
 	"github.com/zfuse/zfuse/store/remote"
 	s3store "github.com/zfuse/zfuse/store/s3"
+	"github.com/zfuse/zfuse/tree"
 	"github.com/zfuse/zfuse/zarr"
 )
 
@@ -34,6 +34,7 @@ type sourceFlags struct {
 	cacheMaxAge time.Duration  // --cache-dir-max-age
 	refresh     time.Duration  // --refresh: 0, the store does not change while mounted
 	backoff     remote.Backoff // retries of remote stores (OnRetry: a metrics counter); not a flag
+	hook        store.Hook     // told of each request of the store (metrics); not a flag
 }
 
 // stringList is a repeatable string flag.
@@ -59,19 +60,17 @@ func addSourceFlags(fl *flag.FlagSet) *sourceFlags {
 	return f
 }
 
-// A source is an open store.
-type source interface {
-	store.Store
-	Close() error
-}
-
 // openSource opens SOURCE: "http://..." or "https://..." (range requests),
 // "s3://bucket/prefix" (an S3-compatible object store; credentials the
 // usual AWS way), or else a local directory.
-func openSource(ctx context.Context, arg string, f *sourceFlags, log *slog.Logger) (source, error) {
+func openSource(ctx context.Context, arg string, f *sourceFlags, log *slog.Logger) (store.Store, error) {
 	scheme, _, remote := strings.Cut(arg, "://")
 	if !remote {
-		return store.Dir(arg)
+		d, err := store.Dir(arg)
+		if err == nil {
+			d.SetHook(f.hook)
+		}
+		return d, err
 	}
 	switch strings.ToLower(scheme) {
 	case "http", "https":
@@ -79,7 +78,7 @@ func openSource(ctx context.Context, arg string, f *sourceFlags, log *slog.Logge
 			// The mount table and the logs show SOURCE.
 			return nil, fmt.Errorf("SOURCE %s: credentials in the URL would show in the mount table and the logs; put them in a query token or a proxy", redactSource(arg))
 		}
-		return httpstore.Open(ctx, httpstore.Config{URL: arg, Hints: f.arrays, MaxInFlight: f.maxInflight, Timeout: f.timeout, Backoff: f.backoff, Refresh: f.refresh, Log: log})
+		return httpstore.Open(ctx, httpstore.Config{URL: arg, Hints: f.arrays, MaxInFlight: f.maxInflight, Timeout: f.timeout, Backoff: f.backoff, Hook: f.hook, Refresh: f.refresh, Log: log})
 	case "s3":
 		bucket, prefix, err := s3store.ParseURL(arg)
 		if err != nil {
@@ -88,7 +87,7 @@ func openSource(ctx context.Context, arg string, f *sourceFlags, log *slog.Logge
 		return s3store.Open(ctx, s3store.Config{
 			Bucket: bucket, Prefix: prefix,
 			Endpoint: f.s3Endpoint, Region: f.s3Region, PathStyle: f.s3PathStyle,
-			MaxInFlight: f.maxInflight, Timeout: f.timeout, Backoff: f.backoff, Refresh: f.refresh, Log: log,
+			MaxInFlight: f.maxInflight, Timeout: f.timeout, Backoff: f.backoff, Hook: f.hook, Refresh: f.refresh, Log: log,
 		})
 	}
 	return nil, fmt.Errorf("SOURCE %s: unsupported scheme %q (want a directory, http://, https:// or s3://)", redactSource(arg), scheme)
@@ -127,17 +126,17 @@ func displaySource(arg string) string {
 // what SOURCE holds instead and, for an HTTP store, which cannot list
 // directories, how to name arrays. mount, info and compress refuse such a
 // SOURCE (exit 1): an empty result is not success.
-func needArrays(ctx context.Context, tree *fs.Tree, source string) error {
-	ok, err := tree.HasArray(ctx)
+func needArrays(ctx context.Context, tr *tree.Tree, source string) error {
+	ok, err := tr.HasArray(ctx)
 	if err != nil || ok {
 		return err
 	}
-	return noArrays(ctx, tree, source)
+	return noArrays(ctx, tr, source)
 }
 
 // noArrays is the error of a SOURCE whose tree holds no array.
-func noArrays(ctx context.Context, tree *fs.Tree, source string) error {
-	groups, err := tree.Groups(ctx)
+func noArrays(ctx context.Context, tr *tree.Tree, source string) error {
+	groups, err := tr.Groups(ctx)
 	if err != nil {
 		return err
 	}
@@ -184,7 +183,7 @@ func backendName(arg string) string {
 // store: chunks stay on local disk across mounts. Metadata documents are
 // not kept there: the remote stores read them once per mount anyway. The
 // returned source closes both. Without --cache-dir it returns src.
-func withDiskCache(src source, arg string, f *sourceFlags, log *slog.Logger) (source, *diskcache.Store, error) {
+func withDiskCache(src store.Store, arg string, f *sourceFlags, log *slog.Logger) (store.Store, *diskcache.Store, error) {
 	if f.cacheDir == "" {
 		return src, nil, nil
 	}
@@ -218,7 +217,7 @@ func withDiskCache(src source, arg string, f *sourceFlags, log *slog.Logger) (so
 // A cachedSource reads through its disk cache; Close closes both.
 type cachedSource struct {
 	*diskcache.Store
-	src source
+	src store.Store
 }
 
 func (c cachedSource) Close() error {

@@ -6,7 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	iofs "io/fs"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -235,7 +235,7 @@ func (w *warmer) run(ctx context.Context, jobs int) {
 				n, err := bench.ReadFile(p, buf)
 				w.bytes.Add(n)
 				switch {
-				case errors.Is(err, iofs.ErrNotExist):
+				case errors.Is(err, fs.ErrNotExist):
 					w.missing.Add(1) // a missing chunk: readers use the fill value
 				case err != nil:
 					w.mu.Lock()
@@ -385,7 +385,7 @@ func resident(files []string) (int64, float64, error) {
 	var held int64
 	for _, p := range files {
 		f, err := os.Open(p)
-		if errors.Is(err, iofs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) {
 			continue // a missing chunk: its fill value, no pages
 		}
 		if err != nil {

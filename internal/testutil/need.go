@@ -1,8 +1,9 @@
 // Package testutil holds what zfuse's tests share: skipping a test whose
 // requirement is missing on a laptop but failing it where everything must
 // run (Need), finding ../shared and the tools `make deps` installs, reading
-// .npy files, reference encoders, and the known values of the shared
-// conformance data.
+// .npy files, reference encoders, the Zarr v2 and v3 stores that the tests
+// of the presented tree and of the mount write and read (V2Store, V3Store),
+// and the known values of the shared conformance data.
 //
 // It imports only the standard library, and only _test.go files import it
 // (deps_test.go checks both).

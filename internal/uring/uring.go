@@ -82,7 +82,7 @@ func init() {
 
 type sqOffsets struct {
 	head, tail, ringMask, ringEntries, flags, dropped, array, resv1 uint32
-	userAddr                                                       uint64
+	userAddr                                                        uint64
 }
 
 type cqOffsets struct {

@@ -119,9 +119,7 @@ type entry struct {
 }
 
 var (
-	_ store.RangeReader = (*Store)(nil)
-	_ store.Lister      = (*Store)(nil)
-	_ store.Stater      = (*Store)(nil)
+	_ store.Store = (*Store)(nil)
 )
 
 // layout is the subdirectory of Config.Dir that a Store owns.
@@ -273,14 +271,14 @@ func (s *Store) ReadKeyRange(ctx context.Context, key string, off, n int64) ([]b
 		return nil, err
 	}
 	if n == 0 || !s.keep(key) {
-		return store.ReadRange(ctx, s.inner, key, off, n)
+		return s.inner.ReadKeyRange(ctx, key, off, n)
 	}
 	return s.read(ctx, key, off, n)
 }
 
 // List lists dir in the inner store.
 func (s *Store) List(ctx context.Context, dir string) ([]store.Entry, error) {
-	return store.List(ctx, s.inner, dir)
+	return s.inner.List(ctx, dir)
 }
 
 // Stat describes name. A whole value on disk answers it, once validated
@@ -288,7 +286,7 @@ func (s *Store) List(ctx context.Context, dir string) ([]store.Entry, error) {
 // names are asked of the inner store.
 func (s *Store) Stat(ctx context.Context, name string) (store.Entry, error) {
 	if name == "." || !s.keep(name) {
-		return store.Stat(ctx, s.inner, name)
+		return s.inner.Stat(ctx, name)
 	}
 	fname := s.name(s.id(name, 0, -1))
 	s.mu.Lock()
@@ -301,7 +299,7 @@ func (s *Store) Stat(ctx context.Context, name string) (store.Entry, error) {
 	s.mu.Unlock()
 	switch {
 	case e == nil:
-		return store.Stat(ctx, s.inner, name)
+		return s.inner.Stat(ctx, name)
 	case valid:
 		return store.Entry{Name: path.Base(name), Size: n}, nil
 	}

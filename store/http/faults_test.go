@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zfuse/zfuse/store"
 	httpstore "github.com/zfuse/zfuse/store/http"
 	"github.com/zfuse/zfuse/store/remote"
 	"github.com/zfuse/zfuse/store/remote/remotetest"
@@ -96,5 +97,21 @@ func FuzzRangeResponse(f *testing.F) {
 			t.Fatalf("%d %q, %d bytes (Content-Length %d), ETag %q, for %d at %d: accepted %d bytes, want %d (right: %v)",
 				code, cr, len(body), cl, etag, n, off, len(got), len(want), bytes.Equal(got, want))
 		}
+	})
+}
+
+// TestHook: the hook is told of each request, with its retries, and not
+// of what the store answers from what it has seen.
+func TestHook(t *testing.T) {
+	remotetest.CheckHook(t, "a/0", func(t *testing.T, srv *remotetest.Server, value []byte, hook store.Hook) remotetest.Hooked {
+		srv.Values = map[string][]byte{".zgroup": []byte(`{"zarr_format":2}`), "a/0": value}
+		srv.Key = "a/0"
+		hs, err := httpstore.Open(t.Context(), httpstore.Config{URL: "http://store.invalid", Transport: srv,
+			Timeout: 5 * time.Second, Backoff: remote.Backoff{Attempts: 3, Base: time.Millisecond}, Hook: hook})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { hs.Close() })
+		return hs
 	})
 }

@@ -70,6 +70,10 @@ type Config struct {
 	// Transport, if set, replaces the default one (tests).
 	Transport http.RoundTripper
 	Log       *slog.Logger // nil means discard
+	// Hook, if set, is told of each request (store.Hook): each GET and
+	// HEAD with its retries, Open's too; not of what the Store answers
+	// from what it has seen.
+	Hook store.Hook
 	// Refresh, when positive, is how long a metadata document read, and
 	// what a response said about a key, are believed: after it they are
 	// read (or asked about) again, and a new version is served as such
@@ -85,6 +89,7 @@ type Store struct {
 	client  *http.Client
 	limit   remote.Limit
 	backoff remote.Backoff
+	hook    store.Hook // Config.Hook
 	log     *slog.Logger
 	cat     *catalog
 	facts   *remote.Facts
@@ -103,10 +108,8 @@ type doc struct {
 }
 
 var (
-	_ store.RangeReader = (*Store)(nil)
-	_ store.Lister      = (*Store)(nil)
-	_ store.Stater      = (*Store)(nil)
-	_ store.Versioner   = (*Store)(nil)
+	_ store.Store     = (*Store)(nil)
+	_ store.Versioner = (*Store)(nil)
 )
 
 // Open returns a Store for the server at cfg.URL. It reads the metadata at
@@ -126,6 +129,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		client:  newClient(cfg, inflight),
 		limit:   remote.NewLimit(inflight),
 		backoff: cfg.Backoff,
+		hook:    cfg.Hook,
 		log:     cfg.Log,
 		cat:     newCatalog(),
 		refresh: max(cfg.Refresh, 0),

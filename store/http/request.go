@@ -56,6 +56,7 @@ func (s *Store) getVersion(ctx context.Context, key string, off, n int64, have s
 	}
 	end := s.facts.Begin(key)
 	defer end()
+	start := time.Now()
 	var body []byte
 	var version string
 	err := s.backoff.Do(ctx, func(ctx context.Context) error {
@@ -64,9 +65,10 @@ func (s *Store) getVersion(ctx context.Context, key string, off, n int64, have s
 		return err
 	})
 	if err != nil {
-		return nil, version, &fs.PathError{Op: "http GET", Path: key, Err: err}
+		body, err = nil, &fs.PathError{Op: "http GET", Path: key, Err: err}
 	}
-	return body, version, nil
+	s.hook.Done(store.ReadOp(n), key, start, len(body), err)
+	return body, version, err
 }
 
 // getOnce is one attempt of getVersion. A response is used only when it
@@ -137,6 +139,7 @@ func setCondition(h http.Header, have string) {
 // head describes key with a HEAD request (a one-byte GET where HEAD is not
 // allowed), with retries.
 func (s *Store) head(ctx context.Context, key string) (store.Entry, error) {
+	start := time.Now()
 	var e store.Entry
 	err := s.backoff.Do(ctx, func(ctx context.Context) error {
 		var err error
@@ -144,7 +147,11 @@ func (s *Store) head(ctx context.Context, key string) (store.Entry, error) {
 		return err
 	})
 	if err != nil {
-		return store.Entry{}, &fs.PathError{Op: "http HEAD", Path: key, Err: err}
+		err = &fs.PathError{Op: "http HEAD", Path: key, Err: err}
+	}
+	s.hook.Done("stat", key, start, 0, err)
+	if err != nil {
+		return store.Entry{}, err
 	}
 	return e, nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/store/remote"
 	"github.com/zfuse/zfuse/store/remote/remotetest"
 	s3store "github.com/zfuse/zfuse/store/s3"
@@ -175,5 +176,21 @@ func FuzzListing(f *testing.F) {
 				t.Fatalf("entries not sorted and unique: %q then %q", es[i-1].Name, e.Name)
 			}
 		}
+	})
+}
+
+// TestHook: the hook is told of each request, with the SDK's retries, and
+// not of what the store answers from what it has seen.
+func TestHook(t *testing.T) {
+	fakeCredentials(t)
+	remotetest.CheckHook(t, "a/0", func(t *testing.T, srv *remotetest.Server, value []byte, hook store.Hook) remotetest.Hooked {
+		srv.Prefix, srv.Key = bucket+"/", "st/a/0"
+		srv.Values = map[string][]byte{"st/.zgroup": []byte(`{"zarr_format":2}`), "st/a/0": value}
+		s, err := s3store.Open(t.Context(), s3store.Config{Bucket: bucket, Prefix: "st", Endpoint: "http://s3.invalid", PathStyle: true,
+			Region: "us-east-1", Transport: srv, Timeout: 5 * time.Second, Backoff: remote.Backoff{Attempts: 3, Base: time.Millisecond}, Hook: hook})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
 	})
 }

@@ -74,6 +74,10 @@ type Config struct {
 	// Transport, if set, replaces the default one (tests).
 	Transport http.RoundTripper
 	Log       *slog.Logger // nil means discard
+	// Hook, if set, is told of each request that reads (store.Hook): a
+	// GetObject or HeadObject with its retries, a page of a listing; not
+	// of what the Store answers from what it has seen.
+	Hook store.Hook
 	// PartSize is the size of the parts of a multipart upload (WriteKey),
 	// which values larger than it get; 0 means DefaultPartSize. S3 wants
 	// at least 5 MiB.
@@ -104,6 +108,7 @@ type Store struct {
 	prefix   string // "" or ending in "/"
 	limit    remote.Limit
 	backoff  remote.Backoff // for bodies that break after the SDK's retries; OnRetry counts every retry
+	hook     store.Hook     // Config.Hook
 	log      *slog.Logger
 	facts    *remote.Facts
 	name     string // s3://bucket/prefix, for logs
@@ -111,10 +116,8 @@ type Store struct {
 }
 
 var (
-	_ store.RangeReader = (*Store)(nil)
-	_ store.Lister      = (*Store)(nil)
-	_ store.Stater      = (*Store)(nil)
-	_ store.Versioner   = (*Store)(nil)
+	_ store.Store     = (*Store)(nil)
+	_ store.Versioner = (*Store)(nil)
 )
 
 // Open returns a Store for cfg.Bucket and cfg.Prefix. It lists the store
@@ -146,6 +149,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		prefix:   prefix,
 		limit:    remote.NewLimit(inflight),
 		backoff:  b,
+		hook:     cfg.Hook,
 		log:      log,
 		facts:    remote.NewFacts(0, log),
 		name:     "s3://" + cfg.Bucket + "/" + strings.TrimSuffix(prefix, "/"),
@@ -363,14 +367,15 @@ func (s *Store) readVersion(ctx context.Context, key string, off, n int64, have 
 		return err
 	})
 	s.log.DebugContext(ctx, "s3", "op", "GET", "key", key, "off", off, "n", n, "took", time.Since(start), "err", err)
+	if err != nil {
+		b, version, err = nil, "", &fs.PathError{Op: "s3 GET", Path: key, Err: err}
+	}
+	s.hook.Done(store.ReadOp(n), key, start, len(b), err)
 	if errors.Is(err, store.ErrNotModified) {
 		s.facts.Observe(ctx, key, remote.Fact{Size: -1, Tag: have})
-		return nil, have, &fs.PathError{Op: "s3 GET", Path: key, Err: err}
+		return nil, have, err
 	}
-	if err != nil {
-		return nil, "", &fs.PathError{Op: "s3 GET", Path: key, Err: err}
-	}
-	return b, version, nil
+	return b, version, err
 }
 
 // setCondition makes a GET conditional on the object not being version
@@ -493,7 +498,9 @@ func (s *Store) Stat(ctx context.Context, name string) (store.Entry, error) {
 }
 
 // head describes the object name with HeadObject.
-func (s *Store) head(ctx context.Context, name string) (store.Entry, error) {
+func (s *Store) head(ctx context.Context, name string) (e store.Entry, err error) {
+	start := time.Now()
+	defer func() { s.hook.Done("stat", name, start, 0, err) }()
 	out, err := call(ctx, s, func(ctx context.Context) (*s3.HeadObjectOutput, error) {
 		return s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(name))})
 	})
@@ -563,6 +570,7 @@ func (s *Store) nextPage(ctx context.Context, p *s3.ListObjectsV2Paginator, dir 
 	// The SDK retries a request until its headers; a listing whose body
 	// breaks (it does not parse) is tried again here. NextPage moves on
 	// only after a page parsed.
+	start := time.Now()
 	var page *s3.ListObjectsV2Output
 	err := s.backoff.Do(ctx, func(ctx context.Context) error {
 		var err error
@@ -575,6 +583,7 @@ func (s *Store) nextPage(ctx context.Context, p *s3.ListObjectsV2Paginator, dir 
 		}
 		return nil
 	})
+	s.hook.Done("list", dir, start, 0, err)
 	return page, err
 }
 

@@ -2,6 +2,7 @@
 // remote stores (httpstore, s3store), and the bad answers it can give: it
 // serves values with byte ranges, an ETag and S3's ListObjectsV2, and
 // answers the requests for one key with a fault instead, as often as told.
+// CheckHook checks what a store tells its store.Hook of its requests.
 //
 // It needs no sockets, so the tests run inside a testing/synctest bubble,
 // where waits (backoff, Retry-After, a server that never answers) are
@@ -22,6 +23,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/zfuse/zfuse/store"
 )
 
 // A Server is an http.RoundTripper that serves Values (key -> value) at
@@ -298,4 +301,69 @@ func Run(t *testing.T, open func(t *testing.T, srv *Server, value []byte) func(c
 			})
 		}
 	}
+}
+
+// A Hooked is the part of a remote store that CheckHook reads through.
+type Hooked interface {
+	ReadKey(ctx context.Context, key string) ([]byte, error)
+	ReadKeyRange(ctx context.Context, key string, off, n int64) ([]byte, error)
+	Stat(ctx context.Context, name string) (store.Entry, error)
+}
+
+// CheckHook checks what a remote store tells its hook (store.Hook): one
+// report for each request, with its retries, and none for what the store
+// answers from what it has seen (a size, a missing key). open returns the
+// store, told of its requests by hook, of key holding value in srv (which
+// it sets up: its Values, Key, Prefix); srv's Fault is a 503. It runs in a
+// synctest bubble of its own.
+func CheckHook(t *testing.T, key string, open func(t *testing.T, srv *Server, value []byte, hook store.Hook) Hooked) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		value := []byte("0123456789")
+		var mu sync.Mutex
+		var got []string
+		hook := func(op, key string, n int64, d time.Duration, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, fmt.Sprintf("%s %s %d missing=%v failed=%v", op, key, n, errors.Is(err, fs.ErrNotExist), err != nil))
+		}
+		srv := &Server{Fault: func(r *http.Request) *http.Response { return Answer(r, http.StatusServiceUnavailable, nil, 0) }}
+		s := open(t, srv, value, hook)
+		check := func(what string, want ...string) {
+			t.Helper()
+			mu.Lock()
+			defer mu.Unlock()
+			if strings.Join(got, "; ") != strings.Join(want, "; ") {
+				t.Errorf("%s: the hook was told %q, want %q", what, got, want)
+			}
+			got = nil
+		}
+		mu.Lock()
+		got = nil // what Open asked
+		mu.Unlock()
+
+		srv.SetFaults(1)
+		tries := srv.Tries()
+		if b, err := s.ReadKey(ctx, key); err != nil || !bytes.Equal(b, value) {
+			t.Fatalf("ReadKey(%s) = %q, %v", key, b, err)
+		}
+		if n := srv.Tries() - tries; n != 2 {
+			t.Errorf("ReadKey after a 503: %d requests, want 2", n)
+		}
+		check("a read after a 503", fmt.Sprintf("read %s 10 missing=false failed=false", key))
+		if e, err := s.Stat(ctx, key); err != nil || e.Size != 10 {
+			t.Errorf("Stat(%s) = %+v, %v", key, e, err)
+		}
+		check("a Stat of a key read before")
+		if b, err := s.ReadKeyRange(ctx, key, 2, 5); err != nil || string(b) != "23456" {
+			t.Errorf("ReadKeyRange(%s, 2, 5) = %q, %v", key, b, err)
+		}
+		check("a range read", fmt.Sprintf("read_range %s 5 missing=false failed=false", key))
+		for range 2 {
+			if _, err := s.ReadKey(ctx, "a/missing"); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("ReadKey(a/missing): %v, want ErrNotExist", err)
+			}
+		}
+		check("two reads of a missing key", "read a/missing 0 missing=true failed=true")
+	})
 }

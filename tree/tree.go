@@ -1,0 +1,570 @@
+// Package tree decides what a mount of a compressed Zarr store (v2 or v3)
+// presents: which paths exist, and what bytes each serves, as an
+// uncompressed store. It knows nothing of FUSE: package fusemount serves a
+// Tree to the kernel, and zfuse cat reads one itself (Tree.ReadFile).
+//
+// The one fact to know: a Tree decides what every path serves, and both
+// the mount and zfuse cat ask it, so they cannot disagree. Directories
+// mirror the store. In a v2 array (a directory holding .zarray), .zarray
+// is served rewritten to say "no compression" and chunk files have the
+// decoded size from metadata (stat never decodes) and read decoded bytes;
+// consolidated .zmetadata is rewritten entry by entry, each as the tree
+// presents its array (Tree.presenter); everything else, and every file of
+// an array that cannot be presented raw, is served as stored.
+//
+// A directory holding zarr.json is a v3 group or array (v3.go): zarr.json is
+// served rewritten, and a v3 array's chunk tree is computed from its
+// metadata (and shard indexes), not mirrored: a sharded array is presented
+// unsharded. The views are presentations of the same tree: with
+// Config.AsV2, v3 nodes are presented as v2 ones instead; with
+// Config.AsNpy, every array is one .npy file (npy.go).
+// A directory holding both .zarray and zarr.json presents its v2 view, and
+// serves zarr.json only where it describes the same decoded chunks
+// (mixed.go).
+package tree
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/zfuse/zfuse/internal/flight"
+	"github.com/zfuse/zfuse/store"
+	"github.com/zfuse/zfuse/zarr"
+)
+
+// Config configures a Tree.
+type Config struct {
+	// Store is the compressed store.
+	Store store.Store
+	// Chunks serves decoded chunks, a *readahead.Loader over Store. Nil
+	// makes a Tree for metadata only (metaonly.go): it lists and reads
+	// metadata, reading shard indexes from Store itself, and its chunk
+	// files fail to read with ErrNoChunks.
+	Chunks Chunks
+	// AsV2 presents Zarr v3 groups and arrays as Zarr v2 ones (.zgroup,
+	// .zattrs, .zmetadata, .zarray, v2 chunk keys) and hides zarr.json, for
+	// readers that only know v2. v3 arrays with no v2 equivalent are not
+	// shown (a Warn line, and zfuse info, say so).
+	AsV2 bool
+	// AsNpy presents every array as one NumPy .npy file, NAME.npy, with
+	// its attributes beside it as NAME.json, for readers of flat array
+	// files (npy.go). Arrays that have no fixed-size raw layout are not
+	// shown (a Warn line, and zfuse info, say so). It does not combine
+	// with AsV2.
+	AsNpy bool
+	// RootName is the name, without extension, of the files of an array
+	// at the store root under AsNpy. "" means "array".
+	RootName string
+	// Log receives Warn lines for arrays passed through and Error lines for
+	// failed requests. Nil means discard.
+	Log *slog.Logger
+	// Refresh, when positive, is how long metadata read and listings are
+	// believed: after it they are read again, and a mount looks up each
+	// file's stored version again (fusemount.Mount). 0 means the store
+	// does not change while the Tree uses it: metadata is read once and
+	// kept.
+	Refresh time.Duration
+}
+
+// A Tree decides what each path of the presented tree serves. Metadata is
+// read once per directory and kept, for Config.Refresh when that is set,
+// else for the life of the Tree (then the store must not change while a
+// Tree uses it). A Tree is safe for concurrent use.
+//
+// zfuse cat and info ask it for whole files and arrays (ReadFile,
+// CopyFile, Arrays). A mount walks it (Root, Lookup, Child, Children),
+// serves files (ReadAt, and Open under passthrough), forgets the ones that
+// changed (Forget), says once how it serves (SetServing), and turns a
+// failed request into its errno (Errno).
+type Tree struct {
+	store    store.Store   // immutable
+	chunks   Chunks        // immutable; nil: metadata only
+	indexes  ShardIndexes  // immutable: chunks, or a storeIndexes when it is nil
+	log      *slog.Logger  // immutable
+	asV2     bool          // immutable
+	asNpy    bool          // immutable
+	rootName string        // immutable: RootName under AsNpy
+	refresh  time.Duration // immutable; 0: metadata is kept for ever
+
+	loads  flight.Group[*dirMeta] // one metadata load per directory at a time
+	failed failures               // failed requests logged lately (errno)
+	dirs   sync.Map               // directory key -> loaded[*dirMeta]
+	metas  sync.Map               // .zmetadata key -> loaded[[]byte], presented
+}
+
+// A loaded value is metadata as read at a time.
+type loaded[V any] struct {
+	v  V
+	at time.Time
+}
+
+// Fresh reports whether what was read or looked up at at is still
+// believed (Config.Refresh): always, for a store that does not change.
+func (t *Tree) Fresh(at time.Time) bool {
+	return t.refresh <= 0 || time.Since(at) < t.refresh
+}
+
+// Refresh returns Config.Refresh: 0 when the store does not change while
+// the Tree uses it.
+func (t *Tree) Refresh() time.Duration { return t.refresh }
+
+// Log returns the logger of Config.Log, where a mount of the Tree logs
+// too.
+func (t *Tree) Log() *slog.Logger { return t.log }
+
+// New returns a Tree over cfg.Store.
+func New(cfg Config) *Tree {
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var indexes ShardIndexes = cfg.Chunks
+	if cfg.Chunks == nil {
+		indexes = &storeIndexes{store: cfg.Store}
+	}
+	if cfg.AsV2 && cfg.AsNpy {
+		panic("tree: Config.AsV2 and AsNpy are both set")
+	}
+	root := cfg.RootName
+	if root == "" {
+		root = "array"
+	}
+	return &Tree{store: cfg.Store, chunks: cfg.Chunks, indexes: indexes, log: log, asV2: cfg.AsV2, asNpy: cfg.AsNpy, rootName: root, refresh: max(cfg.Refresh, 0)}
+}
+
+// An array is one array directory as the tree presents it.
+type array struct {
+	path string      // the array's key prefix in the store: its directory key, "" for the root (as readahead.Loader.Chunk takes it)
+	a    *zarr.Array // as presented (for v3 under AsV2: its v2 view); nil when the metadata does not parse
+	why  error       // non-nil: passed through unchanged (or, under AsV2, not shown), and why
+	v3   bool        // a raw v3 array, whose chunk tree is computed from its metadata (v3.go)
+}
+
+// raw reports whether chunks are served decoded.
+func (x *array) raw() bool { return x.why == nil }
+
+// A dirMeta is what a directory's metadata makes of it. It is immutable.
+type dirMeta struct {
+	arr    *array            // non-nil: an array directory
+	format int               // 2 or 3 for directories with metadata; 0 for plain ones
+	files  map[string][]byte // metadata files served from memory in this directory, by name
+	hide   string            // a stored name not shown ("zarr.json" under AsV2)
+	skip   error             // non-nil: under AsV2, the directory is not shown, and why
+	npy    *npyFile          // under AsNpy, an array directory: what its .npy file holds
+	// zarrJSON, for a v2 array directory that also holds zarr.json, says
+	// what is served of it (mixed.go): "rewritten too", "as stored", or
+	// "hidden: " and why; "" when there is none.
+	zarrJSON string
+}
+
+// plainDir is the dirMeta of directories without metadata.
+var plainDir = &dirMeta{}
+
+// serves reports whether the stored name is hidden or replaced by a file
+// served from memory.
+func (m *dirMeta) serves(name string) bool {
+	_, ok := m.files[name]
+	return ok || name == m.hide
+}
+
+// Root returns the node of the store root.
+func (t *Tree) Root(ctx context.Context) (*Node, error) {
+	m, err := t.dirMeta(ctx, ".")
+	if err != nil {
+		return nil, err
+	}
+	return &Node{key: ".", kind: kindDir, arr: m.arr, m: m}, nil
+}
+
+// Child returns what name inside the directory dir serves. A name that
+// is not there gives an error satisfying errors.Is(err, fs.ErrNotExist)
+// (ErrNotStored for a chunk of the grid the store does not hold).
+func (t *Tree) Child(ctx context.Context, dir *Node, name string) (*Node, error) {
+	key := join(dir.key, name)
+	if !fs.ValidPath(key) || name == "." {
+		return nil, &fs.PathError{Op: "lookup", Path: key, Err: store.ErrOutside}
+	}
+	if t.asNpy {
+		return t.npyChild(ctx, dir, name)
+	}
+	return t.zarrChild(ctx, dir, name)
+}
+
+// zarrChild is child in the Zarr views (not AsNpy), for a valid name.
+func (t *Tree) zarrChild(ctx context.Context, dir *Node, name string) (*Node, error) {
+	key := join(dir.key, name)
+	if m := dir.m; m != nil {
+		if m.skip != nil || name == m.hide {
+			return nil, notExist(key)
+		}
+		if b, ok := m.files[name]; ok {
+			return metaNode(dir, name, b), nil
+		}
+	}
+	if x := dir.arr; x != nil && x.v3 {
+		return t.v3Child(ctx, dir, name)
+	}
+	e, err := t.store.Stat(ctx, key)
+	if err != nil {
+		if n := t.unconfirmed(ctx, dir, name, err); n != nil {
+			return n, nil
+		}
+		return nil, notStored(dir, name, err)
+	}
+	e.Name = name
+	n, err := t.node(ctx, dir, e)
+	if err == nil && n.m != nil && n.m.skip != nil {
+		return nil, notExist(key)
+	}
+	return n, err
+}
+
+// unconfirmed returns the chunk file name in dir, the directory of a raw
+// array, when the store failed to say whether it exists (err, from Stat,
+// says neither that it does nor that it does not): the file is presented,
+// and reading it fails or succeeds as the store does by then (EIO where
+// the chunk turns out missing); the kernel looks it up again at its next
+// use (Node.Unconfirmed), when a missing chunk is ENOENT again. A failed
+// lookup would hide the chunk instead: zarr-python (os.path.isfile) and
+// other readers take a file they cannot stat for a missing chunk, and read
+// the fill value, silently wrong. It returns nil for other names and
+// errors.
+func (t *Tree) unconfirmed(ctx context.Context, dir *Node, name string, err error) *Node {
+	x := dir.arr
+	if x == nil || !x.raw() || !doubtful(err) {
+		return nil
+	}
+	rel := join(dir.rel, name)
+	c, ok := x.a.ParseChunkKey(rel)
+	if !ok {
+		return nil
+	}
+	t.log.WarnContext(ctx, "cannot tell whether a chunk exists: presented, and its reads will tell", "key", join(dir.key, name), "err", err)
+	return &Node{key: join(dir.key, name), kind: kindChunk, size: x.a.ChunkLen(), arr: x, rel: rel, coords: c, unconfirmed: true}
+}
+
+// ErrNotStored means a chunk key of an array presented raw has no stored
+// value: a missing chunk, which the tree does not present and readers
+// read as the array's fill value. It matches fs.ErrNotExist too (the
+// mount answers ENOENT).
+var ErrNotStored error = notStoredError{}
+
+type notStoredError struct{}
+
+func (notStoredError) Error() string {
+	return "a chunk not stored: readers read it as the fill value"
+}
+
+func (notStoredError) Is(target error) bool { return target == fs.ErrNotExist }
+
+// notStored is the error of looking up name in dir when the store says
+// err: ErrNotStored for a chunk key of a raw array the store does not
+// hold, else err.
+func notStored(dir *Node, name string, err error) error {
+	x := dir.arr
+	if x == nil || !x.raw() || !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if _, ok := x.a.ParseChunkKey(join(dir.rel, name)); !ok {
+		return err
+	}
+	return &fs.PathError{Op: "lookup", Path: join(dir.key, name), Err: ErrNotStored}
+}
+
+// doubtful reports whether err, from the store, leaves open whether the
+// key exists (a server error, a timeout), as opposed to saying it does not,
+// refusing the key, or ending with its request.
+func doubtful(err error) bool {
+	return err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, store.ErrOutside) &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// Children lists what the directory dir holds, sorted by name.
+func (t *Tree) Children(ctx context.Context, dir *Node) ([]*Node, error) {
+	if t.asNpy {
+		return t.npyChildren(ctx, dir)
+	}
+	return t.zarrChildren(ctx, dir)
+}
+
+// zarrChildren is children in the Zarr views (not AsNpy): for zfuse info,
+// the chunk files of an array under AsNpy too.
+func (t *Tree) zarrChildren(ctx context.Context, dir *Node) ([]*Node, error) {
+	ns, err := t.list(ctx, dir)
+	return slices.DeleteFunc(ns, func(n *Node) bool { return n.m != nil && n.m.skip != nil }), err
+}
+
+// list is zarrChildren with the directories that AsV2 does not show (for
+// zfuse info).
+func (t *Tree) list(ctx context.Context, dir *Node) ([]*Node, error) {
+	var out []*Node
+	if m := dir.m; m != nil {
+		if m.skip != nil {
+			return nil, nil
+		}
+		for name, b := range m.files {
+			out = append(out, metaNode(dir, name, b))
+		}
+	}
+	if x := dir.arr; x != nil && x.v3 {
+		ns, err := t.v3Children(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ns...)
+	} else {
+		es, err := t.store.List(ctx, dir.key)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range es {
+			if m := dir.m; m != nil && m.serves(e.Name) {
+				continue
+			}
+			n, err := t.node(ctx, dir, e)
+			if errors.Is(err, fs.ErrNotExist) { // a chunk beyond the grid (node)
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, n)
+		}
+	}
+	slices.SortFunc(out, func(a, b *Node) int { return strings.Compare(a.Name(), b.Name()) })
+	return out, nil
+}
+
+// metaNode is the file name in dir served from memory.
+func metaNode(dir *Node, name string, b []byte) *Node {
+	n := &Node{key: join(dir.key, name), kind: kindMeta, data: b, size: int64(len(b)), stored: int64(len(b)), arr: dir.arr}
+	if dir.arr != nil {
+		n.rel = join(dir.rel, name)
+	}
+	return n
+}
+
+// node decides what the store entry e inside dir serves, for directories
+// that mirror the store (not v3 arrays, and not the names dir's metadata
+// serves from memory). This function is the presented-tree rules.
+func (t *Tree) node(ctx context.Context, dir *Node, e store.Entry) (*Node, error) {
+	key := join(dir.key, e.Name)
+	n := &Node{key: key, stored: e.Size, size: e.Size, version: e.Version, kind: kindStored, arr: dir.arr}
+	if dir.arr != nil {
+		n.rel = join(dir.rel, e.Name)
+	}
+	switch {
+	case e.Dir && dir.arr != nil: // a directory of nested chunk keys
+		n.kind = kindDir
+	case e.Dir:
+		m, err := t.dirMeta(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		n.kind, n.arr, n.m = kindDir, m.arr, m
+	case dir.arr != nil:
+		x := dir.arr
+		if !x.raw() {
+			break
+		}
+		if c, ok := x.a.ParseChunkKey(n.rel); ok {
+			n.kind, n.coords, n.size = kindChunk, c, x.a.ChunkLen()
+		} else if t.refresh > 0 && x.a.BeyondGrid(n.rel) {
+			// A chunk of the array grown (appended to), whose metadata
+			// is not read again yet: not shown until it is, rather than
+			// served as stored (compressed) bytes in the meantime.
+			return nil, notExist(key)
+		}
+	case e.Name == zarr.ConsolidatedFile:
+		b, err := t.consolidated(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		n.kind, n.data, n.size = kindMeta, b, int64(len(b))
+	}
+	return n, nil
+}
+
+// dirMeta returns what the metadata of directory dir makes of it. It is
+// loaded once and kept (for Config.Refresh, if set).
+func (t *Tree) dirMeta(ctx context.Context, dir string) (*dirMeta, error) {
+	if v, ok := t.dirs.Load(dir); ok && t.Fresh(v.(loaded[*dirMeta]).at) {
+		return v.(loaded[*dirMeta]).v, nil
+	}
+	// An interrupted LOOKUP returns at once (EINTR); the load goes on,
+	// for the others waiting and for the next LOOKUP.
+	return t.loads.Do(ctx, dir, func(ctx context.Context) (*dirMeta, error) {
+		if v, ok := t.dirs.Load(dir); ok && t.Fresh(v.(loaded[*dirMeta]).at) {
+			return v.(loaded[*dirMeta]).v, nil
+		}
+		at := time.Now()
+		m, err := t.loadDir(ctx, dir)
+		if err == nil {
+			t.dirs.Store(dir, loaded[*dirMeta]{m, at})
+		}
+		return m, err
+	})
+}
+
+// loadDir reads a directory's metadata: .zarray (v2; and what is served of
+// a zarr.json beside it, mixed.go), else zarr.json (v3, v3.go), else none.
+func (t *Tree) loadDir(ctx context.Context, dir string) (*dirMeta, error) {
+	x, err := t.loadArray(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	if x != nil {
+		m := &dirMeta{arr: x.array, format: 2, files: map[string][]byte{zarr.ArrayFile: x.meta}}
+		if err := t.besideV2(ctx, dir, m); err != nil { // mixed.go: a zarr.json beside the .zarray
+			return nil, err
+		}
+		return m, t.loadNpy(ctx, dir, m, x.stored)
+	}
+	return t.loadV3(ctx, dir)
+}
+
+// v2array is a v2 array and its .zarray as served, and as stored.
+type v2array struct {
+	*array
+	meta, stored []byte
+}
+
+// loadArray reads and parses dir/.zarray; nil if there is none. Arrays
+// that cannot be presented raw, or whose metadata is invalid, are passed
+// through with one Warn line.
+func (t *Tree) loadArray(ctx context.Context, dir string) (*v2array, error) {
+	key := join(dir, zarr.ArrayFile)
+	b, err := t.store.ReadKey(ctx, key)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	x := &v2array{array: &array{path: storePath(dir)}, meta: b, stored: b}
+	x.a, err = zarr.ParseV2(b)
+	switch {
+	case err != nil && errors.Is(err, zarr.ErrInvalid):
+		x.a, x.why = nil, err
+	case err != nil:
+		return nil, &fs.PathError{Op: "parse", Path: key, Err: err}
+	case x.a.PassThrough != nil:
+		x.why = x.a.PassThrough
+	}
+	if x.why != nil {
+		t.log.WarnContext(ctx, t.passedThrough(), "key", dir, "err", x.why)
+		return x, nil
+	}
+	// A legacy array's keys may be nested ("0/0"): zarr decides from the
+	// directory's listing, and every key comes from the array it returns.
+	x.a, err = x.a.ResolveSeparator(func() ([]string, error) {
+		es, err := t.store.List(ctx, dir)
+		var dirs []string
+		for _, e := range es {
+			if e.Dir {
+				dirs = append(dirs, e.Name)
+			}
+		}
+		return dirs, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if x.meta, err = zarr.RewriteV2Array(b, x.a); err != nil {
+		return nil, &fs.PathError{Op: "rewrite", Path: key, Err: err}
+	}
+	return x, nil
+}
+
+// consolidated returns the presented .zmetadata at key: rewritten entry by
+// entry as the tree presents each array (presenter), or as stored (with a
+// Warn line) when it does not parse.
+func (t *Tree) consolidated(ctx context.Context, key string) ([]byte, error) {
+	if v, ok := t.metas.Load(key); ok && t.Fresh(v.(loaded[[]byte]).at) {
+		return v.(loaded[[]byte]).v, nil
+	}
+	at := time.Now()
+	b, err := t.store.ReadKey(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	present, err := t.presenter(ctx, path.Dir(key), b)
+	if err != nil {
+		return nil, err
+	}
+	if r, err := zarr.RewriteV2Consolidated(b, present); err != nil {
+		t.log.WarnContext(ctx, "consolidated metadata passed through unchanged", "key", key, "err", err)
+	} else {
+		b = r
+	}
+	if t.refresh > 0 {
+		t.metas.Store(key, loaded[[]byte]{b, at})
+		return b, nil
+	}
+	v, _ := t.metas.LoadOrStore(key, loaded[[]byte]{b, at})
+	return v.(loaded[[]byte]).v, nil
+}
+
+// presenter returns how the tree presents the arrays that the
+// consolidated metadata doc, stored in the directory dir, holds copies of
+// the metadata of (zarr.Presenter): it loads each array's directory, a
+// few at a time, so that each entry describes what its directory serves
+// (an array whose own .zarray is invalid is passed through, whatever its
+// entry says). On a remote store that is a request per array, the first
+// time the document is read.
+func (t *Tree) presenter(ctx context.Context, dir string, doc []byte) (zarr.Presenter, error) {
+	dirs := zarr.ConsolidatedArrays(doc)
+	arrays := make([]*zarr.Array, len(dirs))
+	var g errgroup.Group
+	g.SetLimit(16)
+	for i, d := range dirs {
+		g.Go(func() error {
+			key := dir
+			if d != "." {
+				key = join(dir, d)
+			}
+			m, err := t.dirMeta(ctx, key)
+			if err == nil && m.skip == nil && m.arr != nil && m.arr.raw() {
+				arrays[i] = m.arr.a
+			}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return func(d string) *zarr.Array {
+		i, ok := slices.BinarySearch(dirs, d)
+		if !ok {
+			return nil
+		}
+		return arrays[i]
+	}, nil
+}
+
+// join joins a directory and a name. The store root is "." and an array's
+// own directory is "" relative to itself. Unlike path.Join it does not
+// clean: "a" and ".." give "a/..", which callers refuse as invalid.
+func join(dir, name string) string {
+	if dir == "." || dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+// storePath turns a directory key into a key prefix: "" for the root ".".
+func storePath(dir string) string {
+	if dir == "." {
+		return ""
+	}
+	return dir
+}
