@@ -30,7 +30,7 @@ const podInfoPrefix = "csi.storage.k8s.io/"
 var mountFlags = map[string]bool{
 	"as-v2": true, "as-npy": true, "s3-path-style": true, "allow-over-limit": true,
 	"cache-decoded": false, "cache": false, "cache-compressed": false, "readahead": false,
-	"memory-limit": false, "workers": false, "decoder": false, "serving": false, "refresh": false,
+	"memory-limit": false, "workers": false, "decoder": false, "serving": false, "transport": false, "refresh": false,
 	"s3-endpoint": false, "s3-region": false, "http-max-inflight": false, "http-timeout": false,
 	"array": false, "metrics": false, "log-level": false,
 }

@@ -1,4 +1,4 @@
-package fs
+package fusemount
 
 import (
 	"sync/atomic"

@@ -182,12 +182,12 @@ func Mount(ctx context.Context, dir string, t *tree.Tree, cfg Config) (*Server, 
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
 	m.place.setDir(nil, root) // a store whose root is an array
-	srv, c, transport, why, err := serve(dir, newDirNode(t, root, m), opts, cfg.Transport, &m.n.requests, t.log)
+	srv, c, transport, why, err := serve(dir, newDirNode(t, root, m), opts, cfg.Transport, &m.n.requests, log)
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
 	m.transport = transport
-	logTransport(t.log, dir, cfg.Transport, transport, why)
+	logTransport(log, dir, cfg.Transport, transport, why)
 	m.guard = startGuard(dir)
 	go func() {
 		c.Wait()

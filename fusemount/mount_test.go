@@ -404,15 +404,29 @@ func mountTree(t *testing.T, tr *tree.Tree, writable bool) string {
 // servings are the serving paths a test runs on: each one this process
 // can use (Passthrough needs root, and is skipped locally without it).
 func servings(t *testing.T, f func(t *testing.T, s Serving)) {
-	for _, s := range []Serving{Passthrough, NoOpen, Open} {
-		t.Run(s.String(), func(t *testing.T) {
-			if s == Passthrough {
+	for _, c := range []struct {
+		s  Serving
+		tr Transport
+	}{{Passthrough, URing}, {NoOpen, URing}, {Open, URing}, {NoOpen, DevFuse}, {Open, DevFuse}} {
+		name := c.s.String()
+		if c.tr == DevFuse {
+			name += "/dev"
+		}
+		t.Run(name, func(t *testing.T) {
+			if c.s == Passthrough {
 				testutil.Need(t, "root, for FUSE passthrough", os.Geteuid() == 0)
 			}
-			f(t, s)
+			testTransport = c.tr
+			defer func() { testTransport = TransportAuto }()
+			f(t, c.s)
 		})
 	}
 }
+
+// testTransport is the transport of the mounts of the servings subtest
+// that runs (mountWith): servings runs each path on both. The tests of
+// this package do not run in parallel.
+var testTransport Transport
 
 // mountServing mounts tr on the serving path s, checks that the mount uses
 // it, and unmounts it when the test ends.
@@ -433,10 +447,16 @@ func mountWith(t *testing.T, tr *tree.Tree, cfg Config) (string, *Server) {
 	dir := t.TempDir()
 	cfg.FsName = "zfuse-test"
 	cfg.OnPanic = func(v any) { t.Errorf("FUSE request panicked: %v", v) }
+	if cfg.Transport == TransportAuto {
+		cfg.Transport = testTransport
+	}
 	s := cfg.Serving
 	srv, err := Mount(context.Background(), dir, tr, cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if cfg.Transport == URing {
+		testutil.Need(t, "FUSE over io_uring (Linux 6.14+, /sys/module/fuse/parameters/enable_uring Y)", srv.Transport() == URing)
 	}
 	t.Cleanup(func() {
 		if err := srv.Unmount(); err != nil {

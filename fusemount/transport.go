@@ -1,4 +1,4 @@
-package fs
+package fusemount
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"github.com/zfuse/zfuse/fs/fuseuring"
+	"github.com/zfuse/zfuse/fusemount/fuseuring"
 )
 
 // Transport is how FUSE requests travel between the kernel and the mount:
