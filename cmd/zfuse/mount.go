@@ -222,6 +222,14 @@ func mount(ctx context.Context, log *slog.Logger, tr *tree.Tree, source, dir str
 		return err
 	}
 	defer stopProfile()
+	// SIGUSR1 is caught from before the mount is announced: a SIGUSR1
+	// sent on seeing "mounted" must write the stats file, not be lost
+	// (or, uncaught, end the process).
+	usr1 := make(chan os.Signal, 1)
+	if o.statsFile != "" {
+		signal.Notify(usr1, syscall.SIGUSR1)
+		defer signal.Stop(usr1)
+	}
 	name := displaySource(source)
 	srv, err := fusemount.Mount(ctx, dir, tr, fusemount.Config{FsName: name, Debug: o.debug, KernelReadahead: o.kernelReadahead, Serving: o.serving, Transport: o.transport, AllowOther: o.allowOther})
 	if err != nil {
@@ -234,7 +242,7 @@ func mount(ctx context.Context, log *slog.Logger, tr *tree.Tree, source, dir str
 	if o.ready != nil {
 		o.ready()
 	}
-	serveUntil(ctx, log, srv, dir, o)
+	serveUntil(ctx, log, srv, dir, o, usr1)
 	st, ss := o.stats(), srv.Stats()
 	log.Info("unmounted", "mountpoint", dir, "stats", st, "serve", ss)
 	if o.gpu != nil {
@@ -250,13 +258,8 @@ func mount(ctx context.Context, log *slog.Logger, tr *tree.Tree, source, dir str
 
 // serveUntil waits until srv is unmounted, or until ctx ends and then
 // unmounts it (unless the parent that mounted it does), writing the stats
-// file on each SIGUSR1 meanwhile.
-func serveUntil(ctx context.Context, log *slog.Logger, srv *fusemount.Server, dir string, o mountOpts) {
-	usr1 := make(chan os.Signal, 1)
-	if o.statsFile != "" {
-		signal.Notify(usr1, syscall.SIGUSR1)
-		defer signal.Stop(usr1)
-	}
+// file on each SIGUSR1 (usr1) meanwhile.
+func serveUntil(ctx context.Context, log *slog.Logger, srv *fusemount.Server, dir string, o mountOpts, usr1 <-chan os.Signal) {
 	done := make(chan struct{})
 	go func() { srv.Wait(); close(done) }()
 	for {
