@@ -66,24 +66,16 @@ const (
 // A Server is a mounted Tree: the go-fuse server (Unmount, Wait), and how
 // it serves.
 type Server struct {
-	*fuse.Server      // notifications, the kernel's settings
-	c            conn // the connection: Unmount, Wait
-	m            *mount
+	*Conn
+	m *mount
 }
-
-// Unmount unmounts the mount (it fails while a process uses it). A
-// /dev/fd/N mount is unmounted by whoever mounted it.
-func (s *Server) Unmount() error { return s.c.Unmount() }
 
 // Wait waits until the mount is unmounted and its helper processes (the
 // placer's lookups, the guard) have ended.
 func (s *Server) Wait() {
-	s.c.Wait()
+	s.Conn.Wait()
 	s.m.close()
 }
-
-// Transport returns the transport in use.
-func (s *Server) Transport() Transport { return s.m.transport }
 
 // close ends the mount's helper processes, once it is unmounted: the guard
 // first, so that it never aborts a connection that is not this mount's.
@@ -101,7 +93,7 @@ func (s *Server) Serving() Serving { return s.m.serving }
 func (s *Server) Stats() ServeStats {
 	n := &s.m.n
 	return ServeStats{
-		Serving: s.m.serving.String(), PassthroughRefused: s.m.refused, Transport: s.m.transport.String(), Requests: n.requests.snapshot(),
+		Serving: s.m.serving.String(), PassthroughRefused: s.m.refused, Transport: s.Transport.String(), Requests: s.Requests(),
 		Lookups: n.lookups.Load(), Opens: n.opens.Load(), PassthroughOpens: n.passthroughOpens.Load(),
 		Reads: n.reads.Load(), ReadBytes: n.readBytes.Load(), ChunkReads: n.chunkReads.Load(),
 		Releases: n.releases.Load(), OpenFiles: n.handles.Load() - n.releases.Load(), Interrupted: n.interrupted.Load(), DecodeErrors: n.errors.Load(),
@@ -182,12 +174,11 @@ func Mount(ctx context.Context, dir string, t *tree.Tree, cfg Config) (*Server, 
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
 	m.place.setDir(nil, root) // a store whose root is an array
-	srv, c, transport, why, err := serve(dir, newDirNode(t, root, m), opts, cfg.Transport, &m.n.requests, log)
+	c, err := Serve(dir, newDirNode(t, root, m), opts, cfg.Transport, log)
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
-	m.transport = transport
-	logTransport(log, dir, cfg.Transport, transport, why)
+	logTransport(log, dir, cfg.Transport, c.Transport, c.Why)
 	m.guard = startGuard(dir)
 	go func() {
 		c.Wait()
@@ -195,7 +186,7 @@ func Mount(ctx context.Context, dir string, t *tree.Tree, cfg Config) (*Server, 
 	}()
 	// Opens wait for this: under NoOpen the first OPEN's ENOSYS decides
 	// for the whole connection.
-	m.serving, m.refused = choose(srv, cfg.Serving)
+	m.serving, m.refused = choose(c.Server, cfg.Serving)
 	// On the page-cache paths, prefetched chunks go into the kernel's page
 	// cache before their first read.
 	t.SetServing(m.serving == Passthrough, &m.place)
@@ -209,7 +200,7 @@ func Mount(ctx context.Context, dir string, t *tree.Tree, cfg Config) (*Server, 
 			log.Info("kernel readahead raised", "mountpoint", dir, "bdi", bdi, "from_kb", from, "to_kb", cfg.KernelReadahead>>10)
 		}
 	}
-	return &Server{Server: srv, c: c, m: m}, nil
+	return &Server{Conn: c, m: m}, nil
 }
 
 // logServing logs the serving path m chose at dir, at Warn when it is not

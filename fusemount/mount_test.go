@@ -456,7 +456,7 @@ func mountWith(t *testing.T, tr *tree.Tree, cfg Config) (string, *Server) {
 		t.Fatal(err)
 	}
 	if cfg.Transport == URing {
-		testutil.Need(t, "FUSE over io_uring (Linux 6.14+, /sys/module/fuse/parameters/enable_uring Y)", srv.Transport() == URing)
+		testutil.Need(t, "FUSE over io_uring (Linux 6.14+, /sys/module/fuse/parameters/enable_uring Y)", srv.Transport == URing)
 	}
 	t.Cleanup(func() {
 		if err := srv.Unmount(); err != nil {

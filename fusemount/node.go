@@ -98,8 +98,6 @@ type mount struct {
 	born  time.Time // reported as every file's times
 	procs tgids     // the process of each reading thread
 
-	transport Transport // set once, by Mount, before it returns
-
 	ready   chan struct{} // closed once serving is set
 	serving Serving       // the serving path; set once, before ready is closed
 	refused string        // why not passthrough, where it was wanted; set with serving

@@ -173,7 +173,6 @@ type serveCounters struct {
 	lookups, opens, passthroughOpens, handles, reads, readBytes, chunkReads, releases, interrupted, errors, replaced atomic.Int64
 	chunkReadTimes                                                                                                   latencies
 	pushed, pushedBytes, pushRefused, pushUnknown, introduced                                                        atomic.Int64
-	requests                                                                                                         requestCounts
 }
 
 // wait returns the serving path once Mount has chosen it.

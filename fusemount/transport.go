@@ -59,38 +59,60 @@ func (tr *Transport) Set(v string) error {
 	return err
 }
 
-// conn is a mounted connection, served by go-fuse's loop or by fuseuring.
-type conn interface {
+// A Conn is a file system mounted and served: by go-fuse's /dev/fuse loop
+// or by fuseuring. It counts the requests that reach the file system.
+type Conn struct {
+	*fuse.Server            // notifications, the kernel's settings
+	Transport    Transport  // the transport in use
+	Why          string     // why not the one asked for; "" when it is
+	c            connection // Unmount, Wait
+	n            requestCounts
+}
+
+// connection is what serves a Conn: a *fuse.Server or a *fuseuring.Server.
+type connection interface {
 	Unmount() error
 	Wait()
 }
 
-// serve mounts root at dir and serves it over the transport asked for,
-// counting the requests that reach the file system in n. It returns the
-// go-fuse server (for notifications and the kernel's settings), the
-// connection, the transport in use and, where it is not the one asked
-// for, why.
-func serve(dir string, root fusefs.InodeEmbedder, opts *fusefs.Options, want Transport, n *requestCounts, log *slog.Logger) (*fuse.Server, conn, Transport, string, error) {
-	raw := counting{fusefs.NewNodeFS(root, opts), n}
+// Unmount unmounts the file system (it fails while a process uses it).
+// A /dev/fd/N mount is unmounted by whoever mounted it.
+func (c *Conn) Unmount() error { return c.c.Unmount() }
+
+// Wait waits until the file system is unmounted and served no more.
+func (c *Conn) Wait() { c.c.Wait() }
+
+// Requests returns the requests that reached the file system so far, by
+// opcode name (LOOKUP, GETATTR, IOCTL, READ, ...), without the zeros.
+func (c *Conn) Requests() map[string]int64 { return c.n.snapshot() }
+
+// Serve mounts root at dir with opts, over the transport asked for (see
+// Transport), and returns once it answers. zfuse bench's FUSE floor
+// serves its files with it, as Mount serves a Tree.
+func Serve(dir string, root fusefs.InodeEmbedder, opts *fusefs.Options, want Transport, log *slog.Logger) (*Conn, error) {
+	c := &Conn{}
+	raw := counting{fusefs.NewNodeFS(root, opts), &c.n}
 	if want == DevFuse {
 		srv, err := fuse.NewServer(raw, dir, &opts.MountOptions)
 		if err != nil {
-			return nil, nil, 0, "", err
+			return nil, err
 		}
 		go srv.Serve()
-		return srv, srv, DevFuse, "", srv.WaitMount()
+		c.Server, c.c, c.Transport = srv, srv, DevFuse
+		return c, srv.WaitMount()
 	}
 	s, err := fuseuring.Serve(dir, raw, opts.MountOptions, fuseuring.Config{
-		Count: func(op uint32) { n[opIoctl].Add(1) }, // the rings answer only IOCTL themselves
+		Count: func(op uint32) { c.n[opIoctl].Add(1) }, // the rings answer only IOCTL themselves
 		Log:   log,
 	})
 	if err != nil {
-		return nil, nil, 0, "", err
+		return nil, err
 	}
+	c.Server, c.c, c.Transport = s.Server, s, URing
 	if err := s.Ring(); err != nil {
-		return s.Server, s, DevFuse, err.Error(), nil
+		c.Transport, c.Why = DevFuse, err.Error()
 	}
-	return s.Server, s, URing, "", nil
+	return c, nil
 }
 
 // logTransport logs the transport a mount got, at Warn when it asked for
