@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -112,6 +114,8 @@ func parseBench(args []string, stdout, stderr io.Writer) (*bencher, error) {
 		func(s string) error { _, err := chunkSide(s); return err })
 	listFlag(fl, "servings", "auto", "serving paths to mount with, comma-separated: each reader's mount is repeated on each", &b.servings,
 		func(s string) error { _, err := fusemount.ParseServing(s); return err })
+	listFlag(fl, "transports", "auto", "FUSE transports to mount with (auto, uring, dev), comma-separated: each reader's mount is repeated on each; the floor uses the first", &b.transports,
+		func(s string) error { _, err := fusemount.ParseTransport(s); return err })
 	if err := parseFlags(fl, args, 0, stdout); err != nil { // usage.go: help to stdout, bad usage exits 2
 		return nil, err
 	}
@@ -180,6 +184,7 @@ type bencher struct {
 	codecs      []string
 	chunkSizes  []string
 	servings    []string
+	transports  []string
 	lf          *loaderFlags
 
 	out, progress io.Writer
@@ -275,8 +280,10 @@ func (b *bencher) round(ctx context.Context, set *storeSet) error {
 				}
 			}
 			for _, serving := range b.servings {
-				if err := b.viaMount(ctx, set, reader, codec, serving); err != nil {
-					return err
+				for _, transport := range b.transports {
+					if err := b.viaMount(ctx, set, reader, codec, serving, transport); err != nil {
+						return err
+					}
 				}
 			}
 		}
@@ -293,18 +300,19 @@ func (b *bencher) direct(ctx context.Context, set *storeSet, reader, via, store 
 	if via == viaRaw {
 		codec = ""
 	}
-	epochs, err := b.read(ctx, set, reader, filepath.Join(set.dir, store))
+	epochs, err := b.read(ctx, set, reader, filepath.Join(set.dir, store), nil)
 	if err != nil {
 		return err
 	}
-	b.res.Add(cell{set.name, codec, reader, via, ""}, epochs)
+	b.res.Add(cell{set.name, codec, reader, via, "", ""}, epochs)
 	b.say("%s %s %s %s: %s", set.name, reader, via, store, epochString(epochs))
 	return nil
 }
 
-// viaMount reads a compressed store through a fresh mount on serving: of
-// the store's directory, or for zarr-http of its URL.
-func (b *bencher) viaMount(ctx context.Context, set *storeSet, reader, codec, serving string) error {
+// viaMount reads a compressed store through a fresh mount on serving and
+// transport: of the store's directory, or for zarr-http of its URL. The
+// requests that reach the mount are counted epoch by epoch.
+func (b *bencher) viaMount(ctx context.Context, set *storeSet, reader, codec, serving, transport string) error {
 	store := filepath.Join(set.dir, codec+".zarr")
 	if err := bench.WarmDir(store); err != nil {
 		return err
@@ -318,11 +326,21 @@ func (b *bencher) viaMount(ctx context.Context, set *storeSet, reader, codec, se
 	if reader == readNpy || reader == readMap {
 		view = []string{"--as-npy"}
 	}
-	m, err := b.mount(ctx, source, serving, view...)
+	m, err := b.mount(ctx, source, serving, transport, view...)
 	if err != nil {
 		return err
 	}
-	epochs, rerr := b.read(ctx, set, reader, m.dir)
+	counts, rerr := m.requests()
+	var perEpoch []map[string]int64
+	var epochs []float64
+	if rerr == nil {
+		epochs, rerr = b.read(ctx, set, reader, m.dir, func(int) error {
+			now, err := m.requests()
+			perEpoch = append(perEpoch, minus(now, counts))
+			counts = now
+			return err
+		})
+	}
 	if rerr == nil && reader == readGrid {
 		rerr = b.verify(set, m.dir)
 	}
@@ -330,33 +348,89 @@ func (b *bencher) viaMount(ctx context.Context, set *storeSet, reader, codec, se
 	if err := errors.Join(rerr, serr); err != nil {
 		return err
 	}
-	c := cell{set.name, codec, reader, viaMount, serving}
+	st.epochRequests = perEpoch
+	c := cell{set.name, codec, reader, viaMount, serving, transport}
 	b.res.Add(c, epochs)
 	b.res.addMount(c, st)
 	remote := ""
 	if reader == readRemote {
 		remote = fmt.Sprintf("; %d requests", b.http.requests.Load()-requests)
 	}
-	b.say("%s %s mount(%s) %s: %s; mount: %s, peak RSS %s + memfds and pushed %s, CPU %.2f s, %d chunks pushed, %d chunk READs (p50 %v, p99 %v)%s",
-		set.name, reader, st.serving, codec, epochString(epochs), st.serving, bytesize.Format(st.hwm), bytesize.Format(st.memfdPeak), st.cpu.Seconds(),
-		st.pushed, st.reads.Count, seconds(st.reads.Quantile(0.5)), seconds(st.reads.Quantile(0.99)), remote)
+	b.say("%s %s mount(%s, %s) %s: %s; mount: peak RSS %s + memfds and pushed %s, CPU %.2f s, %d chunks pushed, %d chunk READs (p50 %v, p99 %v)%s; requests per chunk read by epoch: %s",
+		set.name, reader, st.serving, st.transport, codec, epochString(epochs), bytesize.Format(st.hwm), bytesize.Format(st.memfdPeak), st.cpu.Seconds(),
+		st.pushed, st.reads.Count, seconds(st.reads.Quantile(0.5)), seconds(st.reads.Quantile(0.99)), remote, requestsString(perEpoch, chunksRead(set, reader)))
 	return nil
+}
+
+// minus returns a - b, key by key, without the zeros.
+func minus(a, b map[string]int64) map[string]int64 {
+	d := map[string]int64{}
+	for k, v := range a {
+		if v-b[k] != 0 {
+			d[k] = v - b[k]
+		}
+	}
+	return d
+}
+
+// chunksRead is how many chunks one epoch of reader reads from set: all of
+// them, but for npy-map (the first eighth of the array along axis 0).
+func chunksRead(set *storeSet, reader string) int64 {
+	if reader != readMap || len(set.shape) == 0 {
+		return int64(len(set.keys))
+	}
+	rows := max(1, set.shape[0]/8) // as bench.py npymap reads
+	n := int64((rows + set.chunks[0] - 1) / set.chunks[0])
+	for i := 1; i < len(set.shape); i++ {
+		n *= int64((set.shape[i] + set.chunks[i] - 1) / set.chunks[i])
+	}
+	return n
+}
+
+// requestsString shows requests per chunk read epoch by epoch, the most
+// frequent first: "IOCTL 1.00 LOOKUP 1.00 READ 0.12 | IOCTL 1.00".
+func requestsString(perEpoch []map[string]int64, chunks int64) string {
+	var epochs []string
+	for _, m := range perEpoch {
+		epochs = append(epochs, perChunk(m, chunks))
+	}
+	return strings.Join(epochs, " | ")
+}
+
+// perChunk shows one epoch's requests per chunk read, the most frequent
+// first, leaving out those under 0.005 a chunk; "none" when nothing is
+// left.
+func perChunk(m map[string]int64, chunks int64) string {
+	ops := slices.Collect(maps.Keys(m))
+	slices.SortFunc(ops, func(a, b string) int { return cmp.Or(cmp.Compare(m[b], m[a]), strings.Compare(a, b)) })
+	var parts []string
+	for _, op := range ops {
+		if x := float64(m[op]) / float64(max(chunks, 1)); x >= 0.005 {
+			parts = append(parts, fmt.Sprintf("%s %.2f", op, x))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " ")
 }
 
 // read runs reader on the array at root for --epochs epochs and returns
 // each epoch's rate.
-func (b *bencher) read(ctx context.Context, set *storeSet, reader, root string) ([]float64, error) {
+//
+// after, if not nil, is called after each epoch, outside its time.
+func (b *bencher) read(ctx context.Context, set *storeSet, reader, root string, after func(epoch int) error) ([]float64, error) {
 	switch reader {
 	case readGrid:
-		return bench.ReadEpochs(ctx, root, set.keys, b.epochs)
+		return bench.ReadEpochs(ctx, root, set.keys, b.epochs, after)
 	case readList:
 		names, err := listChunks(root)
 		if err != nil {
 			return nil, err
 		}
-		return bench.ReadEpochs(ctx, root, names, b.epochs)
+		return bench.ReadEpochs(ctx, root, names, b.epochs, after)
 	case readZarr, readRemote: // root: a directory, or for zarr-http a URL
-		return b.python3(ctx, "zarr", root, strconv.Itoa(b.epochs))
+		return b.python3(ctx, after, "zarr", root, strconv.Itoa(b.epochs))
 	case readNpy, readMap:
 		// The store is an array at its root: its .npy file is the one
 		// file at the mount's root that ends in .npy.
@@ -369,11 +443,11 @@ func (b *bencher) read(ctx context.Context, set *storeSet, reader, root string) 
 			return nil, fmt.Errorf("bench: no .npy file in %s", root)
 		}
 		if reader == readMap {
-			return b.python3(ctx, "npymap", filepath.Join(root, es[i].Name()), strconv.Itoa(b.epochs))
+			return b.python3(ctx, after, "npymap", filepath.Join(root, es[i].Name()), strconv.Itoa(b.epochs))
 		}
-		return bench.ReadEpochs(ctx, root, []string{es[i].Name()}, b.epochs)
+		return bench.ReadEpochs(ctx, root, []string{es[i].Name()}, b.epochs, after)
 	}
-	return b.python3(ctx, "loader", root, strconv.Itoa(b.epochs), "2")
+	return b.python3(ctx, after, "loader", root, strconv.Itoa(b.epochs), "2")
 }
 
 // prepare writes the stores (or checks the given ones) and learns their
@@ -399,7 +473,7 @@ func (b *bencher) prepare(ctx context.Context) error {
 			b.wrote = append(b.wrote, set.dir)
 			side, _ := chunkSide(name)
 			b.say("writing the %s stores with %s into %s (%s decoded each)...", name, b.python, set.dir, b.size)
-			if _, err := b.python3(ctx, "write", set.dir, strconv.FormatInt(int64(b.size), 10), strconv.Itoa(side)); err != nil {
+			if _, err := b.python3(ctx, nil, "write", set.dir, strconv.FormatInt(int64(b.size), 10), strconv.Itoa(side)); err != nil {
 				return err
 			}
 		}

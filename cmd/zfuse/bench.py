@@ -16,6 +16,7 @@
                                    EPOCHS times; print each epoch's seconds and bytes
 """
 import json
+import os
 import sys
 import time
 
@@ -54,6 +55,15 @@ def write(out, nbytes, side):
     print(json.dumps({"shape": shape}))
 
 
+def epoch_done(e):
+    """With ZFUSE_BENCH_SYNC set, say on stderr that epoch e (1, 2, ...) is
+    done and wait for a line on stdin: zfuse bench counts the requests the
+    epoch made meanwhile, outside its time."""
+    if os.environ.get("ZFUSE_BENCH_SYNC"):
+        print(f"zfuse-bench: epoch {e} done", file=sys.stderr, flush=True)
+        sys.stdin.readline()
+
+
 def read_zarr(path, epochs):
     a = zarr.open(path, mode="r")
     out = []
@@ -63,6 +73,7 @@ def read_zarr(path, epochs):
         for i in range(a.shape[0]):
             n += a[i].nbytes
         out.append({"seconds": time.perf_counter() - t, "bytes": n})
+        epoch_done(len(out))
     print(json.dumps(out))
 
 
@@ -93,6 +104,7 @@ def read_loader(path, epochs, workers):
         for x in loader:
             n += x.numel() * x.element_size()
         out.append({"seconds": time.perf_counter() - t, "bytes": n})
+        epoch_done(len(out))
     print(json.dumps(out))
 
 
@@ -104,6 +116,7 @@ def read_npymap(path, epochs):
         part = np.array(a[: max(1, a.shape[0] // 8)])
         out.append({"seconds": time.perf_counter() - t, "bytes": part.nbytes})
         del a
+        epoch_done(len(out))
     print(json.dumps(out))
 
 

@@ -43,6 +43,8 @@ func benchFloor(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fl := flag.NewFlagSet("zfuse bench floor", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	ra := Size(16 << 20)
+	var transport fusemount.Transport
+	fl.Var(&transport, "transport", "how FUSE requests reach the floor, `auto|uring|dev`, as for zfuse mount")
 	fl.Var(&ra, "kernel-readahead", "the kernel's readahead for the mount, set when running as root, as zfuse mount does; 0 leaves the kernel default")
 	if err := parseFlags(fl, args, 2, stdout); err != nil { // usage.go
 		return err
@@ -54,7 +56,7 @@ func benchFloor(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	dir := fl.Arg(1)
 	root := &floorDir{files: files}
-	srv, err := fusefs.Mount(dir, root, fusemount.FUSEOptions(fusemount.Config{FsName: "zfuse-floor"}, log))
+	srv, err := fusemount.Serve(dir, root, fusemount.FUSEOptions(fusemount.Config{FsName: "zfuse-floor"}, log), transport, log)
 	if err != nil {
 		return fmt.Errorf("bench floor: %w", err)
 	}
@@ -68,7 +70,7 @@ func benchFloor(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			log.Debug("kernel readahead left as it was", "mountpoint", dir, "err", err)
 		}
 	}
-	log.Info("mounted", "mountpoint", dir, "files", len(files), "serving", serving.String())
+	log.Info("mounted", "mountpoint", dir, "files", len(files), "serving", serving.String(), "transport", srv.Transport.String())
 	done := make(chan struct{})
 	go func() { srv.Wait(); close(done) }()
 	select {
@@ -219,15 +221,15 @@ func (b *bencher) viaFloor(ctx context.Context, set *storeSet, reader string) er
 	if err != nil {
 		return err
 	}
-	epochs, rerr := b.read(ctx, set, reader, m.dir)
+	epochs, rerr := b.read(ctx, set, reader, m.dir, nil)
 	st, serr := m.stop()
 	if err := errors.Join(rerr, serr); err != nil {
 		return err
 	}
-	c := cell{set.name, "", reader, viaFloor, ""}
+	c := cell{set.name, "", reader, viaFloor, "", ""}
 	b.res.Add(c, epochs)
 	b.res.addMount(c, st)
-	b.say("%s %s floor(%s): %s; peak RSS %s, CPU %.2f s", set.name, reader, st.serving, epochString(epochs), bytesize.Format(st.hwm), st.cpu.Seconds())
+	b.say("%s %s floor(%s, %s): %s; peak RSS %s, CPU %.2f s", set.name, reader, st.serving, st.transport, epochString(epochs), bytesize.Format(st.hwm), st.cpu.Seconds())
 	return nil
 }
 

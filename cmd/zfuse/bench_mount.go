@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/zfuse/zfuse/fusemount"
@@ -28,26 +29,30 @@ type benchMount struct {
 
 // mountStats is what a mount used.
 type mountStats struct {
-	serving    string            // the serving path it chose
-	hwm        int64             // peak RSS (VmHWM)
-	memfdPeak  int64             // the most bytes held outside the heap: memfds (passthrough), and pages pushed into the page cache not yet read (no-open)
-	cpu        time.Duration     // user + system
-	reads      fusemount.Latency // service times of its chunk READs
-	pushed     int64             // chunks it pushed into the page cache
-	storeReads int64             // stored values read (readahead.Stats.StoreReads)
+	serving   string // the serving path it chose
+	transport string // the FUSE transport it got
+	// epochRequests are the requests that reached the mount in each
+	// epoch, by opcode (the stats file's, between epochs).
+	epochRequests []map[string]int64
+	hwm           int64             // peak RSS (VmHWM)
+	memfdPeak     int64             // the most bytes held outside the heap: memfds (passthrough), and pages pushed into the page cache not yet read (no-open)
+	cpu           time.Duration     // user + system
+	reads         fusemount.Latency // service times of its chunk READs
+	pushed        int64             // chunks it pushed into the page cache
+	storeReads    int64             // stored values read (readahead.Stats.StoreReads)
 }
 
 // mount starts zfuse mount of store on a new mountpoint, with the bench's
 // loader flags, serving path and the flags view gives (--as-npy), and
 // returns once it is ready.
-func (b *bencher) mount(ctx context.Context, store, serving string, view ...string) (*benchMount, error) {
+func (b *bencher) mount(ctx context.Context, store, serving, transport string, view ...string) (*benchMount, error) {
 	m, err := b.newMount()
 	if err != nil {
 		return nil, err
 	}
 	m.statsFile = filepath.Join(b.work, fmt.Sprintf("stats%d.json", b.mounts))
 	args := append([]string{"mount", "--log-level", "info", "--stats-file", m.statsFile}, b.lf.args()...)
-	args = append(append(args, view...), "--serving", serving, store, m.dir)
+	args = append(append(args, view...), "--serving", serving, "--transport", transport, store, m.dir)
 	return m, m.start(ctx, b.exe, args)
 }
 
@@ -59,7 +64,7 @@ func (b *bencher) floor(ctx context.Context, store string) (*benchMount, error) 
 	if err != nil {
 		return nil, err
 	}
-	return m, m.start(ctx, b.exe, []string{"bench", "floor", "--kernel-readahead", b.lf.kernelReadahead.String(), store, m.dir})
+	return m, m.start(ctx, b.exe, []string{"bench", "floor", "--kernel-readahead", b.lf.kernelReadahead.String(), "--transport", b.transports[0], store, m.dir})
 }
 
 // newMount makes a new mountpoint.
@@ -87,20 +92,56 @@ func (m *benchMount) stop() (mountStats, error) {
 		return st, err
 	}
 	if m.statsFile == "" { // the floor: its log says how it served
-		if _, v, ok := strings.Cut(m.proc.Log(), " serving="); ok {
-			st.serving, _, _ = strings.Cut(v, "\n")
-		}
+		st.serving, st.transport = logValue(m.proc.Log(), "serving"), logValue(m.proc.Log(), "transport")
 		return st, nil
 	}
-	b, err := os.ReadFile(m.statsFile)
+	doc, err := m.readStats()
 	if err != nil {
-		return st, fmt.Errorf("bench: the mount's stats: %w", err)
+		return st, err
 	}
-	var doc statsDoc
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return st, fmt.Errorf("bench: the mount's stats: %w", err)
-	}
-	st.serving, st.memfdPeak = doc.Serve.Serving, doc.Stats.MemfdPeak+doc.Stats.PlacedPeak
+	st.serving, st.transport, st.memfdPeak = doc.Serve.Serving, doc.Serve.Transport, doc.Stats.MemfdPeak+doc.Stats.PlacedPeak
 	st.reads, st.pushed, st.storeReads = doc.Serve.ChunkReadTimes, doc.Serve.Pushed, doc.Stats.StoreReads
 	return st, nil
+}
+
+// logValue returns the value of key in the first log line (slog's text
+// format) that has it.
+func logValue(log, key string) string {
+	_, v, ok := strings.Cut(log, " "+key+"=")
+	if !ok {
+		return ""
+	}
+	v, _, _ = strings.Cut(v, "\n")
+	v, _, _ = strings.Cut(v, " ")
+	return v
+}
+
+// readStats reads the mount's stats file.
+func (m *benchMount) readStats() (statsDoc, error) {
+	var doc statsDoc
+	b, err := os.ReadFile(m.statsFile)
+	if err != nil {
+		return doc, fmt.Errorf("bench: the mount's stats: %w", err)
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return doc, fmt.Errorf("bench: the mount's stats: %w", err)
+	}
+	return doc, nil
+}
+
+// requests returns the requests that reached the mount so far, by opcode:
+// it asks the mount for its stats file (SIGUSR1) and waits until the file
+// is newer than the signal.
+func (m *benchMount) requests() (map[string]int64, error) {
+	sent := time.Now()
+	if err := m.proc.Signal(syscall.SIGUSR1); err != nil {
+		return nil, err
+	}
+	for deadline := sent.Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		doc, err := m.readStats()
+		if err == nil && !doc.Time.Before(sent) {
+			return doc.Serve.Requests, nil
+		}
+	}
+	return nil, fmt.Errorf("bench: %s wrote no stats file within 10 s of SIGUSR1", m.statsFile)
 }

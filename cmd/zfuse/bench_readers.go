@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,12 +38,24 @@ func listChunks(root string) ([]string, error) {
 }
 
 // python3 runs bench.py with args and returns the rates of the epochs it
-// prints (for the readers), or nothing (for write).
-func (b *bencher) python3(ctx context.Context, args ...string) ([]float64, error) {
+// prints (for the readers), or nothing (for write). after, if not nil, is
+// called after each epoch, while bench.py waits (the sync protocol of
+// bench.py's epoch_done).
+func (b *bencher) python3(ctx context.Context, after func(epoch int) error, args ...string) ([]float64, error) {
 	cmd := exec.CommandContext(ctx, b.python, append([]string{filepath.Join(b.work, "bench.py")}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
+	var sync func() error
+	if after != nil {
+		var err error
+		if sync, err = epochSync(cmd, &stderr, after); err != nil {
+			return nil, err
+		}
+	}
 	out, err := cmd.Output()
+	if sync != nil {
+		err = errors.Join(err, sync())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("bench: bench.py %s: %v\n%s", strings.Join(args, " "), err, &stderr)
 	}
@@ -59,6 +74,43 @@ func (b *bencher) python3(ctx context.Context, args ...string) ([]float64, error
 		rates[i] = bench.GBps(e.Bytes, e.Seconds)
 	}
 	return rates, nil
+}
+
+// epochSync makes cmd, bench.py, stop after each epoch: with
+// ZFUSE_BENCH_SYNC set it writes "zfuse-bench: epoch N done" to stderr
+// and waits for a line on stdin, which it gets once after(N) has
+// returned. The rest of its stderr goes to log. The returned function
+// waits for the stderr reader once cmd has ended, and returns what failed.
+func epochSync(cmd *exec.Cmd, log *bytes.Buffer, after func(epoch int) error) (func() error, error) {
+	cmd.Env = append(os.Environ(), "ZFUSE_BENCH_SYNC=1")
+	cmd.Stderr = nil
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() {
+		var failed error
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			var e int
+			if _, err := fmt.Sscanf(sc.Text(), "zfuse-bench: epoch %d done", &e); err != nil {
+				log.WriteString(sc.Text() + "\n")
+				continue
+			}
+			if failed == nil {
+				failed = after(e)
+			}
+			io.WriteString(stdin, "\n")
+		}
+		stdin.Close()
+		done <- failed
+	}()
+	return func() error { return <-done }, nil
 }
 
 // verify checks that every chunk file of the mount equals the

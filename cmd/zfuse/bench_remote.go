@@ -95,15 +95,17 @@ func (b *bencher) remote(ctx context.Context, set *storeSet) error {
 			return err
 		}
 		before := b.http.requests.Load()
-		epochs, err := b.python3(ctx, "zarr", b.http.storeURL(set, codec), strconv.Itoa(b.epochs))
+		epochs, err := b.python3(ctx, nil, "zarr", b.http.storeURL(set, codec), strconv.Itoa(b.epochs))
 		if err != nil {
 			return err
 		}
-		b.res.Add(cell{set.name, codec, readRemote, viaHTTP, ""}, epochs)
+		b.res.Add(cell{set.name, codec, readRemote, viaHTTP, "", ""}, epochs)
 		b.say("%s %s http %s: %s; %d requests", set.name, readRemote, codec, epochString(epochs), b.http.requests.Load()-before)
 		for _, serving := range b.servings {
-			if err := b.viaMount(ctx, set, readRemote, codec, serving); err != nil {
-				return err
+			for _, transport := range b.transports {
+				if err := b.viaMount(ctx, set, readRemote, codec, serving, transport); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -18,11 +18,12 @@ import (
 
 // A cell is one line of the matrix.
 type cell struct {
-	chunk   string // "1MiB", "64KiB"
-	codec   string // "blosc", "zstd"; "" for the uncompressed store
-	reader  string // readGrid, ...
-	via     string // viaMount, viaSelf, viaRaw
-	serving string // asked for (viaMount only)
+	chunk     string // "1MiB", "64KiB"
+	codec     string // "blosc", "zstd"; "" for the uncompressed store
+	reader    string // readGrid, ...
+	via       string // viaMount, viaSelf, viaRaw
+	serving   string // asked for (viaMount only)
+	transport string // asked for (viaMount only)
 }
 
 // benchResults are the rates of every cell (bench.Results), and what each
@@ -91,12 +92,19 @@ func (b *bencher) reportMatrix() {
 }
 
 // source names where cell c read from: its via, and for a mount the
-// serving path asked for when more than one was.
+// serving path and transport asked for where more than one was.
 func (b *bencher) source(c cell) string {
+	var on []string
 	if c.via == viaMount && len(b.servings) > 1 {
-		return c.via + "(" + c.serving + ")"
+		on = append(on, c.serving)
 	}
-	return c.via
+	if c.via == viaMount && len(b.transports) > 1 {
+		on = append(on, c.transport)
+	}
+	if len(on) == 0 {
+		return c.via
+	}
+	return c.via + "(" + strings.Join(on, ", ") + ")"
 }
 
 // mountCell shows the mounts of a cell: the serving path, the highest peak
@@ -139,12 +147,21 @@ func (b *bencher) reportTargets() {
 func (b *bencher) targets() []bench.Target {
 	var out []bench.Target
 	for _, serving := range b.servings {
-		on := ""
-		if len(b.servings) > 1 {
-			on = " (" + serving + ")"
-		}
-		for _, set := range b.sets {
-			out = append(out, b.setTargets(set, serving, on)...)
+		for _, transport := range b.transports {
+			var on []string
+			if len(b.servings) > 1 {
+				on = append(on, serving)
+			}
+			if len(b.transports) > 1 {
+				on = append(on, transport)
+			}
+			suffix := ""
+			if len(on) > 0 {
+				suffix = " (" + strings.Join(on, ", ") + ")"
+			}
+			for _, set := range b.sets {
+				out = append(out, b.setTargets(set, serving, transport, suffix)...)
+			}
 		}
 	}
 	if t, ok := b.memoryTarget(); ok {
@@ -155,7 +172,7 @@ func (b *bencher) targets() []bench.Target {
 
 // setTargets are the targets of the chunk size of set, read through
 // mounts on serving; on ends their names.
-func (b *bencher) setTargets(set *storeSet, serving, on string) []bench.Target {
+func (b *bencher) setTargets(set *storeSet, serving, transport, on string) []bench.Target {
 	r := b.res
 	var out []bench.Target
 	add := func(name string, a, base cell, e int, want float64) {
@@ -166,9 +183,9 @@ func (b *bencher) setTargets(set *storeSet, serving, on string) []bench.Target {
 	}
 	const codec = "blosc"
 	ch := set.name
-	mount := func(reader string) cell { return cell{ch, codec, reader, viaMount, serving} }
-	self := func(reader string) cell { return cell{ch, codec, reader, viaSelf, ""} }
-	raw := func(reader string) cell { return cell{ch, "", reader, viaRaw, ""} }
+	mount := func(reader string) cell { return cell{ch, codec, reader, viaMount, serving, transport} }
+	self := func(reader string) cell { return cell{ch, codec, reader, viaSelf, "", ""} }
+	raw := func(reader string) cell { return cell{ch, "", reader, viaRaw, "", ""} }
 	want := map[string][2]float64{"1MiB": {1.2, 2.0}, "64KiB": {0.8, 1.0}}[ch]
 	if want[0] > 0 {
 		add(ch+" zarr-python via mount / decoding itself, epoch 1"+on, mount(readZarr), self(readZarr), 0, want[0])
@@ -181,7 +198,7 @@ func (b *bencher) setTargets(set *storeSet, serving, on string) []bench.Target {
 	add(ch+" file tool via mount / uncompressed direct, cold"+on, mount(readGrid), raw(readGrid), 0, 0.25)
 	add(ch+" file tool via mount / uncompressed direct, warm"+on, mount(readGrid), raw(readGrid), 1, 0.8)
 	add(ch+" file tool, listing order / grid order, cold"+on, mount(readList), mount(readGrid), 0, 0.8)
-	floor := func(reader string) cell { return cell{ch, "", reader, viaFloor, ""} }
+	floor := func(reader string) cell { return cell{ch, "", reader, viaFloor, "", ""} }
 	if want := map[string]float64{"1MiB": 1.0, "64KiB": 0.8}[ch]; want > 0 {
 		add(ch+" file tool via mount / the FUSE floor, cold"+on, mount(readGrid), floor(readGrid), 0, want)
 		add(ch+" file tool via mount / the FUSE floor, cold, listing order"+on, mount(readList), floor(readList), 0, want)
@@ -191,7 +208,7 @@ func (b *bencher) setTargets(set *storeSet, serving, on string) []bench.Target {
 		t.Name = ch + " " + t.Name + on
 		out = append(out, t)
 	}
-	http := cell{ch, codec, readRemote, viaHTTP, ""}
+	http := cell{ch, codec, readRemote, viaHTTP, "", ""}
 	add(ch+" zarr-python via mount / over HTTP itself, epoch 1"+on, mount(readRemote), http, 0, 3)
 	add(ch+" zarr-python via mount / over HTTP itself, epoch 2"+on, mount(readRemote), http, 1, 10)
 	return out
@@ -234,10 +251,10 @@ func (b *bencher) reportRatios() {
 			continue
 		}
 		for _, base := range []cell{
-			{c.chunk, "", c.reader, viaRaw, ""},
-			{c.chunk, c.codec, c.reader, viaSelf, ""},
-			{c.chunk, c.codec, c.reader, viaHTTP, ""},
-			{c.chunk, "", c.reader, viaFloor, ""},
+			{c.chunk, "", c.reader, viaRaw, "", ""},
+			{c.chunk, c.codec, c.reader, viaSelf, "", ""},
+			{c.chunk, c.codec, c.reader, viaHTTP, "", ""},
+			{c.chunk, "", c.reader, viaFloor, "", ""},
 		} {
 			if _, ok := r.Rates[base]; ok {
 				t.Row(slices.Concat([]string{c.chunk, c.reader, c.codec, b.source(c), base.via}, r.RatioCells(c, base, b.epochs), []string{""})...)
@@ -254,7 +271,7 @@ func (b *bencher) reportFloor() {
 	var lines []string
 	for _, set := range b.sets {
 		for _, reader := range []string{readGrid, readList} {
-			med, lo, hi, ok := b.res.Epoch(cell{set.name, "", reader, viaFloor, ""}, 0)
+			med, lo, hi, ok := b.res.Epoch(cell{set.name, "", reader, viaFloor, "", ""}, 0)
 			if !ok || med <= 0 || lo <= 0 {
 				continue
 			}

@@ -42,11 +42,11 @@ func TestBenchTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := &bencher{lf: lf, servings: []string{"auto"}, sets: []*storeSet{{name: "1MiB"}, {name: "64KiB"}}}
-	mount := func(ch, reader string) cell { return cell{ch, "blosc", reader, viaMount, "auto"} }
-	self := func(ch, reader string) cell { return cell{ch, "blosc", reader, viaSelf, ""} }
-	raw := func(ch, reader string) cell { return cell{ch, "", reader, viaRaw, ""} }
-	floor := func(ch, reader string) cell { return cell{ch, "", reader, viaFloor, ""} }
-	http := func(ch string) cell { return cell{ch, "blosc", readRemote, viaHTTP, ""} }
+	mount := func(ch, reader string) cell { return cell{ch, "blosc", reader, viaMount, "auto", "auto"} }
+	self := func(ch, reader string) cell { return cell{ch, "blosc", reader, viaSelf, "", ""} }
+	raw := func(ch, reader string) cell { return cell{ch, "", reader, viaRaw, "", ""} }
+	floor := func(ch, reader string) cell { return cell{ch, "", reader, viaFloor, "", ""} }
+	http := func(ch string) cell { return cell{ch, "blosc", readRemote, viaHTTP, "", ""} }
 	// Every target met with a little to spare, in the order targets lists them.
 	base := func() *benchResults {
 		r := newBenchResults()
@@ -205,7 +205,7 @@ func TestBenchNpyTargets(t *testing.T) {
 	fl := flag.NewFlagSet("", flag.ContinueOnError)
 	b := &bencher{lf: addLoaderFlags(fl), servings: []string{"auto"},
 		sets: []*storeSet{{name: "1MiB", shape: []int{64, 1024, 1024}, chunks: []int{1, 512, 512}}}}
-	mount := func(reader string) cell { return cell{"1MiB", "blosc", reader, viaMount, "auto"} }
+	mount := func(reader string) cell { return cell{"1MiB", "blosc", reader, viaMount, "auto", "auto"} }
 	find := func(name string) bench.Target {
 		for _, t := range b.targets() {
 			if strings.Contains(t.Name, name) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"syscall"
 	"time"
@@ -45,6 +46,10 @@ func Start(ctx context.Context, name string, cmd *exec.Cmd, ready string) (*Proc
 	}
 	return p, nil
 }
+
+// Signal sends the process sig (zfuse mount writes its stats file on
+// SIGUSR1).
+func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
 
 // Log returns the process's output so far.
 func (p *Process) Log() string { return p.log.String() }

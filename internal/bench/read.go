@@ -54,8 +54,10 @@ func ReadFiles(ctx context.Context, root string, names []string) (int64, time.Du
 }
 
 // ReadEpochs reads the files names under root (ReadFiles) epochs times,
-// and returns each epoch's rate in GB/s.
-func ReadEpochs(ctx context.Context, root string, names []string, epochs int) ([]float64, error) {
+// and returns each epoch's rate in GB/s. after, if not nil, is called
+// after each epoch (1, 2, ...), outside its time: a bench counts the
+// requests an epoch made there.
+func ReadEpochs(ctx context.Context, root string, names []string, epochs int, after func(epoch int) error) ([]float64, error) {
 	out := make([]float64, epochs)
 	for e := range out {
 		n, d, err := ReadFiles(ctx, root, names)
@@ -63,6 +65,11 @@ func ReadEpochs(ctx context.Context, root string, names []string, epochs int) ([
 			return nil, err
 		}
 		out[e] = GBps(n, d.Seconds())
+		if after != nil {
+			if err := after(e + 1); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -52,7 +53,8 @@ func TestReadFiles(t *testing.T) {
 
 func TestReadEpochs(t *testing.T) {
 	dir := files(t, 1<<20, 5)
-	rates, err := ReadEpochs(context.Background(), dir, []string{"0", "1"}, 3)
+	var after []int
+	rates, err := ReadEpochs(context.Background(), dir, []string{"0", "1"}, 3, func(e int) error { after = append(after, e); return nil })
 	if err != nil || len(rates) != 3 {
 		t.Fatalf("ReadEpochs = %v, %v; want 3 rates", rates, err)
 	}
@@ -61,7 +63,14 @@ func TestReadEpochs(t *testing.T) {
 			t.Errorf("rate %v", r)
 		}
 	}
-	if _, err := ReadEpochs(context.Background(), dir, []string{"nosuch"}, 2); !errors.Is(err, fs.ErrNotExist) {
+	if !slices.Equal(after, []int{1, 2, 3}) {
+		t.Errorf("after saw epochs %v, want 1, 2, 3", after)
+	}
+	stop := errors.New("stop")
+	if _, err := ReadEpochs(context.Background(), dir, []string{"0"}, 3, func(int) error { return stop }); !errors.Is(err, stop) {
+		t.Errorf("ReadEpochs whose after fails: %v, want its error", err)
+	}
+	if _, err := ReadEpochs(context.Background(), dir, []string{"nosuch"}, 2, nil); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("ReadEpochs of a missing file: %v", err)
 	}
 }
