@@ -56,10 +56,14 @@ type Config struct {
 // Attribute and entry timeouts: the tree never changes while mounted,
 // unless the Tree refreshes (tree.Config.Refresh): then no timeout is longer
 // than its interval, so that the kernel comes back with LOOKUP, where each
-// file's stored version is checked (mount.inode).
+// file's stored version is checked (mount.inode). A name that is not there
+// (a chunk the store does not hold, which readers read as the fill value)
+// is as sure as one that is, and kept as long: zarr-python stats every
+// chunk it reads, and a missing one would otherwise cost a LOOKUP in each
+// epoch that comes a minute or more after the last.
 const (
 	attrTimeout     = time.Hour
-	negativeTimeout = time.Minute
+	negativeTimeout = time.Hour
 	requestSize     = 1 << 20 // largest FUSE read; also the kernel's readahead window, unless KernelReadahead raises it
 )
 
