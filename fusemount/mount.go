@@ -106,8 +106,11 @@ func (s *Server) Stats() ServeStats {
 }
 
 // FUSEOptions returns the go-fuse options of a mount with cfg: long
-// attribute and entry timeouts, 1 MiB requests, no splice, read-only, and
-// go-fuse's output and panics through log. zfuse bench mounts its FUSE
+// attribute and entry timeouts, 1 MiB requests, no splice, read-only, the
+// kernel checking permissions itself (default_permissions: our files are
+// 0444 and directories 0555, and access(2), which netCDF-C calls on every
+// chunk it reads, would otherwise be a FUSE_ACCESS round trip each time),
+// and go-fuse's output and panics through log. zfuse bench mounts its FUSE
 // floor (a server that already holds the bytes) with them, so that the
 // floor differs from a mount only in what it serves.
 func FUSEOptions(cfg Config, log *slog.Logger) *fusefs.Options {
@@ -142,8 +145,9 @@ func FUSEOptions(cfg Config, log *slog.Logger) *fusefs.Options {
 		},
 		Logger: goFuseLog,
 	}
+	opts.MountOptions.Options = []string{"default_permissions"}
 	if !cfg.writable {
-		opts.MountOptions.Options = []string{"ro"}
+		opts.MountOptions.Options = append(opts.MountOptions.Options, "ro")
 	}
 	return opts
 }

@@ -138,27 +138,28 @@ func (h *chunkHandle) Release(context.Context) syscall.Errno {
 }
 
 var (
-	_ fusefs.NodeLookuper    = (*dirNode)(nil)
-	_ fusefs.NodeReaddirer   = (*dirNode)(nil)
-	_ fusefs.NodeGetattrer   = (*dirNode)(nil)
-	_ fusefs.NodeCreater     = (*dirNode)(nil)
-	_ fusefs.NodeMkdirer     = (*dirNode)(nil)
-	_ fusefs.NodeMknoder     = (*dirNode)(nil)
-	_ fusefs.NodeSymlinker   = (*dirNode)(nil)
-	_ fusefs.NodeLinker      = (*dirNode)(nil)
-	_ fusefs.NodeUnlinker    = (*dirNode)(nil)
-	_ fusefs.NodeRmdirer     = (*dirNode)(nil)
-	_ fusefs.NodeRenamer     = (*dirNode)(nil)
-	_ fusefs.NodeSetattrer   = (*dirNode)(nil)
-	_ fusefs.NodeOpener      = (*fileNode)(nil)
-	_ fusefs.NodeReader      = (*fileNode)(nil)
-	_ fusefs.NodeGetattrer   = (*fileNode)(nil)
-	_ fusefs.NodeSetattrer   = (*fileNode)(nil)
-	_ fusefs.NodeWriter      = (*fileNode)(nil)
-	_ fusefs.NodeSetxattrer  = (*fileNode)(nil)
-	_ fusefs.NodeFlusher     = (*fileNode)(nil)
-	_ fusefs.NodeOnForgetter = (*fileNode)(nil)
-	_ fusefs.NodeOnForgetter = (*dirNode)(nil)
+	_ fusefs.NodeLookuper       = (*dirNode)(nil)
+	_ fusefs.NodeReaddirer      = (*dirNode)(nil)
+	_ fusefs.NodeOpendirHandler = (*dirNode)(nil)
+	_ fusefs.NodeGetattrer      = (*dirNode)(nil)
+	_ fusefs.NodeCreater        = (*dirNode)(nil)
+	_ fusefs.NodeMkdirer        = (*dirNode)(nil)
+	_ fusefs.NodeMknoder        = (*dirNode)(nil)
+	_ fusefs.NodeSymlinker      = (*dirNode)(nil)
+	_ fusefs.NodeLinker         = (*dirNode)(nil)
+	_ fusefs.NodeUnlinker       = (*dirNode)(nil)
+	_ fusefs.NodeRmdirer        = (*dirNode)(nil)
+	_ fusefs.NodeRenamer        = (*dirNode)(nil)
+	_ fusefs.NodeSetattrer      = (*dirNode)(nil)
+	_ fusefs.NodeOpener         = (*fileNode)(nil)
+	_ fusefs.NodeReader         = (*fileNode)(nil)
+	_ fusefs.NodeGetattrer      = (*fileNode)(nil)
+	_ fusefs.NodeSetattrer      = (*fileNode)(nil)
+	_ fusefs.NodeWriter         = (*fileNode)(nil)
+	_ fusefs.NodeSetxattrer     = (*fileNode)(nil)
+	_ fusefs.NodeFlusher        = (*fileNode)(nil)
+	_ fusefs.NodeOnForgetter    = (*fileNode)(nil)
+	_ fusefs.NodeOnForgetter    = (*dirNode)(nil)
 )
 
 // attr fills out with n's presented attributes.
@@ -266,6 +267,68 @@ func (d *dirNode) Readdir(ctx context.Context) (fusefs.DirStream, syscall.Errno)
 		}
 	}
 	return nil, d.t.Errno(ctx, "readdir", d.cur().Path(), err)
+}
+
+// OpendirHandle opens d for listing. Unless the tree refreshes, the kernel
+// keeps the listing (FOPEN_CACHE_DIR, FOPEN_KEEP_CACHE), and answers the
+// next listing of d from it, with no READDIR: a reader that lists an
+// array's chunks in each epoch (netCDF-C does) then costs an OPENDIR and
+// a RELEASEDIR a listing, whatever the number of chunks.
+func (d *dirNode) OpendirHandle(ctx context.Context, flags uint32) (fusefs.FileHandle, uint32, syscall.Errno) {
+	var keep uint32
+	if d.t.Refresh() == 0 {
+		keep = fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE
+	}
+	return &dirHandle{d: d}, keep, 0
+}
+
+// A dirHandle is one open of a directory: its listing, made by the first
+// READDIR (go-fuse calls one at a time per handle).
+type dirHandle struct {
+	d  *dirNode
+	ds fusefs.DirStream
+}
+
+var (
+	_ fusefs.FileReaddirenter = (*dirHandle)(nil)
+	_ fusefs.FileSeekdirer    = (*dirHandle)(nil)
+	_ fusefs.FileReleasedirer = (*dirHandle)(nil)
+)
+
+func (h *dirHandle) stream(ctx context.Context) syscall.Errno {
+	if h.ds != nil {
+		return 0
+	}
+	ds, errno := h.d.Readdir(ctx)
+	h.ds = ds
+	return errno
+}
+
+func (h *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
+	if errno := h.stream(ctx); errno != 0 {
+		return nil, errno
+	}
+	if !h.ds.HasNext() {
+		return nil, 0
+	}
+	e, errno := h.ds.Next()
+	return &e, errno
+}
+
+func (h *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
+	if errno := h.stream(ctx); errno != 0 {
+		return errno
+	}
+	if sd, ok := h.ds.(fusefs.FileSeekdirer); ok {
+		return sd.Seekdir(ctx, off)
+	}
+	return syscall.ENOTSUP
+}
+
+func (h *dirHandle) Releasedir(context.Context, uint32) {
+	if h.ds != nil {
+		h.ds.Close()
+	}
 }
 
 // dirStream lists ns.

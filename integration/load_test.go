@@ -101,10 +101,22 @@ func (s *sampler) end() (procSample, int) {
 	return s.peak, s.n
 }
 
-// goroutines asks the mount for its counters (SIGUSR1 to write
-// --stats-file) and returns its goroutine count, waiting for the file to
-// be replaced (inotify, no polling).
+// goroutines asks the mount for its counters (askStats) and returns its
+// goroutine count.
 func goroutines(t testing.TB, m *mounted, stats string) int {
+	t.Helper()
+	var doc struct{ Goroutines int }
+	b := askStats(t, m, stats)
+	if err := json.Unmarshal(b, &doc); err != nil || doc.Goroutines == 0 {
+		t.Fatalf("stats file: %v\n%s", err, b)
+	}
+	return doc.Goroutines
+}
+
+// askStats asks the mount for its counters (SIGUSR1 to write
+// --stats-file) and returns the file, waiting for it to be replaced
+// (inotify, no polling).
+func askStats(t testing.TB, m *mounted, stats string) []byte {
 	t.Helper()
 	fd, err := syscall.InotifyInit1(syscall.IN_CLOEXEC)
 	if err != nil {
@@ -146,15 +158,11 @@ func goroutines(t testing.TB, m *mounted, stats string) int {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("no stats file 30 s after SIGUSR1:\n%s", m.Stderr)
 	}
-	var doc struct{ Goroutines int }
 	b, err := os.ReadFile(stats)
-	if err == nil {
-		err = json.Unmarshal(b, &doc)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err != nil || doc.Goroutines == 0 {
-		t.Fatalf("stats file: %v\n%s", err, b)
-	}
-	return doc.Goroutines
+	return b
 }
 
 // loadReaders are TestLoad's and the soak's reader processes: 8 of 4
