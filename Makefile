@@ -43,6 +43,10 @@ deps:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm
 	test "$$(node -p 'require("$(ZARRITA)/node_modules/zarrita/package.json").version' 2>/dev/null)" = 0.7.5 || \
 		npm install --prefix "$(ZARRITA)" --no-audit --no-fund zarrita@0.7.5
+	# FUSE over io_uring (Linux 6.14+), zfuse's faster transport: the
+	# kernel offers it once root enables it; the transport tests need it.
+	# Kernels without it (Debian 12's 6.1) have no such file.
+	if [ -w /sys/module/fuse/parameters/enable_uring ]; then echo Y > /sys/module/fuse/parameters/enable_uring; fi
 
 # check: formatting, vet, and the import table (deps_test.go).
 check:
@@ -58,12 +62,14 @@ check:
 # (internal/testutil.Need).
 # The integration tests run on each serving path (zfuse mount --serving):
 # the default (no-open), passthrough, and open (the last fallback), set for
-# every mount by ZFUSE_SERVING, so that all stay byte-exact. fusemount's
-# own tests mount on every path.
+# every mount by ZFUSE_SERVING, so that all stay byte-exact; the first two
+# on the default transport (FUSE over io_uring where the kernel offers it),
+# the last over /dev/fuse (ZFUSE_TRANSPORT=dev), the fallback of both.
+# fusemount's own tests mount on every path and both transports.
 test: check
 	$(GO) test -race -count=1 -timeout 30m ./...
 	ZFUSE_SERVING=passthrough $(GO) test -race -count=1 -timeout 30m ./integration/
-	ZFUSE_SERVING=open $(GO) test -race -count=1 -timeout 30m ./integration/
+	ZFUSE_SERVING=open ZFUSE_TRANSPORT=dev $(GO) test -race -count=1 -timeout 30m ./integration/
 
 # unit: the fast tests only (-short skips mounts and Python fixtures).
 unit:
