@@ -190,7 +190,7 @@ func runTree(ctx context.Context, cmd string, f *treeFlags, args []string, stdou
 	case "cat":
 		return cat(ctx, stdout, tr, fl.Arg(1))
 	}
-	if err := info(ctx, stdout, tr, dec, lf.serving, fl.Arg(0), viewFlag(bool(f.asV2), bool(f.asNpy))); err != nil {
+	if err := info(ctx, stdout, tr, dec, lf.serving, lf.transport, fl.Arg(0), viewFlag(bool(f.asV2), bool(f.asNpy))); err != nil {
 		return err
 	}
 	return plan.print(stdout)
