@@ -184,6 +184,9 @@ type proxy struct {
 	delay atomic.Int64 // nanoseconds
 	deny  atomic.Value // string: requests for paths ending in it get 403
 	srv   *http.Server
+	// inflight counts the requests being answered; peak is the most at
+	// once since the last takePeak.
+	inflight, peak atomic.Int64
 
 	mu       sync.Mutex
 	counts   map[string]int
@@ -235,6 +238,13 @@ func startProxy(t testing.TB, target string) *proxy {
 		if fail {
 			http.Error(rec, "try again", http.StatusServiceUnavailable)
 			return
+		}
+		n := p.inflight.Add(1)
+		defer p.inflight.Add(-1)
+		for {
+			if old := p.peak.Load(); n <= old || p.peak.CompareAndSwap(old, n) {
+				break
+			}
 		}
 		if d := time.Duration(p.delay.Load()); d > 0 {
 			time.Sleep(d) // the emulated latency itself
@@ -297,6 +307,10 @@ func (p *proxy) requests() []string {
 	slices.Sort(out)
 	return out
 }
+
+// takePeak returns the most requests answered at once since the last
+// call, and starts counting again.
+func (p *proxy) takePeak() int64 { return p.peak.Swap(p.inflight.Load()) }
 
 // takeStatuses returns the responses to requests for values since the
 // last call (or reset), by "METHOD status", and forgets them.

@@ -274,6 +274,52 @@ func TestUnreadableArray(t *testing.T) {
 	}
 }
 
+// TestLazyStart: a mount of an S3 store (versitygw, 20 ms added to each
+// request) without consolidated metadata starts with the same requests
+// for 5 arrays as for 300: the root's documents, and one array's to know
+// there is one. Listing the root reads the arrays' documents, many at
+// once; every chunk then reads right.
+func TestLazyStart(t *testing.T) {
+	needMount(t)
+	s3Setenv(t)
+	var first []string
+	for _, n := range []int{5, 300} {
+		root := t.TempDir()
+		arrays := manyArrays(t, filepath.Join(root, "bucket", "src"), n, false)
+		_, endpoint := startVersitygw(t, root)
+		px := startProxy(t, endpoint)
+		px.delay.Store(int64(20 * time.Millisecond))
+		m := mount(t, "s3://bucket/src", "--s3-endpoint", px.URL, "--s3-path-style")
+		start := px.requests()
+		t.Logf("%d arrays: %d requests to start: %q", n, len(start), start)
+		if first == nil {
+			first = start
+		} else if len(start) != len(first) {
+			t.Errorf("%d requests to start for %d arrays, %d for 5", len(start), n, len(first))
+		}
+		px.takePeak()
+		begin := time.Now()
+		es, err := os.ReadDir(m.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		peak := px.takePeak()
+		t.Logf("%d arrays: root listed in %v, %d requests, %d at most at once", n, time.Since(begin).Round(time.Millisecond), len(px.requests()), peak)
+		if len(es) != n+1 { // and .zgroup
+			t.Errorf("the root lists %d entries, want %d", len(es), n+1)
+		}
+		if n > 5 && peak < 4 {
+			t.Errorf("listing the root: at most %d requests at once, want the arrays' documents read concurrently", peak)
+		}
+		for _, a := range []manyArray{arrays[0], arrays[n-1]} {
+			if got, err := os.ReadFile(filepath.Join(m.Dir, a.name, "0.0")); err != nil || !bytes.Equal(got, a.chunk) {
+				t.Errorf("%s/0.0 = %v, %v; want %v", a.name, got, err, a.chunk)
+			}
+		}
+		m.stop(t, syscall.SIGTERM)
+	}
+}
+
 // TestRefreshManyArrays: a consolidated HTTP store of many arrays mounted
 // with --refresh 1s: once the interval has passed, listing the root and
 // reading .zmetadata again costs a request or two, not one per array, and
