@@ -414,7 +414,7 @@ func TestLoaderNoCompressedTierReadsOnce(t *testing.T) {
 				t.Error(err)
 			}
 		})
-		synctest.Wait() // reader 1 waits on the store for chunk 9
+		synctest.Wait()           // reader 1 waits on the store for chunk 9
 		for i := range int64(9) { // reader 2's sequential pattern plans chunk 9
 			if err := readChunk(t, l, a, "temp", i, 2); err != nil {
 				t.Fatal(err)
