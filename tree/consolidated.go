@@ -295,9 +295,38 @@ func (t *Tree) own(ctx context.Context, dir string, m *dirMeta) (*dirMeta, error
 		if !sameArray(prov, own) {
 			t.log.WarnContext(ctx, "consolidated metadata describes a directory otherwise than its own documents: they win, and the consolidated metadata is presented anew", "key", dir)
 			t.gen.Add(1)
+			if p, o := prov.arr, own.arr; p != nil && o != nil && p.a != nil && o.a != nil && p.a.Legacy() && !o.a.Legacy() {
+				c := *own // a legacy array found nested: flatChunk
+				c.flat = p.a
+				own = &c
+			}
 		}
 		return t.keep(ctx, dir, own, at), nil
 	})
+}
+
+// flatChunk returns the chunk file name in dir, the directory of a legacy
+// array found nested once its own documents were read (dirMeta.flat),
+// where name is a chunk key as its consolidated entry presented it before
+// ("0.0"): the chunk stored under its nested key. A reader that read that
+// presentation asks for those names, and a missing file would read as
+// the fill value, silently wrong. It returns nil for other names.
+func (t *Tree) flatChunk(ctx context.Context, dir *Node, name string) (*Node, error) {
+	x := dir.arr
+	if dir.rel != "" || x == nil || !x.raw() {
+		return nil, nil
+	}
+	c, ok := dir.m.flat.ParseChunkKey(name)
+	if !ok {
+		return nil, nil
+	}
+	rel, _, _ := x.a.StoredKey(c)
+	e, err := t.store.Stat(ctx, join(x.path, rel))
+	if err != nil {
+		return nil, nil // as the name itself said
+	}
+	return &Node{key: join(dir.key, name), kind: kindChunk, size: x.a.ChunkLen(), stored: e.Size, version: e.Version,
+		arr: x, rel: name, coords: c}, nil
 }
 
 // openArrays replaces each node in ns that is the directory of an array

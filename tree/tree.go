@@ -198,6 +198,11 @@ type dirMeta struct {
 	cons        *consolidated // the consolidated metadata the directory holds, describing those below it; nil if none
 	provisional bool          // made from an entry of consolidated metadata above: its own documents are not read yet
 	tried       time.Time     // provisional: when reading its own documents last failed; zero if never
+	// flat, for a legacy array found nested ("0/0") once its own
+	// documents were read, is the array as its consolidated entry
+	// presented it before, with "0.0" keys: chunks are found under those
+	// names too (Tree.flatChunk), for readers of that presentation.
+	flat *zarr.Array
 
 	// err: the directory's metadata could not be read (a server error
 	// after the store's retries). It is presented as a directory all the
@@ -260,6 +265,11 @@ func (t *Tree) zarrChild(ctx context.Context, dir *Node, name string) (*Node, er
 	e, err := store.Entry{Name: name, Dir: true}, error(nil)
 	if dir.arr != nil || !t.knownDir(key) {
 		e, err = t.store.Stat(ctx, key)
+	}
+	if errors.Is(err, fs.ErrNotExist) && dir.m != nil && dir.m.flat != nil {
+		if n, err := t.flatChunk(ctx, dir, name); n != nil || err != nil {
+			return n, err
+		}
 	}
 	if err != nil {
 		if n := t.unconfirmed(ctx, dir, name, err); n != nil {

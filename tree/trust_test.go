@@ -270,6 +270,34 @@ func TestTrustConsolidatedOwnWins(t *testing.T) {
 	}
 }
 
+// TestTrustConsolidatedLegacyNested: a legacy array (no
+// dimension_separator) whose chunks are nested ("0/0") is presented with
+// "0.0" keys while only its consolidated entry is read, as zarr-python
+// reads such an entry; once its own documents are read it is found
+// nested, .zmetadata says so, and the chunks still read under the names
+// that were presented, never as missing.
+func TestTrustConsolidatedLegacyNested(t *testing.T) {
+	ctx := context.Background()
+	s := testutil.NewV2Store(t)
+	tr, logs := newTestTree(t, s, trusting)
+	if e := entry(t, testutil.Must(tr.ReadFile(ctx, ".zmetadata")), "legacy/.zarray"); strings.Contains(string(e), "dimension_separator") {
+		t.Errorf(".zmetadata's legacy entry before the array is used: %s, want no dimension_separator", e)
+	}
+	for _, key := range []string{"legacy/0.0", "legacy/1.1", "legacy/0/0"} {
+		nested := strings.ReplaceAll(key, ".", "/")
+		got, err := tr.ReadFile(ctx, key)
+		if err != nil || !bytes.Equal(got, s.Raw[nested]) {
+			t.Errorf("%s = %x, %v; want %s decoded, %x", key, got, err, nested, s.Raw[nested])
+		}
+	}
+	if e := entry(t, testutil.Must(tr.ReadFile(ctx, ".zmetadata")), "legacy/.zarray"); !strings.Contains(compact(t, e), `"dimension_separator":"/"`) {
+		t.Errorf(".zmetadata's legacy entry once the array is used: %s, want dimension_separator /", e)
+	}
+	if !strings.Contains(logs.String(), "key=legacy") {
+		t.Errorf("no Warn line naming legacy:\n%s", logs)
+	}
+}
+
 // entry returns the entry key of a .zmetadata document.
 func entry(t *testing.T, zmetadata []byte, key string) []byte {
 	var d struct {
