@@ -320,6 +320,56 @@ func TestLazyStart(t *testing.T) {
 	}
 }
 
+// TestConsolidatedCorrected: over HTTP, an array grown since its store
+// was consolidated is served as .zmetadata describes it until its own
+// .zarray is read; then the mount serves .zmetadata anew, with the array's
+// own shape, to a reader that read it before (at its next open, once the
+// kernel asks again, a tick of its clock later), with no remount.
+func TestConsolidatedCorrected(t *testing.T) {
+	needMount(t)
+	root := filepath.Join(t.TempDir(), "src")
+	arrays := manyArrays(t, root, 3, true)
+	grown := arrays[1].name
+	za := `{"chunks": [2, 4], "compressor": {"id": "zlib", "level": 1}, "dtype": "|u1", "fill_value": 0, "filters": null, "order": "C", "shape": [6, 4], "zarr_format": 2}`
+	if err := os.WriteFile(filepath.Join(root, grown, ".zarray"), []byte(za), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, base := startNginx(t, root)
+	m := mount(t, base)
+	shape := func() string {
+		b, err := os.ReadFile(filepath.Join(m.Dir, ".zmetadata"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Metadata map[string]struct{ Shape []int } `json:"metadata"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatalf(".zmetadata: %v", err)
+		}
+		return fmt.Sprint(doc.Metadata[grown+"/.zarray"].Shape)
+	}
+	if s := shape(); s != "[4 4]" {
+		t.Errorf(".zmetadata before %s is used: shape %s, want its entry's [4 4]", grown, s)
+	}
+	b, err := os.ReadFile(filepath.Join(m.Dir, grown, ".zarray"))
+	if err != nil || !strings.Contains(string(b), "6,") {
+		t.Fatalf("%s/.zarray = %s, %v; want its own shape [6, 4]", grown, b, err)
+	}
+	// The kernel keeps the entry of .zmetadata for a tick of its clock (a
+	// few ms) before it asks again.
+	deadline := time.Now().Add(time.Second)
+	for s := shape(); s != "[6 4]"; s = shape() {
+		if time.Now().After(deadline) {
+			t.Fatalf(".zmetadata once %s's own .zarray is read: shape %s, want [6 4]", grown, s)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !m.Stderr.waitFor(5*time.Second, holding("key="+grown)) {
+		t.Errorf("no log line names %s:\n%s", grown, m.Stderr)
+	}
+}
+
 // TestRefreshManyArrays: a consolidated HTTP store of many arrays mounted
 // with --refresh 1s: once the interval has passed, listing the root and
 // reading .zmetadata again costs a request or two, not one per array, and
