@@ -260,31 +260,41 @@ func (m *dirMeta) needsOwn(name string) bool {
 // anew. Where they cannot be read, m is returned as it is (logged), and
 // they are tried again ownRetry later.
 func (t *Tree) own(ctx context.Context, dir string, m *dirMeta) (*dirMeta, error) {
-	if cur, ok := t.kept(dir); ok && !cur.provisional {
-		return cur, nil
-	}
-	if !m.tried.IsZero() && time.Since(m.tried) < ownRetry {
-		return m, nil
-	}
-	return t.loads.Do(ctx, "\x00own "+dir, func(ctx context.Context) (*dirMeta, error) {
-		prov, at := m, time.Now()
+	// current is what the tree holds of dir now: its own documents' reading
+	// (nil if that is no longer believed), and else its provisional
+	// metadata, and when that was read.
+	current := func() (own, prov *dirMeta, at time.Time) {
+		prov, at = m, time.Now()
 		if v, ok := t.dirs.Load(dir); ok {
 			l := v.(loaded[*dirMeta])
-			if !l.v.provisional && t.Fresh(l.at) {
-				return l.v, nil // read meanwhile
-			}
-			if l.v.provisional {
-				prov = l.v
+			switch {
+			case !l.v.provisional && t.Fresh(l.at):
+				return l.v, nil, l.at
+			case l.v.provisional:
+				prov, at = l.v, l.at
 			}
 		}
+		return nil, prov, at
+	}
+	if cur, prov, _ := current(); cur != nil {
+		return cur, nil
+	} else if !prov.tried.IsZero() && time.Since(prov.tried) < ownRetry {
+		return prov, nil
+	}
+	return t.loads.Do(ctx, "\x00own "+dir, func(ctx context.Context) (*dirMeta, error) {
+		cur, prov, at := current()
+		if cur != nil {
+			return cur, nil // read meanwhile
+		}
+		now := time.Now()
 		own, err := t.loadDir(ctx, dir)
 		switch {
 		case doubtful(err):
-			if t.failed.first(dir, err, at) {
+			if t.failed.first(dir, err, now) {
 				t.log.WarnContext(ctx, "cannot read a directory's own metadata: served as consolidated metadata describes it", "key", dir, "err", err)
 			}
 			p := *prov
-			p.tried = at
+			p.tried = now
 			t.keepMu.Lock()
 			t.dirs.Store(dir, loaded[*dirMeta]{&p, at, 0})
 			t.keepMu.Unlock()
@@ -301,7 +311,7 @@ func (t *Tree) own(ctx context.Context, dir string, m *dirMeta) (*dirMeta, error
 				own = &c
 			}
 		}
-		return t.keep(ctx, dir, own, at), nil
+		return t.keep(ctx, dir, own, now), nil
 	})
 }
 

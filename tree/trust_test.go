@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -307,6 +308,59 @@ func entry(t *testing.T, zmetadata []byte, key string) []byte {
 		t.Fatal(err)
 	}
 	return d.Metadata[key]
+}
+
+// TestTrustConsolidatedOwnUnreadable: where an array's own documents
+// cannot be read, its consolidated entry stands (its chunks read), with a
+// Warn line, and they are tried again ownRetry later, not at each lookup.
+func TestTrustConsolidatedOwnUnreadable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		root := writeConsolidated(t, 2)
+		flaky := &flakyStore{DirStore: dirStore(t, root).(*store.DirStore), down: map[string]bool{"a001/.zarray": true}}
+		cs := counting(flaky)
+		tr, logs := treeOver(t, cs, trusting)
+		for _, p := range []string{"a001/0.0", "a001/1.0", "a001/0.0"} {
+			got, err := tr.ReadFile(ctx, p)
+			if p == "a001/1.0" {
+				if !errors.Is(err, ErrNotStored) {
+					t.Errorf("%s: %v, want ErrNotStored", p, err)
+				}
+				continue
+			}
+			if err != nil || !bytes.Equal(got, chunkOf(1)) {
+				t.Errorf("%s while a001/.zarray fails: %v, %v; want %v, as its entry describes it", p, got, err, chunkOf(1))
+			}
+		}
+		if r := cs.take(); countOf(r, "read a001/.zarray") != 1 {
+			t.Errorf("reading a001's chunks three times tried a001/.zarray %d times, want once: %q", countOf(r, "read a001/.zarray"), r)
+		}
+		if !strings.Contains(logs.String(), "cannot read a directory's own metadata") {
+			t.Errorf("no Warn line:\n%s", logs)
+		}
+		testutil.Must(tr.ReadFile(ctx, "a001/0.0"))
+		if r := cs.take(); slices.Contains(r, "read a001/.zarray") {
+			t.Errorf("a001/.zarray tried again at once: %q", r)
+		}
+		flaky.mu.Lock()
+		flaky.down = nil
+		flaky.mu.Unlock()
+		time.Sleep(ownRetry + time.Second)
+		testutil.Must(tr.ReadFile(ctx, "a001/0.0"))
+		if r := cs.take(); !slices.Contains(r, "read a001/.zarray") {
+			t.Errorf("a001/.zarray not tried again %v later: %q", ownRetry, r)
+		}
+	})
+}
+
+func countOf(xs []string, x string) int {
+	n := 0
+	for _, y := range xs {
+		if y == x {
+			n++
+		}
+	}
+	return n
 }
 
 // TestUnreadableDirectory: an array whose metadata cannot be read (a
