@@ -154,7 +154,9 @@ func (t *Tree) npyChild(ctx context.Context, dir *Node, name string) (*Node, err
 		}
 		m, err := t.dirMeta(ctx, join(dir.key, base))
 		if err == nil && m.provisional && m.arr != nil { // its .npy file is made from its own documents
-			m, err = t.own(ctx, join(dir.key, base), m)
+			if m, err = t.own(ctx, join(dir.key, base), m); err == nil && m.provisional {
+				err = &fs.PathError{Op: "lookup", Path: join(dir.key, name), Err: errOwnUnread}
+			}
 		}
 		if err != nil {
 			return nil, err
@@ -176,7 +178,12 @@ func (t *Tree) npyChild(ctx context.Context, dir *Node, name string) (*Node, err
 	return n, err
 }
 
-// npyChildren is children under AsNpy.
+// errOwnUnread means the own documents of an array, which its .npy file
+// is made from, could not be read yet (Tree.own logged why).
+var errOwnUnread = errors.New("tree: the array's own metadata could not be read yet")
+
+// npyChildren is children under AsNpy. An array whose own documents
+// cannot be read yet is left out (Tree.own logged it).
 func (t *Tree) npyChildren(ctx context.Context, dir *Node) ([]*Node, error) {
 	dir, err := t.current(ctx, dir, "")
 	if err != nil {

@@ -353,6 +353,30 @@ func TestTrustConsolidatedOwnUnreadable(t *testing.T) {
 	})
 }
 
+// TestTrustConsolidatedNpy: under AsNpy, an array's .npy and .json files
+// are made from its own documents, as by a tree that reads them first;
+// where those cannot be read, its files fail (EIO), not go missing.
+func TestTrustConsolidatedNpy(t *testing.T) {
+	ctx := context.Background()
+	root := writeConsolidated(t, 3)
+	npy := func(c *Config) { c.AsNpy = true }
+	flaky := &flakyStore{DirStore: dirStore(t, root).(*store.DirStore), down: map[string]bool{"a002/.zarray": true}}
+	tr, _ := treeOver(t, flaky, trusting, npy)
+	eager, _ := treeOver(t, dirStore(t, root), npy)
+	names := nodeNames(testutil.Must(tr.Children(ctx, testutil.Must(tr.Root(ctx)))))
+	if want := nodeNames(testutil.Must(eager.Children(ctx, testutil.Must(eager.Root(ctx))))); !slices.Equal(names, slices.DeleteFunc(want, func(n string) bool { return strings.HasPrefix(n, "a002.") })) {
+		t.Errorf("the root lists %v; want %v without a002's files", names, want)
+	}
+	for _, p := range []string{"a001.npy", "a001.json", "a000.npy"} {
+		if got, want := testutil.Must(tr.ReadFile(ctx, p)), testutil.Must(eager.ReadFile(ctx, p)); !bytes.Equal(got, want) {
+			t.Errorf("%s trusted: %q, want %q", p, got, want)
+		}
+	}
+	if _, err := tr.ReadFile(ctx, "a002.npy"); tr.Errno(ctx, "lookup", "a002.npy", err) != syscall.EIO {
+		t.Errorf("a002.npy while a002/.zarray fails: %v, want EIO", err)
+	}
+}
+
 func countOf(xs []string, x string) int {
 	n := 0
 	for _, y := range xs {
