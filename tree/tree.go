@@ -10,7 +10,10 @@
 // decoded size from metadata (stat never decodes) and read decoded bytes;
 // consolidated .zmetadata is rewritten entry by entry, each as the tree
 // presents its array (Tree.presenter); everything else, and every file of
-// an array that cannot be presented raw, is served as stored.
+// an array that cannot be presented raw, is served as stored. A tree over
+// a remote store trusts consolidated metadata (Config.TrustConsolidated,
+// consolidated.go): the directories it describes are made from its
+// entries until their own documents are read.
 //
 // A directory holding zarr.json is a v3 group or array (v3.go): zarr.json is
 // served rewritten, and a v3 array's chunk tree is computed from its
