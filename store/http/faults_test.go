@@ -128,7 +128,9 @@ func TestHook(t *testing.T) {
 func TestOpenPatient(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &remotetest.Server{Values: map[string][]byte{".zgroup": []byte(`{"zarr_format":2}`)}, Key: ".zgroup",
-			Fault: func(r *http.Request) *http.Response { return remotetest.Answer(r, http.StatusServiceUnavailable, nil, 0) }}
+			Fault: func(r *http.Request) *http.Response {
+				return remotetest.Answer(r, http.StatusServiceUnavailable, nil, 0)
+			}}
 		log, logs := testutil.Logger()
 		open := func() error {
 			hs, err := httpstore.Open(t.Context(), httpstore.Config{URL: "http://store.invalid", Transport: srv, Log: log,

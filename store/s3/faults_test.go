@@ -206,7 +206,9 @@ func TestRootPatient(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &remotetest.Server{Prefix: bucket + "/", Key: "st/.zmetadata",
 			Values: map[string][]byte{"st/.zmetadata": []byte(`{"metadata": {}}`), "st/a/0": []byte("chunk")},
-			Fault:  func(r *http.Request) *http.Response { return remotetest.Answer(r, http.StatusServiceUnavailable, nil, 0) }}
+			Fault: func(r *http.Request) *http.Response {
+				return remotetest.Answer(r, http.StatusServiceUnavailable, nil, 0)
+			}}
 		log, logs := testutil.Logger()
 		s, err := s3store.Open(t.Context(), s3store.Config{Bucket: bucket, Prefix: "st", Endpoint: "http://s3.invalid", PathStyle: true,
 			Region: "us-east-1", Transport: srv, Log: log, Backoff: remote.Backoff{Attempts: 3, Base: time.Millisecond}})
