@@ -265,8 +265,10 @@ func (t *Tree) zarrChild(ctx context.Context, dir *Node, name string) (*Node, er
 	if x := dir.arr; x != nil && x.v3 {
 		return t.v3Child(ctx, dir, name)
 	}
-	e, err := store.Entry{Name: name, Dir: true}, error(nil)
-	if dir.arr != nil || !t.knownDir(key) {
+	var e store.Entry
+	if dir.arr == nil && t.knownDir(key) {
+		e.Dir = true // no request
+	} else {
 		e, err = t.store.Stat(ctx, key)
 	}
 	if errors.Is(err, fs.ErrNotExist) && dir.m != nil && dir.m.flat != nil {
