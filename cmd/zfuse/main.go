@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/zfuse/zfuse/fusemount"
@@ -183,7 +184,7 @@ func runTree(ctx context.Context, cmd string, f *treeFlags, args []string, stdou
 	loader, closeLoader := lf.loader(src, dec, log)
 	defer closeLoader()
 	tr := tree.New(tree.Config{Store: src, Chunks: m.chunks(loader), Log: log, AsV2: bool(f.asV2), AsNpy: bool(f.asNpy),
-		RootName: npyRootName(fl.Arg(0)), Refresh: sf.refresh})
+		RootName: npyRootName(fl.Arg(0)), Refresh: sf.refresh, TrustConsolidated: strings.Contains(fl.Arg(0), "://")})
 	switch cmd {
 	case "mount":
 		return runMount(ctx, f, log, tr, plan, m, dec, loader, disk)

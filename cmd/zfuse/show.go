@@ -116,6 +116,8 @@ func info(ctx context.Context, stdout io.Writer, tr *tree.Tree, dec *decoders, s
 		}
 		how, decoder := "raw", decoderOf(in.Array, dec)
 		switch {
+		case in.Unreadable != nil:
+			format, stored, how = "?", "?", "metadata could not be read: "+in.Unreadable.Error()
 		case in.Hidden != nil:
 			how, decoder = "not shown ("+view+"): "+in.Hidden.Error(), "-"
 		case in.Npy != "":
