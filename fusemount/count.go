@@ -78,7 +78,8 @@ func (c *requestCounts) snapshot() map[string]int64 {
 // not a request.
 type counting struct {
 	fuse.RawFileSystem
-	n *requestCounts
+	n     *requestCounts
+	after *afterRelease // run after each Release; nil: nothing
 }
 
 func (c counting) add(op int) { c.n[op].Add(1) }
@@ -171,6 +172,7 @@ func (c counting) StatFs(cancel <-chan struct{}, h *fuse.InHeader, out *fuse.Sta
 func (c counting) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 	c.add(opRelease)
 	c.RawFileSystem.Release(cancel, in)
+	c.after.run(cancel)
 }
 
 func (c counting) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {

@@ -182,7 +182,7 @@ func Mount(ctx context.Context, dir string, t *tree.Tree, cfg Config) (*Server, 
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
 	m.place.setDir(nil, root) // a store whose root is an array
-	c, err := Serve(dir, newDirNode(t, root, m), opts, cfg.Transport, log)
+	c, err := serve(dir, newDirNode(t, root, m), opts, cfg.Transport, log, &m.after)
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}

@@ -91,6 +91,10 @@ type fileNode struct {
 	// it, from a reader that held the file open across the change, is
 	// ESTALE rather than the new version's bytes completing the old.
 	stale atomic.Bool
+
+	ptMu    sync.Mutex      // guards pt and ptOpens
+	pt      *readahead.File // under Passthrough, the chunk every open is handed while any is open (passthrough)
+	ptOpens int             // opens handed pt whose release has not ended
 }
 
 // mount holds what every node of one mount shares.
@@ -109,14 +113,17 @@ type mount struct {
 
 	guard   *guard    // aborts the connection if this process dies; nil: none
 	closing sync.Once // close
+
+	after afterRelease // what a RELEASE leaves to do once go-fuse is done with it
 }
 
 // A chunkHandle is one open of a chunk file under Passthrough: the open
-// decoded chunk, which the kernel reads itself (PassthroughFd). Release
-// closes it. It is safe for concurrent use.
+// decoded chunk, which the kernel reads itself (PassthroughFd), shared with
+// the file's other opens (fileNode.passthrough). It is safe for concurrent
+// use.
 type chunkHandle struct {
-	f *readahead.File
-	n *serveCounters // the mount's
+	f    *readahead.File
+	node *fileNode
 }
 
 var (
@@ -130,11 +137,92 @@ func (h *chunkHandle) PassthroughFd() (int, bool) {
 	return fd, fd >= 0
 }
 
-// Release closes the chunk when the kernel closes the file.
-func (h *chunkHandle) Release(context.Context) syscall.Errno {
-	h.n.releases.Add(1)
-	h.f.Close()
+// Release lets go of the chunk when the kernel closes the file, once
+// go-fuse has let go of its backing file (see fileNode.passthrough).
+func (h *chunkHandle) Release(ctx context.Context) syscall.Errno {
+	h.node.m.n.releases.Add(1)
+	h.node.m.after.add(ctx, h.node.releasePassthrough)
 	return 0
+}
+
+// passthrough returns the chunk file to hand a passthrough open of f: the
+// one f's other opens have, while any is open; else the tree opens it
+// (which decodes the chunk if no tier holds it, and is the read readahead
+// sees).
+//
+// go-fuse registers one backing file per inode with the kernel, the file
+// of the open that finds none registered, and hands it to every later open
+// of the inode until the last of them is released. So every open must be
+// handed that one file, which must not go back to the loader until go-fuse
+// has unregistered it: the loader reuses the memory of a chunk it let go
+// for another chunk, and an open handed the registered file would read
+// that other chunk's bytes (seen, as wrong bytes, with RELEASE and OPEN of
+// one file answered at once on two threads). A release therefore ends only
+// after go-fuse's (releasePassthrough, through afterRelease).
+func (f *fileNode) passthrough(ctx context.Context) (*readahead.File, error) {
+	f.ptMu.Lock()
+	if f.pt != nil {
+		f.ptOpens++
+		defer f.ptMu.Unlock()
+		return f.pt, nil
+	}
+	f.ptMu.Unlock()
+	cf, err := f.t.Open(ctx, f.n, f.pid(ctx))
+	if err != nil {
+		return nil, err
+	}
+	f.ptMu.Lock()
+	defer f.ptMu.Unlock()
+	if f.pt == nil {
+		f.pt = cf
+	} else {
+		cf.Close() // another open came first
+	}
+	f.ptOpens++
+	return f.pt, nil
+}
+
+// releasePassthrough ends the release of one passthrough open of f.
+func (f *fileNode) releasePassthrough() {
+	f.ptMu.Lock()
+	defer f.ptMu.Unlock()
+	if f.ptOpens--; f.ptOpens == 0 {
+		f.pt.Close()
+		f.pt = nil
+	}
+}
+
+// afterRelease holds what a RELEASE of this mount leaves to do once go-fuse
+// has released the file itself: go-fuse calls a handle's Release before it
+// lets go of the inode's backing file. The counting RawFileSystem runs it
+// after go-fuse's Release returns. Requests are told apart by their cancel
+// channel, which go-fuse gives the handle in its context. It is safe for
+// concurrent use; the zero value is ready.
+type afterRelease struct {
+	m sync.Map // cancel channel -> func()
+}
+
+// add has fn run after the release whose context is ctx; at once when ctx
+// is not go-fuse's.
+func (a *afterRelease) add(ctx context.Context, fn func()) {
+	c, ok := ctx.(*fuse.Context)
+	if a == nil || !ok || c.Cancel == nil {
+		fn()
+		return
+	}
+	if _, dup := a.m.LoadOrStore(c.Cancel, fn); dup {
+		fn() // not reached: one handle per RELEASE
+	}
+}
+
+// run runs what the release with cancel channel cancel left.
+func (a *afterRelease) run(cancel <-chan struct{}) {
+	if a == nil {
+		return
+	}
+	if fn, ok := a.m.LoadAndDelete(cancel); ok {
+		fn.(func())()
+	}
 }
 
 var (
@@ -380,13 +468,13 @@ func (f *fileNode) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, u
 	case direct:
 		return nil, fuse.FOPEN_DIRECT_IO, 0
 	case serving == Passthrough && f.n.IsChunk():
-		cf, err := f.t.Open(ctx, f.n, f.pid(ctx))
+		pt, err := f.passthrough(ctx)
 		if err != nil {
 			return nil, 0, f.errno(ctx, "open", err)
 		}
 		f.m.n.handles.Add(1)
 		f.m.n.passthroughOpens.Add(1)
-		return &chunkHandle{f: cf, n: &f.m.n}, 0, 0
+		return &chunkHandle{f: pt, node: f}, 0, 0
 	}
 	return nil, fuse.FOPEN_KEEP_CACHE, 0
 }

@@ -90,8 +90,14 @@ func (c *Conn) Requests() map[string]int64 { return c.n.snapshot() }
 // Transport), and returns once it answers. zfuse bench's FUSE floor
 // serves its files with it, as Mount serves a Tree.
 func Serve(dir string, root fusefs.InodeEmbedder, opts *fusefs.Options, want Transport, log *slog.Logger) (*Conn, error) {
+	return serve(dir, root, opts, want, log, nil)
+}
+
+// serve is Serve, running after what each Release leaves (see
+// afterRelease).
+func serve(dir string, root fusefs.InodeEmbedder, opts *fusefs.Options, want Transport, log *slog.Logger, after *afterRelease) (*Conn, error) {
 	c := &Conn{}
-	raw := counting{fusefs.NewNodeFS(root, opts), &c.n}
+	raw := counting{fusefs.NewNodeFS(root, opts), &c.n, after}
 	if want == DevFuse {
 		srv, err := fuse.NewServer(raw, dir, &opts.MountOptions)
 		if err != nil {

@@ -41,7 +41,7 @@ type Config struct {
 	Queues int
 	// PerQueue is how many requests of one CPU are served at once: each
 	// is a thread of its own, so that a request that waits (a READ of a
-	// chunk being decoded) does not hold up the others. 0 means 4.
+	// chunk being decoded) does not hold up the others. 0 means 2.
 	PerQueue int
 	// Payload is each entry's buffer for a request's arguments and its
 	// answer: at least the connection's max_write and max_pages (the
@@ -80,7 +80,7 @@ func Prepare(cfg Config) (*Transport, error) {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.PerQueue <= 0 {
-		cfg.PerQueue = 4
+		cfg.PerQueue = 2
 	}
 	if cfg.Queues <= 0 {
 		n, err := possibleCPUs()
