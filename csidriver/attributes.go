@@ -47,6 +47,7 @@ var driverFlags = map[string]string{
 	"cache-dir-size":    "the disk cache (cache-dir) is not offered to volumes",
 	"cache-dir-max-age": "the disk cache (cache-dir) is not offered to volumes",
 	"allow-other":       "the driver mounts with allow_other",
+	"allow-non-empty":   "the driver mounts the target itself, which the kubelet makes",
 	"kernel-readahead":  "the server runs without root and cannot set it",
 	"o":                 "give each flag as an attribute of its own",
 }

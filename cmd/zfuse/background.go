@@ -35,12 +35,18 @@ type backgroundFlags struct {
 	logFile    string
 }
 
-func addBackgroundFlags(fl *flag.FlagSet) *backgroundFlags {
+// addLogFileFlag defines --log-file, which every command serving a tree
+// takes.
+func addLogFileFlag(fl *flag.FlagSet) *backgroundFlags {
 	f := &backgroundFlags{}
-	fl.Var((*boolFlag)(&f.background), "background", "mount: return once the mount is ready (exit 0), or with the reason it failed, and serve it from a process in the background; logs go to --log-file, else syslog/the journal")
-	fl.Var((*boolFlag)(&f.background), "d", "the same as --background")
 	fl.StringVar(&f.logFile, "log-file", "", "append the log to this file instead of stderr (or syslog, when in the background)")
 	return f
+}
+
+// addBackgroundFlags defines --background and -d, zfuse mount's.
+func (f *backgroundFlags) addBackgroundFlags(fl *flag.FlagSet) {
+	fl.Var((*boolFlag)(&f.background), "background", "mount: return once the mount is ready (exit 0), or with the reason it failed, and serve it from a process in the background; logs go to --log-file, else syslog/the journal")
+	fl.Var((*boolFlag)(&f.background), "d", "the same as --background")
 }
 
 // A parentPipe is the child's end of the pipe to the parent waiting in

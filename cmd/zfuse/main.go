@@ -92,35 +92,47 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // treeFlags are the flags of the commands that serve a tree: mount, cat
-// and info.
+// and info. Each command defines only the flags it uses: the mount's
+// lifecycle (--background, --metrics, --stats-file, --allow-other, ...)
+// is mount's alone, the memory plan and --serving are mount's and info's
+// (info prints what a mount would use).
 type treeFlags struct {
-	fl                      *flag.FlagSet
-	level                   levelFlag
-	asV2, asNpy, allowOther boolFlag
-	lf                      *loaderFlags
-	mf                      *memoryFlags
-	sf                      *sourceFlags
-	bg                      *backgroundFlags
-	statsFile, metricsAddr  *string
+	fl                        *flag.FlagSet
+	level                     levelFlag
+	asV2, asNpy               boolFlag
+	allowOther, allowNonEmpty boolFlag
+	lf                        *loaderFlags
+	mf                        *memoryFlags
+	sf                        *sourceFlags
+	bg                        *backgroundFlags
+	statsFile, metricsAddr    string
 }
 
 // parseTreeFlags defines and parses the flags of cmd, which takes nargs
 // arguments.
 func parseTreeFlags(cmd string, nargs int, args []string, stdout io.Writer) (*treeFlags, error) {
 	fl := flag.NewFlagSet("zfuse "+cmd, flag.ContinueOnError)
-	f := &treeFlags{fl: fl, level: levelFlag(slog.LevelInfo)}
+	f := &treeFlags{fl: fl, level: levelFlag(slog.LevelInfo), mf: &memoryFlags{}}
 	fl.Var(&f.level, "log-level", "log level, `debug|info|warn|error`")
 	fl.Var(&f.asV2, "as-v2", "present Zarr v3 groups and arrays as Zarr v2 (.zgroup, .zarray, v2 chunk keys) for v2-only readers; v3 arrays with no v2 equivalent are not shown")
 	fl.Var(&f.asNpy, "as-npy", "present every array PARENT/NAME as one NumPy file PARENT/NAME.npy (header and the whole decoded array, for np.load(mmap_mode='r'), dd, pread) with its attributes in PARENT/NAME.json; an array at the root of SOURCE is named after SOURCE; arrays with no fixed-size raw layout are not shown")
-	f.lf = addLoaderFlags(fl)
-	f.mf = addMemoryFlags(fl) // memory.go: --memory-limit
-	f.sf = addSourceFlags(fl) // source.go: http(s):// and s3:// SOURCE
-	f.statsFile = fl.String("stats-file", "", "mount: write the readahead and cache counters as JSON to this file on SIGUSR1 and at unmount")
-	f.bg = addBackgroundFlags(fl) // background.go: --background, -d, --log-file
-	f.metricsAddr = fl.String("metrics", "", "mount: serve Prometheus metrics at http://`ADDR`/metrics (e.g. 127.0.0.1:9464)")
-	fl.Var(&f.allowOther, "allow-other", "mount: let other users read the mount (FUSE allow_other; for non-root mounts, user_allow_other in /etc/fuse.conf)")
-	fl.Var(optionsFlag{fl}, "o", "mount options, `opt[=value],...`: the flags of this command spelled with _ (cache_decoded=2GiB,as_v2), and mount(8)'s generic ones (ro, nodev, _netdev, ...), which are ignored") // options.go
-	if err := parseFlags(fl, args, nargs, stdout); err != nil {                                                                                                                                                     // usage.go
+	f.lf = addDecodeFlags(fl)  // mount.go: --workers, --decoder, the budgets
+	f.sf = addSourceFlags(fl)  // source.go: http(s):// and s3:// SOURCE
+	f.sf.addDiskCacheFlags(fl) // source.go: --cache-dir
+	f.bg = addLogFileFlag(fl)  // background.go: --log-file
+	if cmd != "cat" {
+		f.lf.addServingFlag(fl)   // mount.go: --serving
+		f.mf = addMemoryFlags(fl) // memory.go: --memory-limit
+	}
+	if cmd == "mount" {
+		f.addMountFlags(fl)
+	}
+	opts := "mount options, `opt[=value],...`: the flags of this command spelled with _ (cache_decoded=2GiB,as_v2), and mount(8)'s generic ones (ro, nodev, _netdev, ...), which are ignored"
+	if cmd == "mount" {
+		opts += "; a mountpoint that holds files is refused unless allow_non_empty (an fstab line's options are these)"
+	}
+	fl.Var(optionsFlag{fl}, "o", opts)                          // options.go
+	if err := parseFlags(fl, args, nargs, stdout); err != nil { // usage.go
 		return nil, err
 	}
 	f.lf.forSource(fl, fl.Arg(0))
@@ -128,6 +140,18 @@ func parseTreeFlags(cmd string, nargs int, args []string, stdout io.Writer) (*tr
 		return nil, badUsage(cmd, "--as-v2 and --as-npy are two views: choose one")
 	}
 	return f, nil
+}
+
+// addMountFlags defines the flags only zfuse mount takes: how the mount
+// is served and run.
+func (f *treeFlags) addMountFlags(fl *flag.FlagSet) {
+	f.lf.addMountFlags(fl)      // mount.go: --transport, --kernel-readahead, --cpu-profile
+	f.sf.addRefreshFlag(fl)     // source.go: --refresh
+	f.bg.addBackgroundFlags(fl) // background.go: --background, -d
+	fl.StringVar(&f.statsFile, "stats-file", "", "mount: write the readahead and cache counters as JSON to this file on SIGUSR1 and at unmount")
+	fl.StringVar(&f.metricsAddr, "metrics", "", "mount: serve Prometheus metrics at http://`ADDR`/metrics (e.g. 127.0.0.1:9464)")
+	fl.Var(&f.allowOther, "allow-other", "mount: let other users read the mount (FUSE allow_other; for non-root mounts, user_allow_other in /etc/fuse.conf)")
+	fl.Var(&f.allowNonEmpty, "allow-non-empty", "mount: mount over a directory that holds files, hiding them while mounted (refused by default; in fstab: the option allow_non_empty)")
 }
 
 // runTree opens the source of mount, cat or info, builds its tree and
@@ -153,7 +177,7 @@ func runTree(ctx context.Context, cmd string, f *treeFlags, args []string, stdou
 	if cmd == "mount" {
 		plan.logPlan(log) // the first line: the limit found and the budgets chosen
 	}
-	m := newMetrics(*f.metricsAddr) // metrics.go; nil without --metrics
+	m := newMetrics(f.metricsAddr) // metrics.go; nil without --metrics
 	if cmd != "mount" {
 		m = nil
 	}
@@ -207,16 +231,16 @@ func runMount(ctx context.Context, f *treeFlags, log *slog.Logger, tr *tree.Tree
 	defer pw.stop()
 	m.watch(loader.Stats, dec.router.GPU(), disk)
 	m.watchMemory(pw.stats)
-	stopMetrics, err := m.serve(ctx, *f.metricsAddr, log)
+	stopMetrics, err := m.serve(ctx, f.metricsAddr, log)
 	if err != nil {
 		return err
 	}
 	defer stopMetrics()
 	mounted := func(srv *fusemount.Server) { m.served(srv); pw.start(srv.Serving() == fusemount.Passthrough) }
 	err = mount(ctx, log, tr, fl.Arg(0), fl.Arg(1), mountOpts{
-		debug: slog.Level(f.level) <= slog.LevelDebug, statsFile: *f.statsFile, stats: loader.Stats,
+		debug: slog.Level(f.level) <= slog.LevelDebug, statsFile: f.statsFile, stats: loader.Stats,
 		memLimit: plan.softLimit(plan.budgets, lf.serving == fusemount.Passthrough), kernelReadahead: int64(lf.kernelReadahead), cpuProfile: lf.cpuProfile, serving: lf.serving, transport: lf.transport,
-		gpu: dec.router.GPU(), ready: daemon.ready, mounted: mounted, allowOther: bool(f.allowOther)})
+		gpu: dec.router.GPU(), ready: daemon.ready, mounted: mounted, allowOther: bool(f.allowOther), allowNonEmpty: bool(f.allowNonEmpty)})
 	if err != nil && daemon != nil {
 		log.Error("mount failed", "err", err) // the parent may be gone
 	}

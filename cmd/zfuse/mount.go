@@ -41,7 +41,20 @@ type loaderFlags struct {
 	changing                       bool   // the store may change while read (--refresh)
 }
 
+// addLoaderFlags defines the flags of the loader and of the mount: zfuse
+// mount's, which zfuse bench passes on to its mounts (args).
 func addLoaderFlags(fl *flag.FlagSet) *loaderFlags {
+	f := addDecodeFlags(fl)
+	f.addServingFlag(fl)
+	f.addMountFlags(fl)
+	return f
+}
+
+// addDecodeFlags defines the flags every command that reads chunks takes:
+// --workers, --decoder and the budgets. The serving path and the
+// transport take their defaults from the environment whether or not
+// their flags are defined.
+func addDecodeFlags(fl *flag.FlagSet) *loaderFlags {
 	// The compressed tier is off by default for a local store: its values
 	// are in the kernel's page cache already, and a second copy in the heap
 	// costs memory and page faults (a cold scan of a Blosc store ran at
@@ -54,8 +67,6 @@ func addLoaderFlags(fl *flag.FlagSet) *loaderFlags {
 	fl.Var(&f.decoded, "cache", "the same as --cache-decoded")
 	fl.Var(&f.compressed, "cache-compressed", "budget for chunks as stored (compressed); saves store reads (0: off, as suits local stores, which the page cache holds)")
 	fl.Var(&f.readahead, "readahead", "budget for chunks decoded ahead of readers and not read yet; 0 turns readahead off")
-	fl.Var(&f.kernelReadahead, "kernel-readahead", "mount: the kernel's readahead for the mount, set when running as root; 0 leaves the kernel default")
-	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "mount: write a CPU profile of the whole mount to this file, for go tool pprof")
 	// ZFUSE_SERVING sets the default, so that a test suite can run every
 	// mount it starts on one serving path (CI runs the integration tests
 	// on the default path and again on the fallback).
@@ -66,9 +77,20 @@ func addLoaderFlags(fl *flag.FlagSet) *loaderFlags {
 	if v, err := fusemount.ParseTransport(os.Getenv("ZFUSE_TRANSPORT")); err == nil {
 		f.transport = v
 	}
-	fl.Var(&f.transport, "transport", "mount: how FUSE requests reach zfuse, `auto|uring|dev`: uring (FUSE over io_uring, each request answered on the CPU that made it: Linux 6.14+, once root enabled it with echo Y > /sys/module/fuse/parameters/enable_uring), dev (/dev/fuse); auto is uring where the kernel offers it; uring falls back to dev where it cannot be had (default $ZFUSE_TRANSPORT, else auto)")
-	fl.Var(&f.serving, "serving", "mount: how chunk bytes reach readers, `auto|no-open|passthrough|open`: no-open (the kernel's page cache: one READ per chunk, no OPEN), passthrough (the kernel reads memfds the chunks were decoded into, or the stored files of chunks stored uncompressed; needs root and Linux 6.9), open (OPEN and READ through the daemon, the last fallback); auto is no-open where the kernel offers it; a path refused falls back to the next (default $ZFUSE_SERVING, else auto)")
 	return f
+}
+
+// addServingFlag defines --serving: mount's, and info's, which says what
+// a mount would get.
+func (f *loaderFlags) addServingFlag(fl *flag.FlagSet) {
+	fl.Var(&f.serving, "serving", "mount: how chunk bytes reach readers, `auto|no-open|passthrough|open`: no-open (the kernel's page cache: one READ per chunk, no OPEN), passthrough (the kernel reads memfds the chunks were decoded into, or the stored files of chunks stored uncompressed; needs root and Linux 6.9), open (OPEN and READ through the daemon, the last fallback); auto is no-open where the kernel offers it; a path refused falls back to the next (default $ZFUSE_SERVING, else auto)")
+}
+
+// addMountFlags defines the loader's flags that only a mount uses.
+func (f *loaderFlags) addMountFlags(fl *flag.FlagSet) {
+	fl.Var(&f.kernelReadahead, "kernel-readahead", "mount: the kernel's readahead for the mount, set when running as root; 0 leaves the kernel default")
+	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "mount: write a CPU profile of the whole mount to this file, for go tool pprof")
+	fl.Var(&f.transport, "transport", "mount: how FUSE requests reach zfuse, `auto|uring|dev`: uring (FUSE over io_uring, each request answered on the CPU that made it: Linux 6.14+, once root enabled it with echo Y > /sys/module/fuse/parameters/enable_uring), dev (/dev/fuse); auto is uring where the kernel offers it; uring falls back to dev where it cannot be had (default $ZFUSE_TRANSPORT, else auto)")
 }
 
 // remoteCompressed is the compressed tier's budget for a remote SOURCE:
@@ -200,6 +222,7 @@ type mountOpts struct {
 	ready           func()                  // nil, or called once the mount is ready (--background)
 	mounted         func(*fusemount.Server) // nil, or called with the server once mounted (metrics)
 	allowOther      bool                    // FUSE allow_other
+	allowNonEmpty   bool                    // mount over a directory that holds files
 }
 
 // mount serves tree at dir until ctx ends (SIGINT/SIGTERM) or someone
@@ -210,7 +233,7 @@ func mount(ctx context.Context, log *slog.Logger, tr *tree.Tree, source, dir str
 	if err := checkStatsFile(o.statsFile); err != nil {
 		return err
 	}
-	if err := checkMountpoint(log, dir); err != nil {
+	if err := checkMountpoint(log, dir, o.allowNonEmpty); err != nil {
 		return err
 	}
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set && o.memLimit > 0 {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -72,6 +73,56 @@ func statsSignalAtMount(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mountOne mounts a small store at dir with o until ctx ends, logging to
+// log, and returns what mount returned.
+func mountOne(t *testing.T, ctx context.Context, log *slog.Logger, dir string, o mountOpts) error {
+	s := testutil.EmptyV2Store(t)
+	s.Add(t, testutil.V2Array{Path: "a", Shape: []int{64}, Chunks: []int{16}, DType: "<f4", Order: "C", Sep: ".",
+		Value: func(i []int) float64 { return float64(i[0]) }})
+	ds, err := store.Dir(s.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	loader := readahead.New(readahead.Config{Store: ds, DecodedBudget: 1 << 20, ReadaheadBudget: 1 << 20})
+	defer loader.Close()
+	o.stats = loader.Stats
+	return mount(ctx, log, tree.New(tree.Config{Store: ds, Chunks: loader}), s.Root, dir, o)
+}
+
+// TestNonEmptyMountpoint: a mountpoint that holds files is refused (the
+// mount would hide them), unless allowNonEmpty; the mount over it then
+// serves, and its unmount line at Info is a short summary, the counters
+// following at Debug.
+func TestNonEmptyMountpoint(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("hi"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := mountOne(t, context.Background(), slog.New(slog.DiscardHandler), dir, mountOpts{})
+	if err == nil || !strings.Contains(err.Error(), "is not empty (it holds notes.txt)") || !strings.Contains(err.Error(), "allow_non_empty") {
+		t.Fatalf("mount over a directory holding a file: %v, want refused", err)
+	}
+	if testing.Short() {
+		t.Skip("mounts are not short")
+	}
+	testutil.NeedFUSE(t)
+	log := slog.New(slog.DiscardHandler)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- mountOne(t, ctx, log, dir, mountOpts{allowNonEmpty: true, ready: func() {
+			if _, err := os.Stat(filepath.Join(dir, "a", ".zarray")); err != nil {
+				t.Errorf("through the mount over a non-empty directory: %v", err)
+			}
+			cancel()
+		}})
+	}()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -34,7 +35,10 @@ const statTimeout = 5 * time.Second
 // file system, a mountpoint that does not answer. A mountpoint /dev/fd/N
 // is libfuse's convention for a privileged parent that opened /dev/fuse,
 // mounted it and passed it on as descriptor N: there is nothing to check.
-func checkMountpoint(log *slog.Logger, dir string) error {
+// A directory that holds files is refused unless nonEmpty
+// (--allow-non-empty): the mount would hide them, silently, while it
+// lasts.
+func checkMountpoint(log *slog.Logger, dir string, nonEmpty bool) error {
 	if passedFuseFd(dir) {
 		return nil
 	}
@@ -67,6 +71,27 @@ func checkMountpoint(log *slog.Logger, dir string) error {
 	}
 	if on, err := fusemount.Mounted(dir); err == nil && on {
 		return fmt.Errorf("mountpoint %s is busy: something is already mounted there (unmount it with: fusermount3 -u %s)", dir, dir)
+	}
+	if !nonEmpty {
+		return checkEmpty(dir)
+	}
+	return nil
+}
+
+// checkEmpty refuses a mountpoint that holds files: the mount would hide
+// them while it lasts, as rclone refuses without --allow-non-empty.
+func checkEmpty(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("mountpoint: %w", err)
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(1)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("mountpoint: %w", err)
+	}
+	if len(names) > 0 {
+		return fmt.Errorf("mountpoint %s is not empty (it holds %s): the mount would hide its files; mount on an empty directory, or give --allow-non-empty (in fstab or -o: allow_non_empty)", dir, names[0])
 	}
 	return nil
 }

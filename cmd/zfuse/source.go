@@ -20,8 +20,9 @@ import (
 	"github.com/zfuse/zfuse/zarr"
 )
 
-// sourceFlags say how to reach a remote SOURCE. mount, cat and info take
-// them (addSourceFlags).
+// sourceFlags say how to reach a remote SOURCE. mount, cat, info and
+// compress take them (addSourceFlags); the disk cache is mount's, cat's
+// and info's, --refresh mount's.
 type sourceFlags struct {
 	s3Endpoint  string
 	s3Region    string
@@ -52,12 +53,21 @@ func addSourceFlags(fl *flag.FlagSet) *sourceFlags {
 	fl.Var((*countFlag)(&f.maxInflight), "http-max-inflight", "http(s):// and s3:// SOURCE (and compress's s3:// DEST): requests in flight at once")
 	fl.Var((*durationFlag)(&f.timeout), "http-timeout", "http(s):// and s3:// SOURCE: how long a server may stay silent, before it answers or within a body, before the request is tried again")
 	fl.Var(&f.arrays, "array", "http(s):// SOURCE without consolidated metadata: the path of an array or group to serve (repeatable); HTTP cannot list directories")
-	fl.StringVar(&f.cacheDir, "cache-dir", "", "http(s):// and s3:// SOURCE: keep stored (compressed) chunks in this directory across mounts, validated by ETag/Last-Modified; one mount per directory")
 	f.cacheSize = 10 << 30
-	fl.Var(&f.cacheSize, "cache-dir-size", "the most --cache-dir holds; least recently used chunks leave first")
-	fl.Var((*durationFlag)(&f.refresh), "refresh", "mount: for a store that changes while mounted, read metadata and listings again, and check each file's stored version (mtime, ETag) when it is next looked up, this long (e.g. 30s) after they were last read; a changed chunk is decoded again and served as a new file. 0: the store does not change while mounted, the fastest")
-	fl.Var((*durationFlag)(&f.cacheMaxAge), "cache-dir-max-age", "serve chunks in --cache-dir validated less than this long ago (e.g. 24h) with no request, even in a new mount; 0: each mount validates each chunk once (a request without a body)")
 	return f
+}
+
+// addDiskCacheFlags defines --cache-dir and its limits: mount's, cat's and
+// info's (withDiskCache).
+func (f *sourceFlags) addDiskCacheFlags(fl *flag.FlagSet) {
+	fl.StringVar(&f.cacheDir, "cache-dir", "", "http(s):// and s3:// SOURCE: keep stored (compressed) chunks in this directory across mounts, validated by ETag/Last-Modified; one mount per directory")
+	fl.Var(&f.cacheSize, "cache-dir-size", "the most --cache-dir holds; least recently used chunks leave first")
+	fl.Var((*durationFlag)(&f.cacheMaxAge), "cache-dir-max-age", "serve chunks in --cache-dir validated less than this long ago (e.g. 24h) with no request, even in a new mount; 0: each mount validates each chunk once (a request without a body)")
+}
+
+// addRefreshFlag defines --refresh, zfuse mount's.
+func (f *sourceFlags) addRefreshFlag(fl *flag.FlagSet) {
+	fl.Var((*durationFlag)(&f.refresh), "refresh", "mount: for a store that changes while mounted, read metadata and listings again, and check each file's stored version (mtime, ETag) when it is next looked up, this long (e.g. 30s) after they were last read; a changed chunk is decoded again and served as a new file. 0: the store does not change while mounted, the fastest")
 }
 
 // openSource opens SOURCE: "http://..." or "https://..." (range requests),
