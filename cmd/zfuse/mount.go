@@ -267,7 +267,7 @@ func mount(ctx context.Context, log *slog.Logger, tr *tree.Tree, source, dir str
 	}
 	serveUntil(ctx, log, srv, dir, o, usr1)
 	st, ss := o.stats(), srv.Stats()
-	log.Info("unmounted", "mountpoint", dir, "stats", st, "serve", ss)
+	logUnmounted(log, dir, st, ss)
 	if o.gpu != nil {
 		log.Info("GPU decoder", "stats", o.gpu.Stats())
 	}
@@ -277,6 +277,18 @@ func mount(ctx context.Context, log *slog.Logger, tr *tree.Tree, source, dir str
 		}
 	}
 	return nil
+}
+
+// logUnmounted logs the mount's last line: a short summary at Info, and
+// every counter at Debug (and in the stats file, for --stats-file).
+func logUnmounted(log *slog.Logger, dir string, st readahead.Stats, ss fusemount.ServeStats) {
+	var requests int64
+	for _, n := range ss.Requests {
+		requests += n
+	}
+	log.Info("unmounted", "mountpoint", dir, "chunk_reads", st.Reads, "decoded_hits", st.DecodedHits,
+		"prefetch_used", st.PrefetchUsed, "store_reads", st.StoreReads, "fuse_requests", requests, "errors", ss.DecodeErrors)
+	log.Debug("unmounted: the counters", "mountpoint", dir, "stats", st, "serve", ss)
 }
 
 // serveUntil waits until srv is unmounted, or until ctx ends and then

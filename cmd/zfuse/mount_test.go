@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -112,7 +113,8 @@ func TestNonEmptyMountpoint(t *testing.T) {
 		t.Skip("mounts are not short")
 	}
 	testutil.NeedFUSE(t)
-	log := slog.New(slog.DiscardHandler)
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -125,5 +127,20 @@ func TestNonEmptyMountpoint(t *testing.T) {
 	}()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+	var info, debug string
+	for line := range strings.Lines(logs.String()) {
+		switch {
+		case strings.Contains(line, "level=INFO msg=unmounted"):
+			info = line
+		case strings.Contains(line, "level=DEBUG") && strings.Contains(line, "msg=\"unmounted: the counters\""):
+			debug = line
+		}
+	}
+	if info == "" || len(info) > 300 || strings.Contains(info, "stats.") {
+		t.Errorf("the unmount line at Info (%d bytes): %q, want a short summary", len(info), info)
+	}
+	if !strings.Contains(debug, "stats.reads=") || !strings.Contains(debug, "serve=") {
+		t.Errorf("the counters at Debug: %q", debug)
 	}
 }
