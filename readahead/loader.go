@@ -34,6 +34,12 @@ type Config struct {
 	// decoded (not of arrays stored uncompressed), with its route and the
 	// wall time it took: the time Stats.Decode adds up, measured once.
 	Decoded func(a *zarr.Array, r Route, took time.Duration)
+	// Served, if not nil, is told of each read of a chunk for a reader
+	// (ReadAt, ReadPieces, and Open with the chunk's size) once it is
+	// done, with the bytes handed out and the error: what the mount
+	// serves, counted where it is served (zfuse mount --metrics). It must
+	// be safe for concurrent use.
+	Served func(n int64, err error)
 
 	// Files keeps decoded chunks in memfds, decoded straight into them,
 	// instead of on the heap: files that the kernel reads itself through
@@ -83,6 +89,7 @@ type Loader struct {
 	store       store.Store
 	decoder     func(*zarr.Array) Route                          // Config.Decoder, nil or not (RouteOf)
 	onDecoded   func(a *zarr.Array, r Route, took time.Duration) // Config.Decoded; nil: none
+	onServed    func(n int64, err error)                         // Config.Served; nil: none
 	decodedOff  bool                                             // no decoded tier: every read loads
 	policy      Policy
 	ttl         time.Duration
@@ -154,6 +161,7 @@ func New(cfg Config) *Loader {
 		store:      cfg.Store,
 		decoder:    cfg.Decoder,
 		onDecoded:  cfg.Decoded,
+		onServed:   cfg.Served,
 		decodedOff: cfg.DecodedBudget <= 0,
 		policy:     cfg.Policy,
 		ttl:        cfg.TTL,
@@ -245,7 +253,10 @@ func (l *Loader) Chunk(ctx context.Context, r Ref) ([]byte, error) {
 // decoded tier lets it go: the page cache holds it, and a second copy
 // would only double the memory (if the kernel drops its copy and reads
 // again, the chunk is decoded again). Otherwise it is Chunk.
-func (l *Loader) ReadAt(ctx context.Context, r Ref, p []byte, off int64) (int, error) {
+func (l *Loader) ReadAt(ctx context.Context, r Ref, p []byte, off int64) (n int, err error) {
+	if l.onServed != nil {
+		defer func() { l.onServed(int64(n), err) }()
+	}
 	if off >= r.Array.ChunkLen() && r.Array.PassThrough == nil {
 		return 0, io.EOF // direct I/O reads past the end: nothing to decode
 	}
@@ -254,7 +265,7 @@ func (l *Loader) ReadAt(ctx context.Context, r Ref, p []byte, off int64) (int, e
 		return 0, err
 	}
 	defer c.release()
-	n, err := c.readAt(p, off)
+	n, err = c.readAt(p, off)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return n, &iofs.PathError{Op: "chunk", Path: id, Err: err}
 	}
@@ -270,7 +281,16 @@ func (l *Loader) ReadAt(ctx context.Context, r Ref, p []byte, off int64) (int, e
 // uncompressed in a store.FileOpener, the stored file itself; otherwise
 // the File has no descriptor and is read with ReadAt. Errors are those of
 // Chunk.
-func (l *Loader) Open(ctx context.Context, r Ref) (*File, error) {
+func (l *Loader) Open(ctx context.Context, r Ref) (f *File, err error) {
+	if l.onServed != nil {
+		defer func() {
+			var n int64
+			if err == nil {
+				n = f.Size()
+			}
+			l.onServed(n, err)
+		}()
+	}
 	c, id, err := l.get(ctx, r, chunkRead)
 	if err != nil {
 		return nil, err
