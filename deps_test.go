@@ -29,6 +29,7 @@ var allowed = map[string][]string{
 	"tree":        {"readahead", "zarr", "store", "codec", "internal/flight"},
 	"fusemount":   {"tree", "readahead", "zarr", "store", "internal/mountinfo", "internal/uring"},
 	"convert":     {"tree", "zarr", "codec", "store", "readahead"},
+	"metrics":     {"fusemount", "gpu", "readahead", "store", "zarr"},
 	"csidriver":   {"internal/mountinfo", "internal/bytesize"},
 	"cmd/zfuse":   {"*"},
 	"integration": {},

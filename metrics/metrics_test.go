@@ -1,7 +1,10 @@
-package main
+package metrics
 
 import (
 	"context"
+	"errors"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/zfuse/zfuse/fusemount"
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/zarr"
@@ -20,12 +24,12 @@ import (
 // codec and the decoder its route names (gpu or cpu, sharded or not), and
 // every metric passes Prometheus' own lint (names, units, _total).
 func TestMetricsCollector(t *testing.T) {
-	m := newMetrics("127.0.0.1:0")
+	m := New()
 	st := readahead.Stats{Reads: 3, DecodedHits: 1, PrefetchUsed: 2, DecodedUsed: 5 << 20, DecodedBudget: 1 << 30,
 		Decode: map[string]readahead.DecodeStats{"zstd(level=1)": {Chunks: 2, Bytes: 2 << 20, Time: time.Second}}}
-	m.watch(func() readahead.Stats { return st }, nil, nil)
-	m.watchMemory(func() memoryStats {
-		return memoryStats{Limit: 256 << 20, From: "cgroup v1", InUse: 100 << 20, SoftLimit: 192 << 20, Scale: 0.5, Sheds: 1}
+	m.Watch(func() readahead.Stats { return st }, nil, nil)
+	m.WatchMemory(func() Memory {
+		return Memory{Limit: 256 << 20, From: "cgroup v1", InUse: 100 << 20, SoftLimit: 192 << 20, Scale: 0.5, Sheds: 1}
 	})
 
 	a, err := zarr.ParseV2([]byte(`{"zarr_format": 2, "shape": [4], "chunks": [4], "dtype": "<f4", "fill_value": 0,
@@ -33,7 +37,7 @@ func TestMetricsCollector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	decoded := m.decoded()
+	decoded := m.Decoded()
 	for _, r := range []readahead.Route{{Decoder: "cpu", Why: "zstd has no GPU kernel"},
 		{Decoder: "cpu", Why: "no GPU", Shards: "inner-by-range"}, {Decoder: "gpu", Why: "lz4"}} {
 		decoded(a, r, time.Millisecond)
@@ -96,13 +100,13 @@ zfuse_chunk_reads_total 3
 	}
 }
 
-// TestMetricsStore: --metrics counts and times the store's requests by
+// TestMetricsStore: the registry counts and times the store's requests by
 // backend and op, counts bytes read, and errors other than a missing key;
 // the store counted is the store itself, with its optional interfaces (a
 // directory opens its files, for passthrough of chunks stored
 // uncompressed).
 func TestMetricsStore(t *testing.T) {
-	m := newMetrics("127.0.0.1:0")
+	m := New()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "k"), []byte("12345"), 0o644); err != nil {
 		t.Fatal(err)
@@ -111,7 +115,7 @@ func TestMetricsStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.SetHook(m.storeHook("dir"))
+	d.SetHook(m.StoreHook("dir"))
 	var src store.Store = d
 	defer d.Close()
 	if _, ok := src.(store.FileOpener); !ok {
@@ -154,4 +158,85 @@ func TestMetricsStore(t *testing.T) {
 			t.Errorf("%s = %v, want %v", k, got, want)
 		}
 	}
+}
+
+// value returns the value of the series name{labels} ("op=READ"), 0 when
+// there is none.
+func value(t *testing.T, r *Registry, name, labels string) float64 {
+	t.Helper()
+	fams, err := r.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		for _, mt := range f.GetMetric() {
+			var ls []string
+			for _, l := range mt.GetLabel() {
+				ls = append(ls, l.GetName()+"="+l.GetValue())
+			}
+			if strings.Join(ls, ",") == labels {
+				return mt.GetCounter().GetValue() + mt.GetGauge().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+// TestMetricsServe: the mount's requests by opcode are a counter vector
+// (zfuse_fuse_opcode_requests_total{op}), beside the serving path's own
+// counts; the loader's Served hook counts bytes served and failed reads,
+// not missing chunks nor interrupted reads.
+func TestMetricsServe(t *testing.T) {
+	r := New()
+	ss := fusemount.ServeStats{Serving: "no-open", Requests: map[string]int64{"LOOKUP": 5, "IOCTL": 3, "READ": 2}, Lookups: 5, Reads: 2}
+	f := func() fusemount.ServeStats { return ss }
+	r.snap.serve.Store(&f)
+	served := r.ChunkRead()
+	served(100, nil)
+	served(20, io.EOF)
+	served(0, errors.New("corrupt"))
+	served(0, fs.ErrNotExist)
+	served(0, context.Canceled)
+	for k, want := range map[string]float64{
+		"zfuse_fuse_opcode_requests_total{op=LOOKUP}": 5,
+		"zfuse_fuse_opcode_requests_total{op=IOCTL}":  3,
+		"zfuse_fuse_opcode_requests_total{op=READ}":   2,
+		"zfuse_fuse_requests_total{op=lookup}":        5,
+		"zfuse_serving_path_info{path=no-open}":       1,
+		"zfuse_served_bytes_total{}":                  120,
+		"zfuse_chunk_errors_total{}":                  1,
+	} {
+		name, labels, _ := strings.Cut(strings.TrimSuffix(k, "}"), "{")
+		if got := value(t, r, name, labels); got != want {
+			t.Errorf("%s = %v, want %v", k, got, want)
+		}
+	}
+	problems, err := testutil.GatherAndLint(r.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		if strings.HasPrefix(p.Metric, "zfuse_") {
+			t.Errorf("lint: %s: %s", p.Metric, p.Text)
+		}
+	}
+}
+
+// TestNilRegistry: without --metrics every method does nothing and every
+// hook is nil, so that the places that take hooks pay nothing.
+func TestNilRegistry(t *testing.T) {
+	var r *Registry
+	if r.Decoded() != nil || r.ChunkRead() != nil || r.Retried("http") != nil || r.StoreHook("dir") != nil {
+		t.Error("a nil Registry returned a hook")
+	}
+	r.Watch(nil, nil, nil)
+	r.WatchMemory(nil)
+	stop, err := r.Serve(context.Background(), "256.0.0.1:1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
 }

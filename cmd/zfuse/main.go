@@ -24,8 +24,10 @@ import (
 	"syscall"
 
 	"github.com/zfuse/zfuse/fusemount"
+	"github.com/zfuse/zfuse/metrics"
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store/diskcache"
+	"github.com/zfuse/zfuse/store/remote"
 	"github.com/zfuse/zfuse/tree"
 )
 
@@ -177,11 +179,12 @@ func runTree(ctx context.Context, cmd string, f *treeFlags, args []string, stdou
 	if cmd == "mount" {
 		plan.logPlan(log) // the first line: the limit found and the budgets chosen
 	}
-	m := newMetrics(f.metricsAddr) // metrics.go; nil without --metrics
-	if cmd != "mount" {
-		m = nil
+	var m *metrics.Registry // nil without --metrics: its hooks are nil
+	if f.metricsAddr != "" {
+		m = metrics.New()
 	}
-	sf.backoff, sf.hook = m.backoff(backendName(fl.Arg(0))), m.storeHook(backendName(fl.Arg(0)))
+	backend := backendName(fl.Arg(0))
+	sf.backoff, sf.hook = remote.Backoff{OnRetry: m.Retried(backend)}, m.StoreHook(backend)
 	src, err := openSource(ctx, fl.Arg(0), sf, log)
 	if err != nil {
 		return err
@@ -192,7 +195,7 @@ func runTree(ctx context.Context, cmd string, f *treeFlags, args []string, stdou
 		return err
 	}
 	defer dec.Close()
-	dec.decoded = m.decoded()
+	dec.decoded, dec.served = m.Decoded(), m.ChunkRead()
 	cached, disk, err := withDiskCache(src, fl.Arg(0), sf, log) // source.go: --cache-dir
 	if err != nil {
 		src.Close()
@@ -203,7 +206,7 @@ func runTree(ctx context.Context, cmd string, f *treeFlags, args []string, stdou
 	lf.changing = sf.refresh > 0
 	loader, closeLoader := lf.loader(src, dec, log)
 	defer closeLoader()
-	tr := tree.New(tree.Config{Store: src, Chunks: m.chunks(loader), Log: log, AsV2: bool(f.asV2), AsNpy: bool(f.asNpy),
+	tr := tree.New(tree.Config{Store: src, Chunks: loader, Log: log, AsV2: bool(f.asV2), AsNpy: bool(f.asNpy),
 		RootName: npyRootName(fl.Arg(0)), Refresh: sf.refresh})
 	switch cmd {
 	case "mount":
@@ -219,7 +222,7 @@ func runTree(ctx context.Context, cmd string, f *treeFlags, args []string, stdou
 
 // runMount serves tree at the mount point until ctx ends or someone
 // unmounts it, with the pressure watcher and metrics around the mount.
-func runMount(ctx context.Context, f *treeFlags, log *slog.Logger, tr *tree.Tree, plan *memoryPlan, m *metrics, dec *decoders, loader *readahead.Loader, disk *diskcache.Store) error {
+func runMount(ctx context.Context, f *treeFlags, log *slog.Logger, tr *tree.Tree, plan *memoryPlan, m *metrics.Registry, dec *decoders, loader *readahead.Loader, disk *diskcache.Store) error {
 	fl, lf := f.fl, f.lf
 	if err := needArrays(ctx, tr, fl.Arg(0)); err != nil {
 		if f.sf.refresh <= 0 {
@@ -229,14 +232,14 @@ func runMount(ctx context.Context, f *treeFlags, log *slog.Logger, tr *tree.Tree
 	}
 	pw := newPressureWatcher(plan, os.DirFS("/"), loader, log) // pressure.go: shed the caches under memory pressure
 	defer pw.stop()
-	m.watch(loader.Stats, dec.router.GPU(), disk)
-	m.watchMemory(pw.stats)
-	stopMetrics, err := m.serve(ctx, f.metricsAddr, log)
+	m.Watch(loader.Stats, dec.router.GPU(), disk)
+	m.WatchMemory(pw.stats)
+	stopMetrics, err := m.Serve(ctx, f.metricsAddr, log)
 	if err != nil {
 		return err
 	}
 	defer stopMetrics()
-	mounted := func(srv *fusemount.Server) { m.served(srv); pw.start(srv.Serving() == fusemount.Passthrough) }
+	mounted := func(srv *fusemount.Server) { m.Served(srv); pw.start(srv.Serving() == fusemount.Passthrough) }
 	err = mount(ctx, log, tr, fl.Arg(0), fl.Arg(1), mountOpts{
 		debug: slog.Level(f.level) <= slog.LevelDebug, statsFile: f.statsFile, stats: loader.Stats,
 		memLimit: plan.softLimit(plan.budgets, lf.serving == fusemount.Passthrough), kernelReadahead: int64(lf.kernelReadahead), cpuProfile: lf.cpuProfile, serving: lf.serving, transport: lf.transport,

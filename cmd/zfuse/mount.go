@@ -142,7 +142,10 @@ func (m *modeFlag) Set(s string) error {
 type decoders struct {
 	pool    *codec.Pool
 	router  *gpu.Router
-	decoded func(*zarr.Array, readahead.Route, time.Duration) // nil, or --metrics timing each batch decoded (metrics.go)
+	// --metrics' hooks the loader calls (nil without): each batch decoded,
+	// timed, and each chunk read served.
+	decoded func(*zarr.Array, readahead.Route, time.Duration)
+	served  func(n int64, err error)
 }
 
 // decoders starts the CPU pool and, unless --decoder cpu, opens the GPU.
@@ -199,6 +202,7 @@ func (f *loaderFlags) loader(s store.Store, dec *decoders, log *slog.Logger) (*r
 		Store:            s,
 		Decoder:          dec.route,
 		Decoded:          dec.decoded,
+		Served:           dec.served,
 		DecodedBudget:    int64(f.decoded),
 		CompressedBudget: int64(f.compressed),
 		ReadaheadBudget:  int64(f.readahead),

@@ -13,6 +13,7 @@ import (
 
 	"github.com/zfuse/zfuse/internal/bytesize"
 	"github.com/zfuse/zfuse/internal/memlimit"
+	"github.com/zfuse/zfuse/metrics"
 )
 
 // The budgets fit the limit when the mount is alone under it, but a
@@ -183,16 +184,8 @@ func (w *pressureWatcher) apply(scale float64, shed bool) {
 	}
 }
 
-// memoryStats are the watcher's counters, for the metrics.
-type memoryStats struct {
-	Limit            int64
-	From             string
-	InUse, SoftLimit int64
-	Scale            float64
-	Sheds            int64
-}
-
-func (w *pressureWatcher) stats() memoryStats {
-	return memoryStats{Limit: w.plan.limit, From: w.plan.kind(), InUse: w.used.Load(), SoftLimit: debug.SetMemoryLimit(-1),
+// stats are the watcher's counters, for the metrics.
+func (w *pressureWatcher) stats() metrics.Memory {
+	return metrics.Memory{Limit: w.plan.limit, From: w.plan.kind(), InUse: w.used.Load(), SoftLimit: debug.SetMemoryLimit(-1),
 		Scale: math.Float64frombits(w.scale.Load()), Sheds: w.sheds.Load()}
 }
