@@ -19,7 +19,8 @@ ZARRITA ?= $(or $(ZFUSE_ZARRITA),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/zfuse/za
 
 # deps: the Debian packages the tests need (run as root on Debian 12):
 # fuse3 for fusermount3, zarr-python 2.13 / numcodecs 0.11 to write fixture
-# stores and read through mounts, xarray to open mounts as datasets, fsspec
+# stores and read through mounts, xarray to open mounts as datasets (with
+# dask, as xarray users compute: zfuse bench's dask reader too), fsspec
 # and aiohttp for zarr-python over HTTP (zfuse bench's zarr-http reader), PyYAML
 # to parse the Kubernetes examples of docs/ (integration/compress_scale_test.go).
 # The remote-store tests serve stores from 127.0.0.1: nginx-light for HTTP
@@ -33,7 +34,7 @@ ZARRITA ?= $(or $(ZFUSE_ZARRITA),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/zfuse/za
 deps:
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-		fuse3 python3-zarr python3-numcodecs python3-numpy python3-xarray python3-fsspec python3-aiohttp python3-yaml
+		fuse3 python3-zarr python3-numcodecs python3-numpy python3-xarray python3-dask python3-fsspec python3-aiohttp python3-yaml
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 		netcdf-bin python3-netcdf4 gdal-bin python3-gdal python3-torch
 	$(GO) mod download
