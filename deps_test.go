@@ -29,7 +29,7 @@ var allowed = map[string][]string{
 	"tree":        {"readahead", "zarr", "store", "codec", "internal/flight"},
 	"fusemount":   {"tree", "readahead", "zarr", "store", "internal/mountinfo", "internal/uring"},
 	"convert":     {"tree", "zarr", "codec", "store", "readahead"},
-	"metrics":     {"fusemount", "gpu", "readahead", "store", "zarr"},
+	"metrics":     {"fusemount", "gpu", "readahead", "store", "zarr", "internal/memlimit"},
 	"csidriver":   {"internal/mountinfo", "internal/bytesize"},
 	"cmd/zfuse":   {"*"},
 	"integration": {},
@@ -39,7 +39,7 @@ var allowed = map[string][]string{
 	// entry, so that a package names the helpers it uses.
 	"internal/bench":     {},
 	"internal/flight":    {},
-	"internal/memlimit":  {},
+	"internal/memlimit":  {"internal/bytesize"},
 	"internal/mountinfo": {},
 	"internal/bytesize":  {},
 	"internal/uring":     {},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/zfuse/zfuse/fusemount"
 	"github.com/zfuse/zfuse/gpu"
+	"github.com/zfuse/zfuse/internal/memlimit"
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store/diskcache"
 )
@@ -17,7 +18,7 @@ type snapshots struct {
 	loader func() readahead.Stats
 	gpu    func() gpu.Stats
 	disk   func() diskcache.Stats
-	memory func() Memory
+	memory func() memlimit.Stats
 	// The mount's requests, set once it is mounted (after the metrics
 	// are served, hence atomic).
 	serve atomic.Pointer[func() fusemount.ServeStats]
@@ -203,7 +204,7 @@ func collectDisk(e emitter, d diskcache.Stats) {
 }
 
 // collectMemory sends the memory limit, use and shedding.
-func collectMemory(e emitter, st Memory) {
+func collectMemory(e emitter, st memlimit.Stats) {
 	if st.Limit > 0 {
 		e.gauge(dMemLimit, float64(st.Limit), st.From)
 	}

@@ -32,6 +32,7 @@ import (
 
 	"github.com/zfuse/zfuse/fusemount"
 	"github.com/zfuse/zfuse/gpu"
+	"github.com/zfuse/zfuse/internal/memlimit"
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/store/diskcache"
@@ -145,19 +146,9 @@ func (r *Registry) Watch(loader func() readahead.Stats, g *gpu.Decoder, disk *di
 	}
 }
 
-// Memory is what the collector reports of the memory limit and of
-// shedding under pressure.
-type Memory struct {
-	Limit            int64  // the limit the budgets fit; 0: none known
-	From             string // where it comes from: "cgroup v1", "cgroup v2", "machine", "flag"
-	InUse, SoftLimit int64  // the memory in use under the limit, as last read; GOMEMLIMIT
-	Scale            float64
-	Sheds            int64
-}
-
 // WatchMemory has the collector report the memory limit, the memory in
-// use under it and the shedding of the pressure watcher.
-func (r *Registry) WatchMemory(f func() Memory) {
+// use under it and the shedding of the memory watcher (memlimit.Watcher).
+func (r *Registry) WatchMemory(f func() memlimit.Stats) {
 	if r != nil {
 		r.snap.memory = f
 	}

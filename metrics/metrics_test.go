@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/zfuse/zfuse/fusemount"
+	"github.com/zfuse/zfuse/internal/memlimit"
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/zarr"
@@ -28,8 +29,8 @@ func TestMetricsCollector(t *testing.T) {
 	st := readahead.Stats{Reads: 3, DecodedHits: 1, PrefetchUsed: 2, DecodedUsed: 5 << 20, DecodedBudget: 1 << 30,
 		Decode: map[string]readahead.DecodeStats{"zstd(level=1)": {Chunks: 2, Bytes: 2 << 20, Time: time.Second}}}
 	m.Watch(func() readahead.Stats { return st }, nil, nil)
-	m.WatchMemory(func() Memory {
-		return Memory{Limit: 256 << 20, From: "cgroup v1", InUse: 100 << 20, SoftLimit: 192 << 20, Scale: 0.5, Sheds: 1}
+	m.WatchMemory(func() memlimit.Stats {
+		return memlimit.Stats{Limit: 256 << 20, From: "cgroup v1", InUse: 100 << 20, SoftLimit: 192 << 20, Scale: 0.5, Sheds: 1}
 	})
 
 	a, err := zarr.ParseV2([]byte(`{"zarr_format": 2, "shape": [4], "chunks": [4], "dtype": "<f4", "fill_value": 0,

@@ -145,8 +145,14 @@ type placing struct{ p Placer }
 
 // poolBytes bounds the decode buffers kept for the next decodes: enough for
 // a stream of chunks of up to a few MiB to decode into memory that is
-// already mapped in.
+// already mapped in. It bounds the chunk files kept likewise.
 const poolBytes = 32 << 20
+
+// FreeFileBytes bounds the chunk files (Config.Files) a Loader keeps for
+// the next chunks once nobody holds theirs: memory outside the heap and
+// every budget, which a memory plan counts beside them. SetBudgets lowers
+// it to the decoded and readahead budgets together, where those are less.
+const FreeFileBytes = poolBytes
 
 // storedPoolBytes bounds the stored values kept for the next reads, when
 // there is no compressed tier: a prefetch decodes its batch in parts

@@ -160,7 +160,7 @@ func TestLoaderFlags(t *testing.T) {
 	if lf.decoded != 3<<20 || lf.readahead != 3<<19 || lf.compressed != 0 || lf.workers != 5 || lf.decoder != gpu.CPU {
 		t.Errorf("flags %+v", lf)
 	}
-	if lf.memory() != 3<<20+3<<19+64<<20 {
+	if lf.memory() != 3<<20+3<<19+40<<20 {
 		t.Errorf("memory limit %d", lf.memory())
 	}
 	for _, r := range []struct {

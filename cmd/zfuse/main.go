@@ -24,6 +24,7 @@ import (
 	"syscall"
 
 	"github.com/zfuse/zfuse/fusemount"
+	"github.com/zfuse/zfuse/internal/memlimit"
 	"github.com/zfuse/zfuse/metrics"
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store/diskcache"
@@ -163,7 +164,7 @@ func (f *treeFlags) addMountFlags(fl *flag.FlagSet) {
 // runs the command on it.
 func runTree(ctx context.Context, cmd string, f *treeFlags, args []string, stdout, stderr io.Writer) error {
 	fl, lf, sf := f.fl, f.lf, f.sf
-	var plan *memoryPlan
+	var plan *memlimit.Plan
 	if cmd != "cat" {
 		p, err := planMemory(cmd, fl, lf, f.mf, os.DirFS("/")) // memory.go: fit the budgets to the memory limit
 		if err != nil {
@@ -180,7 +181,7 @@ func runTree(ctx context.Context, cmd string, f *treeFlags, args []string, stdou
 	}
 	defer closeLog()
 	if cmd == "mount" {
-		plan.logPlan(log) // the first line: the limit found and the budgets chosen
+		logPlan(log, plan) // the first line: the limit found and the budgets chosen
 	}
 	var m *metrics.Registry // nil without --metrics: its hooks are nil
 	if f.metricsAddr != "" {
@@ -220,12 +221,12 @@ func runTree(ctx context.Context, cmd string, f *treeFlags, args []string, stdou
 	if err := info(ctx, stdout, tr, dec, lf.serving, fl.Arg(0), viewFlag(bool(f.asV2), bool(f.asNpy))); err != nil {
 		return err
 	}
-	return plan.print(stdout)
+	return printPlan(stdout, plan)
 }
 
 // runMount serves tree at the mount point until ctx ends or someone
 // unmounts it, with the pressure watcher and metrics around the mount.
-func runMount(ctx context.Context, f *treeFlags, log *slog.Logger, tr *tree.Tree, plan *memoryPlan, m *metrics.Registry, dec *decoders, loader *readahead.Loader, disk *diskcache.Store) error {
+func runMount(ctx context.Context, f *treeFlags, log *slog.Logger, tr *tree.Tree, plan *memlimit.Plan, m *metrics.Registry, dec *decoders, loader *readahead.Loader, disk *diskcache.Store) error {
 	fl, lf := f.fl, f.lf
 	if err := needArrays(ctx, tr, fl.Arg(0)); err != nil {
 		if f.sf.refresh <= 0 {
@@ -233,19 +234,19 @@ func runMount(ctx context.Context, f *treeFlags, log *slog.Logger, tr *tree.Tree
 		}
 		log.Warn("mounted all the same: with --refresh, arrays may appear", "err", err)
 	}
-	pw := newPressureWatcher(plan, os.DirFS("/"), loader, log) // pressure.go: shed the caches under memory pressure
-	defer pw.stop()
+	pw := memlimit.NewWatcher(plan, os.DirFS("/"), loader, log) // shed the caches under memory pressure
+	defer pw.Stop()
 	m.Watch(loader.Stats, dec.router.GPU(), disk)
-	m.WatchMemory(pw.stats)
+	m.WatchMemory(pw.Stats)
 	stopMetrics, err := m.Serve(ctx, f.metricsAddr, log)
 	if err != nil {
 		return err
 	}
 	defer stopMetrics()
-	mounted := func(srv *fusemount.Server) { m.Served(srv); pw.start(srv.Serving() == fusemount.Passthrough) }
+	mounted := func(srv *fusemount.Server) { m.Served(srv); pw.Start(srv.Serving() == fusemount.Passthrough) }
 	err = mount(ctx, log, tr, fl.Arg(0), fl.Arg(1), mountOpts{
 		debug: slog.Level(f.level) <= slog.LevelDebug, statsFile: f.statsFile, stats: loader.Stats,
-		memLimit: plan.softLimit(plan.budgets, lf.serving == fusemount.Passthrough), kernelReadahead: int64(lf.kernelReadahead), cpuProfile: lf.cpuProfile, serving: lf.serving, transport: lf.transport,
+		memLimit: plan.SoftLimit(plan.Budgets, lf.serving == fusemount.Passthrough), kernelReadahead: int64(lf.kernelReadahead), cpuProfile: lf.cpuProfile, serving: lf.serving, transport: lf.transport,
 		gpu: dec.router.GPU(), ready: daemon.ready, mounted: mounted, allowOther: bool(f.allowOther), allowNonEmpty: bool(f.allowNonEmpty)})
 	if err != nil && daemon != nil {
 		log.Error("mount failed", "err", err) // the parent may be gone

@@ -21,6 +21,7 @@ import (
 	"github.com/zfuse/zfuse/codec"
 	"github.com/zfuse/zfuse/fusemount"
 	"github.com/zfuse/zfuse/gpu"
+	"github.com/zfuse/zfuse/internal/memlimit"
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/tree"
@@ -116,11 +117,16 @@ func (f *loaderFlags) args() []string {
 }
 
 // memory is what a mount of these budgets may hold, zfuse bench's target
-// for its peak RSS and memfds: the three budgets and 64 MiB for everything
-// else (the Go runtime, go-fuse's request buffers). The mount's own soft
-// memory limit also fits its memory limit (memoryPlan.softLimit).
+// for its peak RSS and memfds: the three budgets and the mount's own
+// memory, as its memory plan counts it (memlimit.Own; more under
+// passthrough, where chunk files are kept beside the budgets).
 func (f *loaderFlags) memory() int64 {
-	return int64(f.decoded) + int64(f.compressed) + int64(f.readahead) + 64<<20
+	return int64(f.decoded) + int64(f.compressed) + int64(f.readahead) + f.ownMemory()
+}
+
+// ownMemory is the mount's own memory beside its budgets (memlimit.Own).
+func (f *loaderFlags) ownMemory() int64 {
+	return memlimit.Own(f.serving == fusemount.Passthrough, readahead.FreeFileBytes)
 }
 
 // A modeFlag is the --decoder flag: a gpu.Mode that only takes valid values.
@@ -140,8 +146,8 @@ func (m *modeFlag) Set(s string) error {
 // decoders are what decode chunks: a CPU pool of --workers and the router
 // that sends batches to it or to the GPU (--decoder).
 type decoders struct {
-	pool    *codec.Pool
-	router  *gpu.Router
+	pool   *codec.Pool
+	router *gpu.Router
 	// --metrics' hooks the loader calls (nil without): each batch decoded,
 	// timed, and each chunk read served.
 	decoded func(*zarr.Array, readahead.Route, time.Duration)

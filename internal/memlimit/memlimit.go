@@ -1,13 +1,17 @@
-// Package memlimit finds the memory a process may use: the limit of its
-// memory cgroup (v2 memory.max or memory.high, v1 memory.limit_in_bytes;
-// the lowest of its own cgroup's and its ancestors'), else the machine's
-// memory; and how much of that is in use.
+// Package memlimit fits a mount to the memory it may use. It finds the
+// limit (Find: the limit of its memory cgroup, v2 memory.max or
+// memory.high, v1 memory.limit_in_bytes, the lowest of its own cgroup's
+// and its ancestors'; else the machine's memory) and how much of that is
+// in use (Usage); it sizes the loader's budgets to fit (NewPlan, plan.go);
+// and it sheds them while the memory in use nears the limit (Watcher,
+// pressure.go).
 //
 // The one fact to know: it reads /proc and /sys through an fs.FS rooted at
 // "/" (os.DirFS("/") in production), so that tests give it fixture trees;
 // the paths it returns are relative to that root, as fs.FS paths are.
 //
-// It imports nothing else of zfuse.
+// Of zfuse it imports only internal/bytesize, to say sizes as the flags
+// take them; what it sheds is anything with the loader's SetBudgets.
 package memlimit
 
 import (

@@ -1,4 +1,4 @@
-package main
+package memlimit
 
 import (
 	"context"
@@ -12,15 +12,13 @@ import (
 	"time"
 
 	"github.com/zfuse/zfuse/internal/bytesize"
-	"github.com/zfuse/zfuse/internal/memlimit"
-	"github.com/zfuse/zfuse/metrics"
 )
 
 // The budgets fit the limit when the mount is alone under it, but a
 // cgroup is shared: a pod's training job, a Slurm job's other steps grow
 // too, and when the cgroup reaches its limit the kernel kills the largest
 // process in it, often the mount. So a mount watches the memory in use in
-// the cgroup whose limit it found (memlimit.Usage: what the kernel cannot
+// the cgroup whose limit it found (Usage: what the kernel cannot
 // reclaim without swap) and, when it nears the limit, sheds its caches:
 // halves its budgets (evicting at once what is above them, and
 // prefetching less), and halves them again while the pressure lasts; once
@@ -74,17 +72,18 @@ func (s shedState) step(now time.Time, used, limit, planned int64) shedState {
 	return s
 }
 
-// budgetSetter is what the watcher sheds: *readahead.Loader.
-type budgetSetter interface {
+// A Budgeter is what a Watcher sheds: *readahead.Loader, whose
+// SetBudgets frees what is above the new budgets at once.
+type Budgeter interface {
 	SetBudgets(decoded, compressed, readahead int64)
 }
 
-// A pressureWatcher sheds a mount's caches under memory pressure (see
-// above). Its counters are safe to read at any time.
-type pressureWatcher struct {
-	plan   *memoryPlan
+// A Watcher sheds a mount's caches under memory pressure (see above).
+// Its Stats are safe to read at any time.
+type Watcher struct {
+	plan   *Plan
 	fsys   fs.FS
-	loader budgetSetter
+	loader Budgeter
 	log    *slog.Logger
 	memfds bool // decoded chunks are memfds (passthrough), outside the heap; set by start
 
@@ -97,36 +96,39 @@ type pressureWatcher struct {
 	sheds atomic.Int64  // times the budgets were lowered
 }
 
-// newPressureWatcher returns the watcher of plan's limit (read in fsys)
-// for loader. The scale starts at 1. Call stop when done.
-func newPressureWatcher(plan *memoryPlan, fsys fs.FS, loader budgetSetter, log *slog.Logger) *pressureWatcher {
-	w := &pressureWatcher{plan: plan, fsys: fsys, loader: loader, log: log}
+// NewWatcher returns the watcher of plan's limit (read in fsys, as for
+// Find) for loader. The scale starts at 1. Call Stop when done.
+func NewWatcher(plan *Plan, fsys fs.FS, loader Budgeter, log *slog.Logger) *Watcher {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	w := &Watcher{plan: plan, fsys: fsys, loader: loader, log: log}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	w.scale.Store(math.Float64bits(1))
 	return w
 }
 
-// start starts watching, once the mount is up: memfds says whether its
+// Start starts watching, once the mount is up: memfds says whether its
 // serving path keeps decoded chunks in memfds, for the soft memory limit.
 // Nothing is watched where no limit was found.
-func (w *pressureWatcher) start(memfds bool) {
-	if w.plan.found.Bytes <= 0 {
+func (w *Watcher) Start(memfds bool) {
+	if w.plan.Found.Bytes <= 0 {
 		return
 	}
 	w.memfds = memfds
 	w.wg.Go(w.run)
 }
 
-// stop stops watching and waits until the watcher has.
-func (w *pressureWatcher) stop() {
+// Stop stops watching and waits until the watcher has.
+func (w *Watcher) Stop() {
 	w.cancel()
 	w.wg.Wait()
 }
 
 // run reads the memory in use every pressureTic and sheds or grows the
-// budgets until stop.
-func (w *pressureWatcher) run() {
-	ctx, found := w.ctx, w.plan.found
+// budgets until Stop.
+func (w *Watcher) run() {
+	ctx, found := w.ctx, w.plan.Found
 	w.apply(1, false) // the soft limit for the serving path in use
 	s := shedState{scale: 1}
 	t := time.NewTicker(pressureTic)
@@ -137,7 +139,7 @@ func (w *pressureWatcher) run() {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			used, err := memlimit.Usage(w.fsys, found)
+			used, err := Usage(w.fsys, found)
 			if err != nil {
 				if !warned {
 					w.log.Warn("cannot read the memory in use; caches are not shed under pressure", "err", err)
@@ -146,7 +148,7 @@ func (w *pressureWatcher) run() {
 				continue
 			}
 			w.used.Store(used)
-			next := s.step(now, used, found.Bytes, w.plan.budgets.sum())
+			next := s.step(now, used, found.Bytes, w.plan.Budgets.Sum())
 			if next.scale != s.scale {
 				w.apply(next.scale, next.scale < s.scale)
 				attrs := []any{"in_use", bytesize.Format(used), "limit", bytesize.Format(found.Bytes), "from", found.From(), "scale", next.scale}
@@ -171,11 +173,11 @@ func gomemlimitSet() bool {
 // apply puts the budgets at scale of the plan in force, with the soft
 // memory limit for them; shed says they went down, and then the memory the
 // caches let go is returned to the kernel now, not at the runtime's pace.
-func (w *pressureWatcher) apply(scale float64, shed bool) {
-	b := w.plan.budgets.scaled(scale)
-	w.loader.SetBudgets(b.decoded, b.compressed, b.readahead)
+func (w *Watcher) apply(scale float64, shed bool) {
+	b := w.plan.Budgets.Scaled(scale)
+	w.loader.SetBudgets(b.Decoded, b.Compressed, b.Readahead)
 	if !gomemlimitSet() {
-		debug.SetMemoryLimit(w.plan.softLimit(b, w.memfds))
+		debug.SetMemoryLimit(w.plan.SoftLimit(b, w.memfds))
 	}
 	w.scale.Store(math.Float64bits(scale))
 	if shed {
@@ -184,8 +186,17 @@ func (w *pressureWatcher) apply(scale float64, shed bool) {
 	}
 }
 
-// stats are the watcher's counters, for the metrics.
-func (w *pressureWatcher) stats() metrics.Memory {
-	return metrics.Memory{Limit: w.plan.limit, From: w.plan.kind(), InUse: w.used.Load(), SoftLimit: debug.SetMemoryLimit(-1),
+// Stats are a Watcher's counters, for the metrics.
+type Stats struct {
+	Limit            int64   // the limit the budgets fit; 0: none known
+	From             string  // where it comes from (Plan.Kind): "cgroup v1", "cgroup v2", "machine", "flag"
+	InUse, SoftLimit int64   // the memory in use under the limit, as last read; GOMEMLIMIT
+	Scale            float64 // the share of the planned budgets in force
+	Sheds            int64   // times the budgets were lowered
+}
+
+// Stats returns the watcher's counters.
+func (w *Watcher) Stats() Stats {
+	return Stats{Limit: w.plan.Limit, From: w.plan.Kind(), InUse: w.used.Load(), SoftLimit: debug.SetMemoryLimit(-1),
 		Scale: math.Float64frombits(w.scale.Load()), Sheds: w.sheds.Load()}
 }
