@@ -93,6 +93,38 @@ func Top(ms []Mount, mountPoint string) (Mount, bool) {
 	return Mount{}, false
 }
 
+// Containing returns the mount that path lies in: the top mount at path,
+// or at the deepest directory above it that is a mount point. path is
+// compared as it is: give it absolute and clean.
+func Containing(ms []Mount, path string) (Mount, bool) {
+	for d := path; ; d = filepath.Dir(d) {
+		if m, ok := Top(ms, d); ok {
+			return m, true
+		}
+		if d == filepath.Dir(d) {
+			return Mount{}, false
+		}
+	}
+}
+
+// At returns the top mount at dir, from /proc/self/mountinfo, and whether
+// there is one: dir made absolute, its parents' symlinks resolved as the
+// kernel names mount points (Resolve), dir itself not looked at. Call it
+// where the file system of dir's parents answers; where it may not (a
+// stuck mount), compare the absolute path with Containing instead.
+func At(dir string) (Mount, bool, error) {
+	abs, err := Resolve(dir)
+	if err != nil {
+		return Mount{}, false, err
+	}
+	ms, err := Read()
+	if err != nil {
+		return Mount{}, false, err
+	}
+	m, ok := Top(ms, abs)
+	return m, ok, nil
+}
+
 // Resolve makes dir absolute and resolves the symlinks of its parent
 // directories, as the kernel names mount points, but not of dir itself:
 // that would stat the mount's root (see the package doc). Where the
