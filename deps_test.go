@@ -30,6 +30,7 @@ var allowed = map[string][]string{
 	"fusemount":   {"tree", "readahead", "zarr", "store", "internal/mountinfo", "internal/uring"},
 	"convert":     {"tree", "zarr", "codec", "store", "readahead"},
 	"metrics":     {"fusemount", "gpu", "readahead", "store", "zarr", "internal/memlimit"},
+	"warmup":      {"zarr", "internal/mountinfo"},
 	"csidriver":   {"internal/mountinfo", "internal/bytesize"},
 	"cmd/zfuse":   {"*"},
 	"integration": {},

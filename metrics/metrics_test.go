@@ -5,12 +5,14 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/zfuse/zfuse/fusemount"
@@ -240,4 +242,24 @@ func TestNilRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop()
+}
+
+// TestScrape: warmup's reading of a mount's metrics gives the serving
+// path and what each tier holds.
+func TestScrape(t *testing.T) {
+	r := New()
+	r.Watch(func() readahead.Stats {
+		return readahead.Stats{DecodedUsed: 5, DecodedBudget: 10, ReadaheadUsed: 1, ReadaheadBudget: 2}
+	}, nil, nil)
+	f := func() fusemount.ServeStats { return fusemount.ServeStats{Serving: "no-open"} }
+	r.snap.serve.Store(&f)
+	srv := httptest.NewServer(promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	got, err := Scrape(context.Background(), strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil || got.Serving != "no-open" || got.Held["decoded"] != 5 || got.Budget["readahead"] != 2 {
+		t.Errorf("Scrape: %+v, %v", got, err)
+	}
+	if _, err := Scrape(context.Background(), "127.0.0.1:1"); err == nil {
+		t.Error("Scrape of nothing succeeded")
+	}
 }

@@ -80,7 +80,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return runBench(ctx, args, stdout, stderr)
 	case "warmup":
-		return warmup(ctx, args, stdout, stderr) // warmup.go
+		return runWarmup(ctx, args, stdout, stderr) // warmup.go
 	case "compress":
 		return compress(ctx, args, stdout, stderr) // compress.go
 	case "csi":

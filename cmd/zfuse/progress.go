@@ -1,9 +1,13 @@
 package main
 
 import (
+	"io"
+	"os"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A redraw calls draw every tick on its own goroutine, and once more
@@ -44,4 +48,14 @@ func (r *redraw) stop() {
 func bar(frac float64, width int, c string) string {
 	fill := min(max(int(frac*float64(width)), 0), width)
 	return "[" + strings.Repeat(c, fill) + strings.Repeat(" ", width-fill) + "]"
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
