@@ -31,6 +31,7 @@ var allowed = map[string][]string{
 	"convert":     {"tree", "zarr", "codec", "store", "readahead"},
 	"metrics":     {"fusemount", "gpu", "readahead", "store", "zarr", "internal/memlimit"},
 	"warmup":      {"zarr", "internal/mountinfo"},
+	"daemon":      {},
 	"csidriver":   {"internal/mountinfo", "internal/bytesize"},
 	"cmd/zfuse":   {"*"},
 	"integration": {},

@@ -23,6 +23,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/zfuse/zfuse/daemon"
 	"github.com/zfuse/zfuse/fusemount"
 	"github.com/zfuse/zfuse/internal/memlimit"
 	"github.com/zfuse/zfuse/metrics"
@@ -32,19 +33,19 @@ import (
 	"github.com/zfuse/zfuse/tree"
 )
 
-// daemon is the pipe to the parent when this process is the background
-// child of zfuse mount --background (background.go); nil otherwise.
-var daemon *parentPipe
+// child is the pipe to the parent when this process is the background
+// child of zfuse mount --background (package daemon); nil otherwise.
+var child *daemon.Pipe
 
 func main() {
 	if len(os.Args) == 3 && os.Args[1] == statProbe { // mountpoint.go: this process is statWithin's child
 		os.Exit(probeStat(os.Args[2]))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	daemon = backgroundChild()
+	child = daemon.Child()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	if err != nil {
-		daemon.fail(err)
+		child.Fail(err)
 	}
 	stop()
 	os.Exit(exitStatus(os.Stderr, err)) // usage.go: 0, 1, or 2 for bad usage
@@ -172,10 +173,10 @@ func runTree(ctx context.Context, cmd string, f *treeFlags, args []string, stdou
 		}
 		plan = p
 	}
-	if cmd == "mount" && f.bg.background && daemon == nil {
-		return startBackground(ctx, append([]string{"mount"}, args...), f.bg.logFile, stderr) // background.go
+	if cmd == "mount" && f.bg.background && child == nil {
+		return daemon.Start(ctx, append([]string{"mount"}, args...), f.bg.logFile, stderr)
 	}
-	log, closeLog, err := openLog(stderr, slog.Level(f.level), f.bg, daemon)
+	log, closeLog, err := openLog(stderr, slog.Level(f.level), f.bg, child)
 	if err != nil {
 		return err
 	}
@@ -247,8 +248,8 @@ func runMount(ctx context.Context, f *treeFlags, log *slog.Logger, tr *tree.Tree
 	err = mount(ctx, log, tr, fl.Arg(0), fl.Arg(1), mountOpts{
 		debug: slog.Level(f.level) <= slog.LevelDebug, statsFile: f.statsFile, stats: loader.Stats,
 		memLimit: plan.SoftLimit(plan.Budgets, lf.serving == fusemount.Passthrough), kernelReadahead: int64(lf.kernelReadahead), cpuProfile: lf.cpuProfile, serving: lf.serving, transport: lf.transport,
-		gpu: dec.router.GPU(), ready: daemon.ready, mounted: mounted, allowOther: bool(f.allowOther), allowNonEmpty: bool(f.allowNonEmpty)})
-	if err != nil && daemon != nil {
+		gpu: dec.router.GPU(), ready: child.Ready, mounted: mounted, allowOther: bool(f.allowOther), allowNonEmpty: bool(f.allowNonEmpty)})
+	if err != nil && child != nil {
 		log.Error("mount failed", "err", err) // the parent may be gone
 	}
 	return err
