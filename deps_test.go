@@ -59,7 +59,7 @@ var fuseUsers = []string{"fusemount", "cmd/zfuse"}
 // TestImports fails when a package imports one of ours that the table does
 // not allow, when a non-test file imports testutil, when testutil imports
 // anything outside the standard library, or when a package other than
-// fuseUsers imports go-fuse. Sub-packages (store/http)
+// fuseUsers imports go-fuse. Sub-packages (store/httpstore)
 // count as their top package; internal/… packages count one by one.
 func TestImports(t *testing.T) {
 	fset := token.NewFileSet()

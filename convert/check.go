@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	s3store "github.com/zfuse/zfuse/store/s3"
+	"github.com/zfuse/zfuse/store/s3store"
 )
 
 // CheckDest refuses a DEST that would lose or corrupt data, before

@@ -13,7 +13,7 @@ import (
 	"sync"
 
 	"github.com/zfuse/zfuse/store"
-	s3store "github.com/zfuse/zfuse/store/s3"
+	"github.com/zfuse/zfuse/store/s3store"
 )
 
 // A Destination is the store zfuse compress writes: a local directory (or

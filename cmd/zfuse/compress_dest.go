@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/zfuse/zfuse/convert"
-	s3store "github.com/zfuse/zfuse/store/s3"
+	"github.com/zfuse/zfuse/store/s3store"
 )
 
 // openDest opens DEST: s3://bucket/prefix (with the S3 flags of SOURCE),

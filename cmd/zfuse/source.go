@@ -13,9 +13,9 @@ import (
 
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/store/diskcache"
-	httpstore "github.com/zfuse/zfuse/store/http"
+	"github.com/zfuse/zfuse/store/httpstore"
 	"github.com/zfuse/zfuse/store/remote"
-	s3store "github.com/zfuse/zfuse/store/s3"
+	"github.com/zfuse/zfuse/store/s3store"
 	"github.com/zfuse/zfuse/tree"
 	"github.com/zfuse/zfuse/zarr"
 )

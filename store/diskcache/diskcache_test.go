@@ -17,7 +17,7 @@ import (
 
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/store/diskcache"
-	httpstore "github.com/zfuse/zfuse/store/http"
+	"github.com/zfuse/zfuse/store/httpstore"
 )
 
 // A server is Go's file server over a directory (Last-Modified, If-Modified-

@@ -14,7 +14,7 @@ import (
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/store/remote"
 	"github.com/zfuse/zfuse/store/remote/remotetest"
-	s3store "github.com/zfuse/zfuse/store/s3"
+	"github.com/zfuse/zfuse/store/s3store"
 )
 
 // TestFaults: every kind of bad answer an S3 server or a proxy in between

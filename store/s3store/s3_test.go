@@ -21,7 +21,7 @@ import (
 	"github.com/zfuse/zfuse/internal/testutil"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/store/remote"
-	s3store "github.com/zfuse/zfuse/store/s3"
+	"github.com/zfuse/zfuse/store/s3store"
 )
 
 const (

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/zfuse/zfuse/store"
-	httpstore "github.com/zfuse/zfuse/store/http"
+	"github.com/zfuse/zfuse/store/httpstore"
 	"github.com/zfuse/zfuse/store/remote"
 	"github.com/zfuse/zfuse/store/remote/remotetest"
 )

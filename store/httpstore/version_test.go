@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/zfuse/zfuse/store"
-	httpstore "github.com/zfuse/zfuse/store/http"
+	"github.com/zfuse/zfuse/store/httpstore"
 	"github.com/zfuse/zfuse/store/remote"
 )
 

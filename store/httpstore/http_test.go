@@ -20,7 +20,7 @@ import (
 
 	"github.com/zfuse/zfuse/internal/testutil"
 	"github.com/zfuse/zfuse/store"
-	httpstore "github.com/zfuse/zfuse/store/http"
+	"github.com/zfuse/zfuse/store/httpstore"
 	"github.com/zfuse/zfuse/store/remote"
 )
 

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/zfuse/zfuse/store/remote"
-	s3store "github.com/zfuse/zfuse/store/s3"
+	"github.com/zfuse/zfuse/store/s3store"
 )
 
 // startWriteGateway starts a gateway that keeps object metadata (ETags,
