@@ -32,7 +32,7 @@ var allowed = map[string][]string{
 	"metrics":     {"fusemount", "gpu", "readahead", "store", "zarr", "internal/memlimit"},
 	"warmup":      {"zarr", "internal/mountinfo"},
 	"daemon":      {},
-	"csidriver":   {"internal/mountinfo", "internal/bytesize"},
+	"csidriver":   {"internal/mountinfo", "internal/bytesize", "store"},
 	"cmd/zfuse":   {"*"},
 	"integration": {},
 	testutil:      {},

@@ -127,7 +127,7 @@ func compress(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer dec.Close()
-	src, err := openSource(ctx, source, sf, log)
+	src, err := store.Open(ctx, source, sf.options(log))
 	if err != nil {
 		return err
 	}
@@ -484,7 +484,7 @@ func parseShape(s string, whole bool) ([]int, error) {
 // URL, and what convert.CheckDest refuses.
 func checkDest(source, dest string) error {
 	if scheme, _, ok := strings.Cut(dest, "://"); ok && !strings.EqualFold(scheme, "s3") {
-		return fmt.Errorf("DEST %s: want a local directory or s3://bucket/prefix", redactSource(dest))
+		return fmt.Errorf("DEST %s: want a local directory or s3://bucket/prefix", store.Redact(dest))
 	}
 	return convert.CheckDest(source, dest)
 }

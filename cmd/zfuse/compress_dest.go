@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/zfuse/zfuse/convert"
+	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/store/s3store"
 )
 
@@ -23,17 +24,9 @@ func openDest(ctx context.Context, arg string, f *sourceFlags, log *slog.Logger)
 		return convert.Dir(abs), nil
 	}
 	if strings.ToLower(scheme) != "s3" {
-		return nil, fmt.Errorf("DEST %s: want a local directory or s3://bucket/prefix", redactSource(arg))
+		return nil, fmt.Errorf("DEST %s: want a local directory or s3://bucket/prefix", store.Redact(arg))
 	}
-	bucket, prefix, err := s3store.ParseURL(arg)
-	if err != nil {
-		return nil, err
-	}
-	s, err := s3store.Open(ctx, s3store.Config{
-		Bucket: bucket, Prefix: prefix,
-		Endpoint: f.s3Endpoint, Region: f.s3Region, PathStyle: f.s3PathStyle,
-		MaxInFlight: f.maxInflight, Timeout: f.timeout, Backoff: f.backoff, Log: log,
-	})
+	s, err := s3store.OpenURL(ctx, arg, f.options(log))
 	if err != nil {
 		return nil, fmt.Errorf("DEST: %w", err)
 	}

@@ -28,8 +28,8 @@ import (
 	"github.com/zfuse/zfuse/internal/memlimit"
 	"github.com/zfuse/zfuse/metrics"
 	"github.com/zfuse/zfuse/readahead"
+	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/store/diskcache"
-	"github.com/zfuse/zfuse/store/remote"
 	"github.com/zfuse/zfuse/tree"
 )
 
@@ -188,9 +188,9 @@ func runTree(ctx context.Context, cmd string, f *treeFlags, args []string, stdou
 	if f.metricsAddr != "" {
 		m = metrics.New()
 	}
-	backend := backendName(fl.Arg(0))
-	sf.backoff, sf.hook = remote.Backoff{OnRetry: m.Retried(backend)}, m.StoreHook(backend)
-	src, err := openSource(ctx, fl.Arg(0), sf, log)
+	backend := store.Backend(fl.Arg(0))
+	sf.onRetry, sf.hook = m.Retried(backend), m.StoreHook(backend)
+	src, err := store.Open(ctx, fl.Arg(0), sf.options(log))
 	if err != nil {
 		return err
 	}

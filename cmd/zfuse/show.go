@@ -88,7 +88,7 @@ func info(ctx context.Context, stdout io.Writer, tr *tree.Tree, dec *decoders, s
 	if len(arrays) == 0 {
 		return noArrays(ctx, tr, source)
 	}
-	listed := backendName(source) != "http"
+	listed := store.Backend(source) != "http"
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "PATH\tFORMAT\tSHAPE\tCHUNKS\tSHARDS\tDTYPE\tCODECS\tDECODER\tSTORED\tRATIO\tPRESENTED")
 	for _, in := range arrays {

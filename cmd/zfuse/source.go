@@ -13,9 +13,8 @@ import (
 
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/store/diskcache"
-	"github.com/zfuse/zfuse/store/httpstore"
-	"github.com/zfuse/zfuse/store/remote"
-	"github.com/zfuse/zfuse/store/s3store"
+	"github.com/zfuse/zfuse/store/httpstore" // and store.Open opens http(s):// URLs
+	_ "github.com/zfuse/zfuse/store/s3store" // store.Open opens s3:// URLs
 	"github.com/zfuse/zfuse/tree"
 	"github.com/zfuse/zfuse/zarr"
 )
@@ -30,12 +29,12 @@ type sourceFlags struct {
 	maxInflight int
 	timeout     time.Duration
 	arrays      stringList
-	cacheDir    string         // --cache-dir: see withDiskCache
-	cacheSize   Size           // --cache-dir-size
-	cacheMaxAge time.Duration  // --cache-dir-max-age
-	refresh     time.Duration  // --refresh: 0, the store does not change while mounted
-	backoff     remote.Backoff // retries of remote stores (OnRetry: a metrics counter); not a flag
-	hook        store.Hook     // told of each request of the store (metrics); not a flag
+	cacheDir    string        // --cache-dir: see withDiskCache
+	cacheSize   Size          // --cache-dir-size
+	cacheMaxAge time.Duration // --cache-dir-max-age
+	refresh     time.Duration // --refresh: 0, the store does not change while mounted
+	onRetry     func(error)   // told of each retry of a remote store's request (metrics); not a flag
+	hook        store.Hook    // told of each request of the store (metrics); not a flag
 }
 
 // stringList is a repeatable string flag.
@@ -70,61 +69,21 @@ func (f *sourceFlags) addRefreshFlag(fl *flag.FlagSet) {
 	fl.Var((*durationFlag)(&f.refresh), "refresh", "mount: for a store that changes while mounted, read metadata and listings again, and check each file's stored version (mtime, ETag) when it is next looked up, this long (e.g. 30s) after they were last read; a changed chunk is decoded again and served as a new file. 0: the store does not change while mounted, the fastest")
 }
 
-// openSource opens SOURCE: "http://..." or "https://..." (range requests),
-// "s3://bucket/prefix" (an S3-compatible object store; credentials the
-// usual AWS way), or else a local directory.
-func openSource(ctx context.Context, arg string, f *sourceFlags, log *slog.Logger) (store.Store, error) {
-	scheme, _, remote := strings.Cut(arg, "://")
-	if !remote {
-		d, err := store.Dir(arg)
-		if err == nil {
-			d.SetHook(f.hook)
-		}
-		return d, err
+// options are the store.Options of these flags, logging to log.
+func (f *sourceFlags) options(log *slog.Logger) store.Options {
+	return store.Options{
+		Hints: f.arrays, MaxInFlight: f.maxInflight, Timeout: f.timeout,
+		S3:      store.S3Options{Endpoint: f.s3Endpoint, Region: f.s3Region, PathStyle: f.s3PathStyle},
+		Refresh: f.refresh, Hook: f.hook, OnRetry: f.onRetry, Log: log,
 	}
-	switch strings.ToLower(scheme) {
-	case "http", "https":
-		if host, _, _ := strings.Cut(strings.SplitN(arg, "://", 2)[1], "/"); strings.Contains(host, "@") {
-			// The mount table and the logs show SOURCE.
-			return nil, fmt.Errorf("SOURCE %s: credentials in the URL would show in the mount table and the logs; put them in a query token or a proxy", redactSource(arg))
-		}
-		return httpstore.Open(ctx, httpstore.Config{URL: arg, Hints: f.arrays, MaxInFlight: f.maxInflight, Timeout: f.timeout, Backoff: f.backoff, Hook: f.hook, Refresh: f.refresh, Log: log})
-	case "s3":
-		bucket, prefix, err := s3store.ParseURL(arg)
-		if err != nil {
-			return nil, err
-		}
-		return s3store.Open(ctx, s3store.Config{
-			Bucket: bucket, Prefix: prefix,
-			Endpoint: f.s3Endpoint, Region: f.s3Region, PathStyle: f.s3PathStyle,
-			MaxInFlight: f.maxInflight, Timeout: f.timeout, Backoff: f.backoff, Hook: f.hook, Refresh: f.refresh, Log: log,
-		})
-	}
-	return nil, fmt.Errorf("SOURCE %s: unsupported scheme %q (want a directory, http://, https:// or s3://)", redactSource(arg), scheme)
-}
-
-// redactSource hides what may be a credential in a SOURCE URL (user:password@).
-func redactSource(arg string) string {
-	scheme, rest, ok := strings.Cut(arg, "://")
-	if !ok {
-		return arg
-	}
-	host, path, _ := strings.Cut(rest, "/")
-	if i := strings.LastIndexByte(host, '@'); i >= 0 {
-		host = "REDACTED@" + host[i+1:]
-	}
-	if path != "" {
-		path = "/" + path
-	}
-	return scheme + "://" + host + strings.SplitN(path, "?", 2)[0]
 }
 
 // displaySource is SOURCE as the mount table and the logs show it: an
 // absolute path for a directory, a URL without credentials or query for a
-// remote store.
+// remote store (store.Redact).
 func displaySource(arg string) string {
 	if strings.Contains(arg, "://") {
-		return redactSource(arg)
+		return store.Redact(arg)
 	}
 	if abs, err := filepath.Abs(arg); err == nil {
 		return abs
@@ -162,7 +121,7 @@ func noArrays(ctx context.Context, tr *tree.Tree, source string) error {
 		found = fmt.Sprintf("%d group%s (%s) and no array", len(groups), plural(len(groups)), strings.Join(paths, ", "))
 	}
 	msg := fmt.Sprintf("SOURCE %s holds no Zarr array: %s", displaySource(source), found)
-	if backendName(source) == "http" {
+	if store.Backend(source) == "http" {
 		msg += "; HTTP cannot list directories, so zfuse finds arrays in consolidated metadata (.zmetadata, or a zarr.json's consolidated_metadata): without it, name them with --array PATH"
 	}
 	return errors.New(msg)
@@ -174,19 +133,6 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
-}
-
-// backendName names the kind of store SOURCE is, for metrics: http, s3 or dir.
-func backendName(arg string) string {
-	scheme, _, remote := strings.Cut(arg, "://")
-	switch s := strings.ToLower(scheme); {
-	case !remote:
-		return "dir"
-	case s == "https":
-		return "http"
-	default:
-		return s
-	}
 }
 
 // withDiskCache puts a disk cache (--cache-dir) in front of src, a remote

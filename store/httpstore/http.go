@@ -112,6 +112,26 @@ var (
 	_ store.Versioner = (*Store)(nil)
 )
 
+func init() {
+	store.Register("http", openURL)
+	store.Register("https", openURL)
+}
+
+// openURL is store.Open's Opener of http:// and https:// URLs. A URL
+// with user information is refused: the mount table and the logs show
+// SOURCE.
+func openURL(ctx context.Context, raw string, o store.Options) (store.Store, error) {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		return nil, fmt.Errorf("SOURCE %s: credentials in the URL would show in the mount table and the logs; put them in a query token or a proxy", store.Redact(raw))
+	}
+	s, err := Open(ctx, Config{URL: raw, Hints: o.Hints, MaxInFlight: o.MaxInFlight, Timeout: o.Timeout,
+		Backoff: remote.Backoff{OnRetry: o.OnRetry}, Hook: o.Hook, Refresh: o.Refresh, Log: o.Log})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 // Open returns a Store for the server at cfg.URL. It reads the metadata at
 // the root and at each hint, and fails if the server cannot be reached or
 // no metadata is found.
@@ -160,7 +180,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 func parseBase(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("httpstore: %q is not an http(s) URL", redact(raw))
+		return nil, fmt.Errorf("httpstore: %q is not an http(s) URL", store.Redact(raw))
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawPath = ""
@@ -225,23 +245,8 @@ func (s *Store) probeHints(ctx context.Context, hints []string) (bool, error) {
 	return found, nil
 }
 
-// Name returns the base URL without credentials or query (for logs and the
-// mount table).
-func (s *Store) Name() string {
-	u := *s.base
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
-	return u.String()
-}
-
-// redact removes credentials and the query from a URL string.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
-	return u.String()
-}
+// Name returns the base URL as logs show it (store.Redact).
+func (s *Store) Name() string { return store.Redact(s.base.String()) }
 
 // Close releases idle connections.
 func (s *Store) Close() error {

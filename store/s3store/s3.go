@@ -90,6 +90,32 @@ type Config struct {
 	Refresh time.Duration
 }
 
+func init() {
+	store.Register("s3", func(ctx context.Context, raw string, o store.Options) (store.Store, error) {
+		s, err := OpenURL(ctx, raw, o)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	})
+}
+
+// OpenURL opens the store at raw, an s3://bucket/prefix URL, with the
+// options store.Open takes: store.Open's Opener of s3:// URLs, and zfuse
+// compress's for an s3:// DEST, which it writes.
+func OpenURL(ctx context.Context, raw string, o store.Options) (*Store, error) {
+	bucket, prefix, err := ParseURL(raw)
+	if err != nil {
+		return nil, err
+	}
+	return Open(ctx, Config{
+		Bucket: bucket, Prefix: prefix,
+		Endpoint: o.S3.Endpoint, Region: o.S3.Region, PathStyle: o.S3.PathStyle,
+		MaxInFlight: o.MaxInFlight, Timeout: o.Timeout, Backoff: remote.Backoff{OnRetry: o.OnRetry},
+		Hook: o.Hook, Refresh: o.Refresh, Log: o.Log,
+	})
+}
+
 // ParseURL splits "s3://bucket/prefix" into bucket and prefix.
 func ParseURL(raw string) (bucket, prefix string, err error) {
 	u, err := url.Parse(raw)
@@ -162,7 +188,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if _, err := s.list(ctx, ".", 1); err != nil {
 		return nil, fmt.Errorf("s3store: %s: %w", s.name, err)
 	}
-	log.InfoContext(ctx, "s3 store opened", "url", s.name, "endpoint", redact(cfg.Endpoint), "region", awsCfg.Region, "path_style", cfg.PathStyle)
+	log.InfoContext(ctx, "s3 store opened", "url", s.name, "endpoint", store.Redact(cfg.Endpoint), "region", awsCfg.Region, "path_style", cfg.PathStyle)
 	return s, nil
 }
 
@@ -264,16 +290,6 @@ func jitter(b remote.Backoff) retry.BackoffDelayer {
 		}
 		return d, nil
 	})
-}
-
-// redact removes credentials and the query from an endpoint URL.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	u.User, u.RawQuery = nil, ""
-	return u.String()
 }
 
 // Name returns s3://bucket/prefix.
