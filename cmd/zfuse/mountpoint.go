@@ -113,18 +113,25 @@ func statWithin(dir string, d time.Duration) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, statProbe, dir) // stdin and stderr: /dev/null
-	out, err := cmd.StdoutPipe()
+	// The answer comes through a pipe of our own: exec's StdoutPipe is
+	// closed by Wait, which runs on its own here (the child may never end).
+	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	cmd := exec.Command(exe, statProbe, dir) // stdin and stderr: /dev/null
+	cmd.Stdout = w
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
 		return nil, err
 	}
 	go cmd.Wait() // reaped when it ends, whenever that is
 	ch := make(chan string, 1)
 	go func() {
-		b, _ := io.ReadAll(out)
+		defer r.Close()
+		b, _ := io.ReadAll(r)
 		ch <- strings.TrimSpace(string(b))
 	}()
 	t := time.NewTimer(d)
