@@ -32,6 +32,7 @@ var allowed = map[string][]string{
 	"metrics":     {"fusemount", "gpu", "readahead", "store", "zarr", "internal/memlimit"},
 	"warmup":      {"zarr", "internal/mountinfo"},
 	"daemon":      {},
+	"mountlib":    {"fusemount", "gpu", "readahead", "store", "tree", "internal/mountinfo"},
 	"csidriver":   {"internal/mountinfo", "internal/bytesize", "store"},
 	"cmd/zfuse":   {"*"},
 	"integration": {},

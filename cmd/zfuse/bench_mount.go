@@ -13,6 +13,7 @@ import (
 
 	"github.com/zfuse/zfuse/fusemount"
 	"github.com/zfuse/zfuse/internal/bench"
+	"github.com/zfuse/zfuse/mountlib"
 )
 
 // This file runs zfuse bench's mounts: each a `zfuse mount` process of this
@@ -117,8 +118,8 @@ func logValue(log, key string) string {
 }
 
 // readStats reads the mount's stats file.
-func (m *benchMount) readStats() (statsDoc, error) {
-	var doc statsDoc
+func (m *benchMount) readStats() (mountlib.StatsDoc, error) {
+	var doc mountlib.StatsDoc
 	b, err := os.ReadFile(m.statsFile)
 	if err != nil {
 		return doc, fmt.Errorf("bench: the mount's stats: %w", err)

@@ -3,20 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/zfuse/zfuse/fusemount"
 	"github.com/zfuse/zfuse/gpu"
 	"github.com/zfuse/zfuse/internal/bench"
-	"github.com/zfuse/zfuse/readahead"
 )
 
 func TestChunkSide(t *testing.T) {
@@ -122,28 +116,6 @@ func TestBenchTargets(t *testing.T) {
 		if len(missed) != 1 {
 			t.Errorf("miss %d: targets not met: %q, want exactly one", i, missed)
 		}
-	}
-}
-
-func TestStatsFile(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "stats.json")
-	s := readahead.Stats{Reads: 7, PrefetchUsed: 5, Decode: map[string]readahead.DecodeStats{"zstd": {Chunks: 3, Time: time.Second}}}
-	if err := writeStats(p, s, fusemount.ServeStats{Serving: "no-open", Reads: 3}); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc statsDoc
-	if err := json.Unmarshal(b, &doc); err != nil {
-		t.Fatal(err)
-	}
-	if doc.Pid != os.Getpid() || doc.Stats.Reads != 7 || doc.Stats.Decode["zstd"].Time != time.Second || doc.Serve.Serving != "no-open" || doc.Serve.Reads != 3 {
-		t.Errorf("stats file %s", b)
-	}
-	if _, err := os.Stat(p + ".tmp"); err == nil {
-		t.Errorf("temporary file left behind")
 	}
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/zfuse/zfuse/fusemount"
 	"github.com/zfuse/zfuse/internal/memlimit"
 	"github.com/zfuse/zfuse/metrics"
+	"github.com/zfuse/zfuse/mountlib"
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/store/diskcache"
@@ -38,8 +39,8 @@ import (
 var child *daemon.Pipe
 
 func main() {
-	if len(os.Args) == 3 && os.Args[1] == statProbe { // mountpoint.go: this process is statWithin's child
-		os.Exit(probeStat(os.Args[2]))
+	if code, ok := mountlib.StatProbe(os.Args); ok { // this process stats a mountpoint for a mount
+		os.Exit(code)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	child = daemon.Child()
@@ -244,11 +245,17 @@ func runMount(ctx context.Context, f *treeFlags, log *slog.Logger, tr *tree.Tree
 		return err
 	}
 	defer stopMetrics()
-	mounted := func(srv *fusemount.Server) { m.Served(srv); pw.Start(srv.Serving() == fusemount.Passthrough) }
-	err = mount(ctx, log, tr, fl.Arg(0), fl.Arg(1), mountOpts{
-		debug: slog.Level(f.level) <= slog.LevelDebug, statsFile: f.statsFile, stats: loader.Stats,
-		memLimit: plan.SoftLimit(plan.Budgets, lf.serving == fusemount.Passthrough), kernelReadahead: int64(lf.kernelReadahead), cpuProfile: lf.cpuProfile, serving: lf.serving, transport: lf.transport,
-		gpu: dec.router.GPU(), ready: child.Ready, mounted: mounted, allowOther: bool(f.allowOther), allowNonEmpty: bool(f.allowNonEmpty)})
+	err = mountlib.Mount(ctx, mountlib.Config{
+		Source: fl.Arg(0), Dir: fl.Arg(1), Tree: tr, Log: log,
+		FUSE: fusemount.Config{Debug: slog.Level(f.level) <= slog.LevelDebug, KernelReadahead: int64(lf.kernelReadahead),
+			Serving: lf.serving, Transport: lf.transport, AllowOther: bool(f.allowOther)},
+		AllowNonEmpty: bool(f.allowNonEmpty),
+		MemLimit:      plan.SoftLimit(plan.Budgets, lf.serving == fusemount.Passthrough),
+		StatsFile:     f.statsFile, Stats: loader.Stats, GPU: dec.router.GPU(),
+		StartProfile: func() (func(), error) { return startCPUProfile(lf.cpuProfile) },
+		Mounted:      func(srv *fusemount.Server) { m.Served(srv); pw.Start(srv.Serving() == fusemount.Passthrough) },
+		Ready:        child.Ready,
+	})
 	if err != nil && child != nil {
 		log.Error("mount failed", "err", err) // the parent may be gone
 	}

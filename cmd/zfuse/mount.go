@@ -2,21 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
-	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/zfuse/zfuse/codec"
 	"github.com/zfuse/zfuse/fusemount"
@@ -24,7 +17,6 @@ import (
 	"github.com/zfuse/zfuse/internal/memlimit"
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store"
-	"github.com/zfuse/zfuse/tree"
 	"github.com/zfuse/zfuse/zarr"
 )
 
@@ -216,183 +208,4 @@ func (f *loaderFlags) loader(s store.Store, dec *decoders, log *slog.Logger) (*r
 		Log:              log,
 	})
 	return l, func() { l.Close() }
-}
-
-// mountOpts are what mount needs besides the tree.
-type mountOpts struct {
-	debug           bool                    // log every FUSE request
-	statsFile       string                  // "": no stats file
-	stats           func() readahead.Stats  // the counters
-	serving         fusemount.Serving       // the serving path asked for
-	transport       fusemount.Transport     // the transport asked for
-	memLimit        int64                   // soft memory limit unless GOMEMLIMIT is set; 0: none
-	kernelReadahead int64                   // bytes; 0 leaves the kernel's default
-	cpuProfile      string                  // "": no CPU profile
-	gpu             *gpu.Decoder            // nil: no GPU; else its counters are logged at unmount
-	ready           func()                  // nil, or called once the mount is ready (--background)
-	mounted         func(*fusemount.Server) // nil, or called with the server once mounted (metrics)
-	allowOther      bool                    // FUSE allow_other
-	allowNonEmpty   bool                    // mount over a directory that holds files
-}
-
-// mount serves tree at dir until ctx ends (SIGINT/SIGTERM) or someone
-// unmounts it (fusermount3 -u), then logs the counters and returns nil.
-// With o.statsFile, the counters are written there as JSON on SIGUSR1 and
-// at unmount.
-func mount(ctx context.Context, log *slog.Logger, tr *tree.Tree, source, dir string, o mountOpts) error {
-	if err := checkStatsFile(o.statsFile); err != nil {
-		return err
-	}
-	if err := checkMountpoint(log, dir, o.allowNonEmpty); err != nil {
-		return err
-	}
-	if _, set := os.LookupEnv("GOMEMLIMIT"); !set && o.memLimit > 0 {
-		debug.SetMemoryLimit(o.memLimit)
-		log.Debug("soft memory limit", "bytes", o.memLimit)
-	}
-	stopProfile, err := startCPUProfile(o.cpuProfile)
-	if err != nil {
-		return err
-	}
-	defer stopProfile()
-	// SIGUSR1 is caught from before the mount is announced: a SIGUSR1
-	// sent on seeing "mounted" must write the stats file, not be lost
-	// (or, uncaught, end the process).
-	usr1 := make(chan os.Signal, 1)
-	if o.statsFile != "" {
-		signal.Notify(usr1, syscall.SIGUSR1)
-		defer signal.Stop(usr1)
-	}
-	name := displaySource(source)
-	srv, err := fusemount.Mount(ctx, dir, tr, fusemount.Config{FsName: name, Debug: o.debug, KernelReadahead: o.kernelReadahead, Serving: o.serving, Transport: o.transport, AllowOther: o.allowOther})
-	if err != nil {
-		return err
-	}
-	if o.mounted != nil {
-		o.mounted(srv)
-	}
-	log.Info("mounted", "source", name, "mountpoint", dir)
-	if o.ready != nil {
-		o.ready()
-	}
-	serveUntil(ctx, log, srv, dir, o, usr1)
-	st, ss := o.stats(), srv.Stats()
-	logUnmounted(log, dir, st, ss)
-	if o.gpu != nil {
-		log.Info("GPU decoder", "stats", o.gpu.Stats())
-	}
-	if o.statsFile != "" {
-		if err := writeStats(o.statsFile, st, ss); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// logUnmounted logs the mount's last line: a short summary at Info, and
-// every counter at Debug (and in the stats file, for --stats-file).
-func logUnmounted(log *slog.Logger, dir string, st readahead.Stats, ss fusemount.ServeStats) {
-	var requests int64
-	for _, n := range ss.Requests {
-		requests += n
-	}
-	log.Info("unmounted", "mountpoint", dir, "chunk_reads", st.Reads, "decoded_hits", st.DecodedHits,
-		"prefetch_used", st.PrefetchUsed, "store_reads", st.StoreReads, "fuse_requests", requests, "errors", ss.DecodeErrors)
-	log.Debug("unmounted: the counters", "mountpoint", dir, "stats", st, "serve", ss)
-}
-
-// serveUntil waits until srv is unmounted, or until ctx ends and then
-// unmounts it (unless the parent that mounted it does), writing the stats
-// file on each SIGUSR1 (usr1) meanwhile.
-func serveUntil(ctx context.Context, log *slog.Logger, srv *fusemount.Server, dir string, o mountOpts, usr1 <-chan os.Signal) {
-	done := make(chan struct{})
-	go func() { srv.Wait(); close(done) }()
-	for {
-		select {
-		case <-usr1:
-			if err := writeStats(o.statsFile, o.stats(), srv.Stats()); err != nil {
-				log.Warn("cannot write the stats file", "err", err)
-			}
-		case <-done:
-			return
-		case <-ctx.Done():
-			if passedFuseFd(dir) {
-				return // the parent mounted it, and unmounts it: stop serving
-			}
-			unmount(log, srv, dir, done)
-			return
-		}
-	}
-}
-
-// checkStatsFile refuses a --stats-file that could not be written, before
-// mounting (as --log-file and --metrics are refused): it is written at
-// unmount, too late to learn that its directory is missing.
-func checkStatsFile(path string) error {
-	if path == "" {
-		return nil
-	}
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return fmt.Errorf("--stats-file %s is a directory", path)
-	}
-	dir := filepath.Dir(path)
-	if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
-		return fmt.Errorf("--stats-file %s: cannot write in %s: %w", path, dir, err)
-	}
-	return nil
-}
-
-// A statsDoc is what --stats-file holds.
-type statsDoc struct {
-	Time       time.Time            `json:"time"`
-	Pid        int                  `json:"pid"`
-	Goroutines int                  `json:"goroutines"` // when written: a leak shows as growth between two
-	Stats      readahead.Stats      `json:"stats"`
-	Serve      fusemount.ServeStats `json:"serve"`
-}
-
-// writeStats writes s to path as JSON, atomically: readers see the old
-// file or the new one, never half of one.
-func writeStats(path string, s readahead.Stats, ss fusemount.ServeStats) error {
-	b, err := json.MarshalIndent(statsDoc{Time: time.Now(), Pid: os.Getpid(), Goroutines: runtime.NumGoroutine(), Stats: s, Serve: ss}, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("stats file: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("stats file: %w", err)
-	}
-	return nil
-}
-
-// unmount unmounts the server and waits until it has stopped. Unmounting
-// fails while a process uses the mount (EBUSY): say so once, and keep
-// trying until it is free.
-func unmount(log *slog.Logger, srv interface{ Unmount() error }, dir string, done <-chan struct{}) {
-	for warned := false; ; warned = true {
-		err := srv.Unmount()
-		if err == nil {
-			break
-		}
-		if !warned {
-			log.Warn("cannot unmount yet: the mountpoint is busy; close files and leave directories under it", "mountpoint", dir, "err", err)
-		}
-		select {
-		case <-done: // unmounted by someone else
-			return
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-	<-done
-}
-
-// passedFuseFd reports whether dir is /dev/fd/N: a /dev/fuse descriptor
-// that a privileged parent mounted (see checkMountpoint).
-func passedFuseFd(dir string) bool {
-	n, ok := strings.CutPrefix(dir, "/dev/fd/")
-	fd, err := strconv.Atoi(n)
-	return ok && err == nil && fd > 0
 }

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
-	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/zfuse/zfuse/mountlib"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/store/diskcache"
 	"github.com/zfuse/zfuse/store/httpstore" // and store.Open opens http(s):// URLs
@@ -78,19 +78,6 @@ func (f *sourceFlags) options(log *slog.Logger) store.Options {
 	}
 }
 
-// displaySource is SOURCE as the mount table and the logs show it: an
-// absolute path for a directory, a URL without credentials or query for a
-// remote store (store.Redact).
-func displaySource(arg string) string {
-	if strings.Contains(arg, "://") {
-		return store.Redact(arg)
-	}
-	if abs, err := filepath.Abs(arg); err == nil {
-		return abs
-	}
-	return arg
-}
-
 // needArrays returns nil when tree holds an array; else an error saying
 // what SOURCE holds instead and, for an HTTP store, which cannot list
 // directories, how to name arrays. mount, info and compress refuse such a
@@ -120,7 +107,7 @@ func noArrays(ctx context.Context, tr *tree.Tree, source string) error {
 		}
 		found = fmt.Sprintf("%d group%s (%s) and no array", len(groups), plural(len(groups)), strings.Join(paths, ", "))
 	}
-	msg := fmt.Sprintf("SOURCE %s holds no Zarr array: %s", displaySource(source), found)
+	msg := fmt.Sprintf("SOURCE %s holds no Zarr array: %s", mountlib.Display(source), found)
 	if store.Backend(source) == "http" {
 		msg += "; HTTP cannot list directories, so zfuse finds arrays in consolidated metadata (.zmetadata, or a zarr.json's consolidated_metadata): without it, name them with --array PATH"
 	}
@@ -153,7 +140,7 @@ func withDiskCache(src store.Store, arg string, f *sourceFlags, log *slog.Logger
 		return nil, nil, fmt.Errorf("--cache-dir and --refresh do not combine yet: the disk cache validates each value once per mount")
 	}
 	dc, err := diskcache.Open(diskcache.Config{
-		Dir: f.cacheDir, MaxBytes: int64(f.cacheSize), MaxAge: f.cacheMaxAge, Source: displaySource(arg), Log: log,
+		Dir: f.cacheDir, MaxBytes: int64(f.cacheSize), MaxAge: f.cacheMaxAge, Source: mountlib.Display(arg), Log: log,
 		Keep: func(key string) bool {
 			switch path.Base(key) {
 			case zarr.ArrayFile, zarr.GroupFile, zarr.AttrsFile, zarr.ConsolidatedFile, zarr.MetadataFile:

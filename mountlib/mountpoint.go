@@ -1,4 +1,4 @@
-package main
+package mountlib
 
 import (
 	"errors"
@@ -160,6 +160,17 @@ func statWithin(dir string, d time.Duration) (fs.FileInfo, error) {
 // child, probeStat.
 const statProbe = "__zfuse-stat-probe"
 
+// StatProbe makes this process statWithin's child, when args (os.Args)
+// say it is one: it stats the mountpoint they name and reports the exit
+// status and true. A program that mounts calls it first thing in main,
+// and exits with the status where ok; a test binary in TestMain.
+func StatProbe(args []string) (code int, ok bool) {
+	if len(args) != 3 || args[1] != statProbe {
+		return 0, false
+	}
+	return probeStat(args[2]), true
+}
+
 // probeStat is statWithin's child: it stats dir through to its file
 // system and prints "ok", or "errno N".
 func probeStat(dir string) int {
@@ -190,10 +201,11 @@ func unmountStale(dir string) error {
 	return nil
 }
 
-// mountOf returns the top mount at dir, from /proc/self/mountinfo (which
-// does not stat dir, so a stale or stuck mount does not hang it), or the
-// zero Mount. It resolves no symlinks: that would stat dir's parents,
-// which may lie in the stuck file system.
+// mountOf returns the top mount at dir, a mountpoint that did not answer
+// a stat (stale or stuck), from /proc/self/mountinfo, or the zero Mount.
+// dir is made absolute and compared as it is: mountinfo.At, which the
+// mountpoint's other checks use (fusemount.Mounted), would resolve its
+// parents' symlinks, and they may lie in the stuck file system.
 func mountOf(dir string) mountinfo.Mount {
 	abs, err := filepath.Abs(dir)
 	if err != nil {

@@ -1,4 +1,4 @@
-package main
+package mountlib
 
 import (
 	"bytes"
@@ -52,15 +52,15 @@ func statsSignalAtMount(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- mount(ctx, slog.New(slog.DiscardHandler), tr, s.Root, t.TempDir(), mountOpts{
-			statsFile: statsFile, stats: loader.Stats,
-			mounted: func(*fusemount.Server) { syscall.Kill(os.Getpid(), syscall.SIGUSR1) },
+		done <- Mount(ctx, Config{Source: s.Root, Dir: t.TempDir(), Tree: tr,
+			StatsFile: statsFile, Stats: loader.Stats,
+			Mounted: func(*fusemount.Server) { syscall.Kill(os.Getpid(), syscall.SIGUSR1) },
 		})
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		b, err := os.ReadFile(statsFile)
-		var doc statsDoc
+		var doc StatsDoc
 		if err == nil && json.Unmarshal(b, &doc) == nil && doc.Pid == os.Getpid() {
 			break
 		}
@@ -80,9 +80,9 @@ func statsSignalAtMount(t *testing.T) {
 	}
 }
 
-// mountOne mounts a small store at dir with o until ctx ends, logging to
+// mountOne mounts a small store at dir with c until ctx ends, logging to
 // log, and returns what mount returned.
-func mountOne(t *testing.T, ctx context.Context, log *slog.Logger, dir string, o mountOpts) error {
+func mountOne(t *testing.T, ctx context.Context, log *slog.Logger, dir string, c Config) error {
 	s := testutil.EmptyV2Store(t)
 	s.Add(t, testutil.V2Array{Path: "a", Shape: []int{64}, Chunks: []int{16}, DType: "<f4", Order: "C", Sep: ".",
 		Value: func(i []int) float64 { return float64(i[0]) }})
@@ -93,8 +93,8 @@ func mountOne(t *testing.T, ctx context.Context, log *slog.Logger, dir string, o
 	defer ds.Close()
 	loader := readahead.New(readahead.Config{Store: ds, DecodedBudget: 1 << 20, ReadaheadBudget: 1 << 20})
 	defer loader.Close()
-	o.stats = loader.Stats
-	return mount(ctx, log, tree.New(tree.Config{Store: ds, Chunks: loader}), s.Root, dir, o)
+	c.Source, c.Dir, c.Tree, c.Stats, c.Log = s.Root, dir, tree.New(tree.Config{Store: ds, Chunks: loader}), loader.Stats, log
+	return Mount(ctx, c)
 }
 
 // TestNonEmptyMountpoint: a mountpoint that holds files is refused (the
@@ -106,7 +106,7 @@ func TestNonEmptyMountpoint(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("hi"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := mountOne(t, context.Background(), slog.New(slog.DiscardHandler), dir, mountOpts{})
+	err := mountOne(t, context.Background(), slog.New(slog.DiscardHandler), dir, Config{})
 	if err == nil || !strings.Contains(err.Error(), "is not empty (it holds notes.txt)") || !strings.Contains(err.Error(), "allow_non_empty") {
 		t.Fatalf("mount over a directory holding a file: %v, want refused", err)
 	}
@@ -119,7 +119,7 @@ func TestNonEmptyMountpoint(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- mountOne(t, ctx, log, dir, mountOpts{allowNonEmpty: true, ready: func() {
+		done <- mountOne(t, ctx, log, dir, Config{AllowNonEmpty: true, Ready: func() {
 			if _, err := os.Stat(filepath.Join(dir, "a", ".zarray")); err != nil {
 				t.Errorf("through the mount over a non-empty directory: %v", err)
 			}
@@ -149,8 +149,8 @@ func TestNonEmptyMountpoint(t *testing.T) {
 // TestMain lets the test binary be statWithin's child, as zfuse is:
 // checkMountpoint runs this executable to stat a mountpoint.
 func TestMain(m *testing.M) {
-	if len(os.Args) == 3 && os.Args[1] == statProbe {
-		os.Exit(probeStat(os.Args[2]))
+	if code, ok := StatProbe(os.Args); ok {
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }
@@ -164,5 +164,41 @@ func TestStatWithin(t *testing.T) {
 	}
 	if _, err := statWithin(filepath.Join(dir, "nosuch"), 10*time.Second); !errors.Is(err, syscall.ENOENT) {
 		t.Errorf("statWithin of a missing path: %v, want ENOENT", err)
+	}
+}
+
+func TestDisplay(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://user:secret@example.org/data/x.zarr?token=abc": "https://REDACTED@example.org/data/x.zarr",
+		"s3://bucket/prefix": "s3://bucket/prefix",
+		"/data/x.zarr":       "/data/x.zarr",
+	} {
+		if got := Display(in); got != want {
+			t.Errorf("Display(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestStatsFile: the stats file holds the counters and the process, and
+// is written whole (no .tmp left).
+func TestStatsFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "stats.json")
+	s := readahead.Stats{Reads: 7, PrefetchUsed: 5, Decode: map[string]readahead.DecodeStats{"zstd": {Chunks: 3, Time: time.Second}}}
+	if err := writeStats(p, s, fusemount.ServeStats{Serving: "no-open", Reads: 3}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc StatsDoc
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Pid != os.Getpid() || doc.Stats.Reads != 7 || doc.Stats.Decode["zstd"].Time != time.Second || doc.Serve.Serving != "no-open" || doc.Serve.Reads != 3 {
+		t.Errorf("stats file %s", b)
+	}
+	if _, err := os.Stat(p + ".tmp"); err == nil {
+		t.Errorf("temporary file left behind")
 	}
 }
