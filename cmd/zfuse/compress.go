@@ -272,8 +272,8 @@ func planSource(ctx context.Context, src store.Store, source string, opts conver
 // runJob copies the plan with a progress display and prints the summary.
 func runJob(ctx context.Context, p *convert.Plan, cfg convert.Config, mode string, stdout, stderr io.Writer) error {
 	chunks, bytes := convert.Total(p, cfg.Part)
-	prog := newProgress(stderr, mode, progressTotal{chunks, bytes}, cfg.Part)
-	cfg.Progress = prog.add
+	counts, prog := newCompressProgress(stderr, mode, chunks, bytes, cfg.Part)
+	cfg.Progress = counts.add
 	stats, err := convert.Run(ctx, p, cfg)
 	prog.stop()
 	if err != nil {

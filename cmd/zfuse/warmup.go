@@ -77,17 +77,13 @@ func warmArrays(root, expr string) ([]warmup.Array, error) {
 // showWarmup draws a progress bar of w on out until stop is called.
 func showWarmup(out io.Writer, w *warmup.Warmer) (stop func()) {
 	start := time.Now()
-	draw := func(_ time.Time, final bool) {
+	state := func() (float64, string) {
 		done, n := w.Done(), w.Files()
 		mbs := float64(w.Bytes()) / max(time.Since(start).Seconds(), 1e-3) / 1e6
-		fmt.Fprintf(out, "\r%s %3d%% %d/%d chunk files, %s, %.0f MB/s ",
-			bar(float64(done)/float64(n), 30, "="), 100*done/int64(n), done, n,
-			bytesize.Format(w.Bytes()), mbs)
-		if final {
-			fmt.Fprintln(out)
-		}
+		return float64(done) / float64(n), fmt.Sprintf("%3d%% %d/%d chunk files, %s, %.0f MB/s",
+			100*done/int64(n), done, n, bytesize.Format(w.Bytes()), mbs)
 	}
-	return startRedraw(200*time.Millisecond, draw).stop
+	return startProgress(out, "bar", "warmup", "", "=", state).stop
 }
 
 // warmReport prints the summary, and fails if some chunk files did not
