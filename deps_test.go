@@ -42,7 +42,7 @@ var allowed = map[string][]string{
 	// entry, so that a package names the helpers it uses.
 	"internal/bench":     {},
 	"internal/flight":    {},
-	"internal/memlimit":  {"internal/bytesize"},
+	"internal/memlimit":  {"internal/mountinfo", "internal/bytesize"},
 	"internal/mountinfo": {},
 	"internal/bytesize":  {},
 	"internal/uring":     {},

@@ -10,8 +10,9 @@
 // "/" (os.DirFS("/") in production), so that tests give it fixture trees;
 // the paths it returns are relative to that root, as fs.FS paths are.
 //
-// Of zfuse it imports only internal/bytesize, to say sizes as the flags
-// take them; what it sheds is anything with the loader's SetBudgets.
+// Of zfuse it imports internal/mountinfo, to read the mount table, and
+// internal/bytesize, to say sizes as the flags take them; what it sheds
+// is anything with the loader's SetBudgets.
 package memlimit
 
 import (
@@ -24,6 +25,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/zfuse/zfuse/internal/mountinfo"
 )
 
 // ErrNoCgroup means the process has no memory cgroup that can be read:
@@ -114,36 +117,19 @@ func hasController(list, name string) bool {
 // the version given) from the mounts in mountinfo: a mount of that
 // hierarchy whose root is p or above it. For v2 the memory controller
 // need not be on in the cgroup itself: an ancestor's limit still applies.
-func locate(fsys fs.FS, mountinfo []byte, version int, p string) (Cgroup, error) {
-	for line := range strings.Lines(string(mountinfo)) {
-		// id parent major:minor root mountpoint options [optional...] - fstype source superoptions
-		f := strings.Fields(line)
-		sep := -1
-		for i, x := range f {
-			if x == "-" && i >= 6 {
-				sep = i
-				break
-			}
-		}
-		if sep < 0 || sep+3 > len(f) {
-			continue
-		}
-		fstype, super := f[sep+1], ""
-		if sep+3 < len(f) {
-			super = f[sep+3]
-		}
+func locate(fsys fs.FS, mi []byte, version int, p string) (Cgroup, error) {
+	for _, m := range mountinfo.Parse(mi) {
 		switch {
-		case version == 1 && fstype == "cgroup" && hasController(super, "memory"):
-		case version == 2 && fstype == "cgroup2":
+		case version == 1 && m.FSType == "cgroup" && hasController(m.SuperOptions, "memory"):
+		case version == 2 && m.FSType == "cgroup2":
 		default:
 			continue
 		}
-		root, mnt := unescape(f[3]), unescape(f[4])
-		rel, ok := under(p, root)
+		rel, ok := under(p, m.Root)
 		if !ok {
 			continue
 		}
-		mnt = strings.TrimPrefix(path.Clean(mnt), "/")
+		mnt := strings.TrimPrefix(path.Clean(m.MountPoint), "/")
 		dir := path.Join(mnt, rel)
 		if _, err := fs.Stat(fsys, cmp.Or(dir, ".")); err != nil {
 			continue
@@ -165,22 +151,6 @@ func under(p, root string) (string, bool) {
 		return p[len(root)+1:], true
 	}
 	return "", false
-}
-
-// unescape undoes mountinfo's octal escapes ("\040" for a space).
-func unescape(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if c, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(c))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // A Limit is the memory a process may use.

@@ -1,11 +1,12 @@
-// Package mountinfo parses /proc/self/mountinfo (proc(5)): the one reader
-// of the kernel's mount table for the mount and the command line.
+// Package mountinfo parses /proc/self/mountinfo (proc(5)): the one parser
+// of the kernel's mount table, through which every package that reads it
+// does (fusemount, mountlib, warmup, memlimit, csidriver).
 //
 // The one fact to know: it never stats a mount point. A stale FUSE mount
 // (its server killed) or a stuck one would hang a stat, or fill the
 // kernel's attribute cache for the mount's root, so lookups compare
-// paths only; a caller that wants symlinks resolved resolves them itself
-// (Resolve does, for the parent directories only).
+// paths: At resolves the symlinks of the parent directories only (as
+// Resolve does), Top and Containing none.
 //
 // It imports nothing else of zfuse.
 package mountinfo
