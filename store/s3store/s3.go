@@ -27,7 +27,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"path"
@@ -160,7 +159,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	b := withDefaults(cfg.Backoff)
+	b := cfg.Backoff.WithDefaults()
 	awsCfg, err := loadAWSConfig(ctx, cfg.Region, inflight, b, log)
 	if err != nil {
 		return nil, err
@@ -190,21 +189,6 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	log.InfoContext(ctx, "s3 store opened", "url", s.name, "endpoint", store.Redact(cfg.Endpoint), "region", awsCfg.Region, "path_style", cfg.PathStyle)
 	return s, nil
-}
-
-// withDefaults fills the unset fields of b: 5 attempts, waits from 100 ms
-// up to 2 s.
-func withDefaults(b remote.Backoff) remote.Backoff {
-	if b.Attempts <= 0 {
-		b.Attempts = 5
-	}
-	if b.Base <= 0 {
-		b.Base = 100 * time.Millisecond
-	}
-	if b.Max <= 0 {
-		b.Max = 2 * time.Second
-	}
-	return b
 }
 
 // loadAWSConfig loads the SDK's configuration (environment, profiles)
@@ -273,17 +257,12 @@ func newClient(awsCfg aws.Config, cfg Config) *s3.Client {
 	})
 }
 
-// jitter is b's exponential backoff with half of each wait random, and at
-// least what a Retry-After header in the failed response asks for.
+// jitter is b's backoff (remote.Backoff.Wait), and at least what a
+// Retry-After header in the failed response asks for.
 func jitter(b remote.Backoff) retry.BackoffDelayer {
 	return retry.BackoffDelayerFunc(func(attempt int, err error) (time.Duration, error) {
 		b.Retried(err) // the SDK asks for the delay before each retry
-		d := b.Base
-		for i := 1; i < attempt && d < b.Max; i++ {
-			d *= 2
-		}
-		d = min(d, b.Max)
-		d = d/2 + rand.N(d/2+1)
+		d := b.Wait(attempt)
 		var re *awshttp.ResponseError
 		if errors.As(err, &re) && re.Response != nil {
 			d = max(d, remote.ParseRetryAfter(re.Response.Header.Get("Retry-After"), time.Now()))
