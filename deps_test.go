@@ -27,7 +27,7 @@ var allowed = map[string][]string{
 	"zarr":        {"codec"},
 	"readahead":   {"cache", "codec", "store", "zarr", "internal/bytesize"},
 	"tree":        {"readahead", "zarr", "store", "codec", "internal/flight"},
-	"fusemount":   {"tree", "readahead", "zarr", "store", "internal/mountinfo", "internal/uring"},
+	"fusemount":   {"tree", "readahead", "zarr", "store", "internal/mountinfo", "internal/procfs", "internal/uring"},
 	"convert":     {"tree", "zarr", "codec", "store", "readahead"},
 	"metrics":     {"fusemount", "gpu", "readahead", "store", "zarr", "internal/memlimit"},
 	"warmup":      {"zarr", "internal/mountinfo"},
@@ -40,10 +40,11 @@ var allowed = map[string][]string{
 
 	// internal/…: small helpers more than one package needs, each its own
 	// entry, so that a package names the helpers it uses.
-	"internal/bench":     {},
+	"internal/bench":     {"internal/procfs"},
 	"internal/flight":    {},
-	"internal/memlimit":  {"internal/mountinfo", "internal/bytesize"},
+	"internal/memlimit":  {"internal/mountinfo", "internal/procfs", "internal/bytesize"},
 	"internal/mountinfo": {},
+	"internal/procfs":    {},
 	"internal/bytesize":  {},
 	"internal/uring":     {},
 }

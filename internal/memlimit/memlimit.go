@@ -10,13 +10,13 @@
 // "/" (os.DirFS("/") in production), so that tests give it fixture trees;
 // the paths it returns are relative to that root, as fs.FS paths are.
 //
-// Of zfuse it imports internal/mountinfo, to read the mount table, and
-// internal/bytesize, to say sizes as the flags take them; what it sheds
+// Of zfuse it imports internal/mountinfo and internal/procfs, to read the
+// mount table and /proc/meminfo, and internal/bytesize, to say sizes as
+// the flags take them; what it sheds
 // is anything with the loader's SetBudgets.
 package memlimit
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"errors"
@@ -27,6 +27,7 @@ import (
 	"strings"
 
 	"github.com/zfuse/zfuse/internal/mountinfo"
+	"github.com/zfuse/zfuse/internal/procfs"
 )
 
 // ErrNoCgroup means the process has no memory cgroup that can be read:
@@ -281,26 +282,17 @@ func statValue(b []byte, key string) int64 {
 
 // meminfo returns the field of proc/meminfo ("MemTotal: 24 kB"), in bytes.
 func meminfo(fsys fs.FS, field string) (int64, error) {
-	f, err := fsys.Open("proc/meminfo")
+	b, err := fs.ReadFile(fsys, "proc/meminfo")
 	if err != nil {
 		return 0, fmt.Errorf("memlimit: %w", err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok || k != field {
-			continue
-		}
-		num, unit, _ := strings.Cut(strings.TrimSpace(v), " ")
-		n, err := strconv.ParseInt(num, 10, 64)
-		if err != nil {
-			break
-		}
-		if unit == "kB" {
-			n <<= 10
-		}
-		return n, nil
+	v, ok := procfs.Value(b, field)
+	if !ok {
+		return 0, fmt.Errorf("memlimit: no %s in /proc/meminfo", field)
 	}
-	return 0, fmt.Errorf("memlimit: no %s in /proc/meminfo", field)
+	n, err := procfs.Bytes(v)
+	if err != nil {
+		return 0, fmt.Errorf("memlimit: /proc/meminfo: %w", err)
+	}
+	return n, nil
 }
