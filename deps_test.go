@@ -28,7 +28,7 @@ var allowed = map[string][]string{
 	"readahead":   {"cache", "codec", "store", "zarr", "internal/bytesize"},
 	"tree":        {"readahead", "zarr", "store", "codec", "internal/flight"},
 	"fusemount":   {"tree", "readahead", "zarr", "store", "internal/mountinfo", "internal/procfs", "internal/uring"},
-	"convert":     {"tree", "zarr", "codec", "store", "readahead"},
+	"compress":    {"tree", "zarr", "codec", "store", "readahead"},
 	"metrics":     {"fusemount", "gpu", "readahead", "store", "zarr", "internal/memlimit"},
 	"warmup":      {"zarr", "internal/mountinfo"},
 	"daemon":      {},
@@ -52,7 +52,7 @@ var allowed = map[string][]string{
 const testutil = "internal/testutil"
 
 // goFUSE is go-fuse, which only the FUSE adapter and the command import:
-// the model of the presented tree, and what builds on it (convert), link
+// the model of the presented tree, and what builds on it (compress), link
 // no FUSE.
 const goFUSE = "github.com/hanwen/go-fuse/"
 

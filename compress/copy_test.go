@@ -1,4 +1,4 @@
-package convert
+package compress
 
 import (
 	"context"
@@ -53,7 +53,7 @@ func TestUnits(t *testing.T) {
 }
 
 // TestCheckDestScheme: a DEST URL other than s3:// is refused (the rest
-// of checkDest is convert.CheckDest's, tested there).
+// of checkDest is compress.CheckDest's, tested there).
 // TestCheckHolds: what DEST holds decides whether a run, a part or
 // --finish may write into it.
 func TestCheckHolds(t *testing.T) {

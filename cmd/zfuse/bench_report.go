@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zfuse/zfuse/convert"
+	"github.com/zfuse/zfuse/compress"
 	"github.com/zfuse/zfuse/internal/bench"
 	"github.com/zfuse/zfuse/internal/bytesize"
 )
@@ -59,7 +59,7 @@ func (b *bencher) reportSetting() {
 			return float64(set.stored[storeRaw]) / float64(max(set.stored[name], 1))
 		}
 		fmt.Fprintf(b.out, "arrays %s: float32 %s, %d chunks of %s (%s); stored: blosc lz4 clevel 5 shuffle %s (ratio %.2f), zstd level 3 %s (ratio %.2f), uncompressed %s\n",
-			set.name, convert.Dims(set.shape), len(set.keys), bytesize.Format(set.chunkLen), convert.Dims(set.chunks),
+			set.name, compress.Dims(set.shape), len(set.keys), bytesize.Format(set.chunkLen), compress.Dims(set.chunks),
 			bytesize.Format(set.stored[storeBlosc]), ratio(storeBlosc), bytesize.Format(set.stored[storeZstd]), ratio(storeZstd), bytesize.Format(set.stored[storeRaw]))
 	}
 	kra := "kernel default (not root)"

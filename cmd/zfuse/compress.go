@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/zfuse/zfuse/codec"
-	"github.com/zfuse/zfuse/convert"
+	"github.com/zfuse/zfuse/compress"
 	"github.com/zfuse/zfuse/gpu"
 	"github.com/zfuse/zfuse/internal/bytesize"
 	"github.com/zfuse/zfuse/store"
@@ -26,7 +26,7 @@ import (
 // (anything zfuse mounts), encode its chunks on every core, and write a
 // Zarr store to DEST, a local directory or an S3 prefix. The engine (the
 // plan, the copy, the records in DEST, --part and --finish) is package
-// convert; this file is the command: flags, opening SOURCE and DEST, and
+// compress; this file is the command: flags, opening SOURCE and DEST, and
 // the wiring; compress_report.go shows progress and the summary.
 
 const compressUsage = `Read every array of SOURCE (a directory, http(s):// or s3://; any codec, Zarr v2
@@ -88,13 +88,13 @@ func addCompressFlags(fl *flag.FlagSet) *compressFlags {
 	fl.Var(choice(&f.progress, "auto", "bar", "plain", "none"), "progress", "progress on stderr, `auto|bar|plain|none`: auto (a bar on a terminal, plain lines otherwise), bar, plain, none")
 	fl.Var(&f.logLevel, "log-level", "log level, `debug|info|warn|error`")
 	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a CPU profile of the run to this file, for go tool pprof")
-	fl.Var(checked(&f.part, func(s string) error { _, err := convert.ParsePart(s); return err }), "part", "write only share K of N (K from 0, e.g. 2/8) of the chunks and no metadata, so that N processes on any machines write one DEST at once; then --finish")
+	fl.Var(checked(&f.part, func(s string) error { _, err := compress.ParsePart(s); return err }), "part", "write only share K of N (K from 0, e.g. 2/8) of the chunks and no metadata, so that N processes on any machines write one DEST at once; then --finish")
 	fl.Var((*boolFlag)(&f.finish), "finish", "once every --part K/N of the job has run: check that each wrote its whole share with the same settings, write the metadata and print the job's summary")
 	return f
 }
 
 // compress is the zfuse compress command.
-func compress(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fl, f, sf, err := parseCompress(args, stdout)
 	if err != nil {
 		return err
@@ -106,7 +106,7 @@ func compress(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	source, dest := fl.Arg(0), fl.Arg(1)
 	dst, held, err := openJob(ctx, fl, f, sf, prt, source, dest, log)
-	if errors.Is(err, convert.ErrFinished) {
+	if errors.Is(err, compress.ErrFinished) {
 		fmt.Fprintf(stderr, "zfuse compress: DEST %s holds the finished store already (no part records left): nothing to do\n", dest)
 		return nil
 	} else if err != nil {
@@ -136,7 +136,7 @@ func compress(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	cfg := convert.Config{
+	cfg := compress.Config{
 		Log: log, Src: src, Encoders: enc, Dst: dst, Dest: dest, Held: held,
 		Workers: lf.workers, Memory: int64(f.memory), WriteEmpty: f.writeEmpty, Resume: f.resume, Verify: f.verify,
 		Settings: settingsOf(fl), Part: prt,
@@ -184,7 +184,7 @@ func (f *compressFlags) coders(log *slog.Logger) (*loaderFlags, *decoders, func(
 // sourceLoader returns the chunk loader the copy reads source chunks
 // through, without readahead; its decoded tier keeps source chunks that
 // several new chunks need when rechunking, within half of memory.
-func sourceLoader(lf *loaderFlags, p *convert.Plan, memory int64, source string, src store.Store, dec *decoders, log *slog.Logger) (convert.ChunkSource, func()) {
+func sourceLoader(lf *loaderFlags, p *compress.Plan, memory int64, source string, src store.Store, dec *decoders, log *slog.Logger) (compress.ChunkSource, func()) {
 	lf.decoded = 0
 	if p.Rechunks {
 		lf.decoded = min(Size(memory/2), 512<<20)
@@ -197,11 +197,11 @@ func sourceLoader(lf *loaderFlags, p *convert.Plan, memory int64, source string,
 }
 
 // checkPart parses --part and refuses what --finish cannot take.
-func (f *compressFlags) checkPart() (convert.Part, error) {
-	var prt convert.Part
+func (f *compressFlags) checkPart() (compress.Part, error) {
+	var prt compress.Part
 	if f.part != "" {
 		var err error
-		if prt, err = convert.ParsePart(f.part); err != nil {
+		if prt, err = compress.ParsePart(f.part); err != nil {
 			return prt, badUsage("compress", "%w", err)
 		}
 	}
@@ -213,8 +213,8 @@ func (f *compressFlags) checkPart() (convert.Part, error) {
 
 // openJob checks and opens DEST, reads what it holds, and takes the
 // settings of the job it holds (--resume, --finish) into fl. It returns
-// convert.ErrFinished when --finish finds the job finished already.
-func openJob(ctx context.Context, fl *flag.FlagSet, f *compressFlags, sf *sourceFlags, prt convert.Part, source, dest string, log *slog.Logger) (convert.Destination, *convert.DestState, error) {
+// compress.ErrFinished when --finish finds the job finished already.
+func openJob(ctx context.Context, fl *flag.FlagSet, f *compressFlags, sf *sourceFlags, prt compress.Part, source, dest string, log *slog.Logger) (compress.Destination, *compress.DestState, error) {
 	if err := checkDest(source, dest); err != nil {
 		return nil, nil, err
 	}
@@ -222,9 +222,9 @@ func openJob(ctx context.Context, fl *flag.FlagSet, f *compressFlags, sf *source
 	if err != nil {
 		return nil, nil, err
 	}
-	held, err := convert.ReadDest(ctx, dst)
+	held, err := compress.ReadDest(ctx, dst)
 	if err == nil {
-		err = convert.CheckHolds(dest, held, prt, f.finish, f.resume)
+		err = compress.CheckHolds(dest, held, prt, f.finish, f.resume)
 	}
 	if err == nil {
 		err = takeSettings(fl, dest, held, prt, f.resume || f.finish, log)
@@ -255,14 +255,14 @@ func startCPUProfile(name string) (stop func(), err error) {
 
 // planSource walks SOURCE for its metadata and plans the copy. Settings
 // that fit no array of SOURCE are a usage error.
-func planSource(ctx context.Context, src store.Store, source string, opts convert.Options, log *slog.Logger) (*convert.Plan, error) {
+func planSource(ctx context.Context, src store.Store, source string, opts compress.Options, log *slog.Logger) (*compress.Plan, error) {
 	// A tree for metadata only (no Chunks): it reads shard indexes itself.
 	tr := tree.New(tree.Config{Store: src}) // compress says itself what it cannot encode
 	if err := needArrays(ctx, tr, source); err != nil {
 		return nil, err
 	}
-	p, err := convert.NewPlan(ctx, tr, src, opts, log)
-	var se *convert.SettingsError
+	p, err := compress.NewPlan(ctx, tr, src, opts, log)
+	var se *compress.SettingsError
 	if errors.As(err, &se) {
 		return nil, badUsage("compress", "%w", se.Err)
 	}
@@ -270,11 +270,11 @@ func planSource(ctx context.Context, src store.Store, source string, opts conver
 }
 
 // runJob copies the plan with a progress display and prints the summary.
-func runJob(ctx context.Context, p *convert.Plan, cfg convert.Config, mode string, stdout, stderr io.Writer) error {
-	chunks, bytes := convert.Total(p, cfg.Part)
+func runJob(ctx context.Context, p *compress.Plan, cfg compress.Config, mode string, stdout, stderr io.Writer) error {
+	chunks, bytes := compress.Total(p, cfg.Part)
 	counts, prog := newCompressProgress(stderr, mode, chunks, bytes, cfg.Part)
 	cfg.Progress = counts.add
-	stats, err := convert.Run(ctx, p, cfg)
+	stats, err := compress.Run(ctx, p, cfg)
 	prog.stop()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -287,9 +287,9 @@ func runJob(ctx context.Context, p *convert.Plan, cfg convert.Config, mode strin
 
 // finishJob is --finish: it checks the parts, writes the metadata and
 // prints the job's summary.
-func finishJob(ctx context.Context, p *convert.Plan, cfg convert.Config, stdout io.Writer) error {
+func finishJob(ctx context.Context, p *compress.Plan, cfg compress.Config, stdout io.Writer) error {
 	start := time.Now()
-	recs, err := convert.Finish(ctx, p, cfg)
+	recs, err := compress.Finish(ctx, p, cfg)
 	if err != nil {
 		return err
 	}
@@ -297,7 +297,7 @@ func finishJob(ctx context.Context, p *convert.Plan, cfg convert.Config, stdout 
 }
 
 // settingFlags are the flags that shape what is written: an interrupted
-// run's are recorded in convert.RunFile (a part's in its own record), and --resume
+// run's are recorded in compress.RunFile (a part's in its own record), and --resume
 // and --finish take them from there.
 var settingFlags = []string{"codec", "format", "chunks", "shard", "write-empty"}
 
@@ -316,7 +316,7 @@ func settingsOf(fl *flag.FlagSet) map[string]string {
 // (or, without take, left at its default) with another value than a
 // record's is refused: resuming with other settings would rewrite (or
 // mix) what the job wrote, and every part of a job needs the same.
-func takeSettings(fl *flag.FlagSet, dest string, held *convert.DestState, prt convert.Part, take bool, log *slog.Logger) error {
+func takeSettings(fl *flag.FlagSet, dest string, held *compress.DestState, prt compress.Part, take bool, log *slog.Logger) error {
 	type rec struct {
 		what  string // who recorded it, for messages
 		flags map[string]string
@@ -368,8 +368,8 @@ func takeSettings(fl *flag.FlagSet, dest string, held *convert.DestState, prt co
 }
 
 // when it was set; what is left to refuse is how they combine.
-func (f *compressFlags) options() (convert.Options, error) {
-	var o convert.Options
+func (f *compressFlags) options() (compress.Options, error) {
+	var o compress.Options
 	var err error
 	if o.Format, err = parseFormat(f.format); err != nil {
 		return o, fmt.Errorf("--format %q: %w", f.format, err)
@@ -409,12 +409,12 @@ func parseFormat(s string) (int, error) {
 
 // parseCodecs reads --codec: its stages, filters first, each checked with
 // a stand-in dtype (<i4).
-func parseCodecs(s string) ([]convert.Stage, error) {
-	var stages []convert.Stage
+func parseCodecs(s string) ([]compress.Stage, error) {
+	var stages []compress.Stage
 	last := strings.Count(s, ",")
 	for i, p := range strings.Split(s, ",") {
 		parts := strings.Split(strings.TrimSpace(p), ":")
-		st := convert.Stage{ID: parts[0], Args: parts[1:]}
+		st := compress.Stage{ID: parts[0], Args: parts[1:]}
 		switch st.ID {
 		case "none", "raw":
 			if len(st.Args) > 0 || last > 0 {
@@ -434,7 +434,7 @@ func parseCodecs(s string) ([]convert.Stage, error) {
 		}
 		stages = append(stages, st)
 	}
-	if _, _, _, err := (convert.Options{Stages: stages}).Codecs("<i4", 4); err != nil {
+	if _, _, _, err := (compress.Options{Stages: stages}).Codecs("<i4", 4); err != nil {
 		return nil, err
 	}
 	return stages, nil
@@ -481,12 +481,12 @@ func parseShape(s string, whole bool) ([]int, error) {
 }
 
 // checkDest refuses a DEST that is neither a local directory nor an s3://
-// URL, and what convert.CheckDest refuses.
+// URL, and what compress.CheckDest refuses.
 func checkDest(source, dest string) error {
 	if scheme, _, ok := strings.Cut(dest, "://"); ok && !strings.EqualFold(scheme, "s3") {
 		return fmt.Errorf("DEST %s: want a local directory or s3://bucket/prefix", store.Redact(dest))
 	}
-	return convert.CheckDest(source, dest)
+	return compress.CheckDest(source, dest)
 }
 
 // newEncoders returns what encodes a batch of chunks for --encoder: the

@@ -7,21 +7,21 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/zfuse/zfuse/convert"
+	"github.com/zfuse/zfuse/compress"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/store/s3store"
 )
 
 // openDest opens DEST: s3://bucket/prefix (with the S3 flags of SOURCE),
 // or else a local directory, created at the first write.
-func openDest(ctx context.Context, arg string, f *sourceFlags, log *slog.Logger) (convert.Destination, error) {
+func openDest(ctx context.Context, arg string, f *sourceFlags, log *slog.Logger) (compress.Destination, error) {
 	scheme, _, remote := strings.Cut(arg, "://")
 	if !remote {
 		abs, err := filepath.Abs(arg)
 		if err != nil {
 			return nil, fmt.Errorf("DEST %s: %w", arg, err)
 		}
-		return convert.Dir(abs), nil
+		return compress.Dir(abs), nil
 	}
 	if strings.ToLower(scheme) != "s3" {
 		return nil, fmt.Errorf("DEST %s: want a local directory or s3://bucket/prefix", store.Redact(arg))
@@ -30,5 +30,5 @@ func openDest(ctx context.Context, arg string, f *sourceFlags, log *slog.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("DEST: %w", err)
 	}
-	return convert.S3(s), nil
+	return compress.S3(s), nil
 }

@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/zfuse/zfuse/convert"
+	"github.com/zfuse/zfuse/compress"
 	"github.com/zfuse/zfuse/internal/bytesize"
 )
 
@@ -23,7 +23,7 @@ type compressProgress struct {
 
 // newCompressProgress starts reporting on w the work of a run, or of part
 // prt, of chunks new chunks holding bytes decoded bytes (mode: --progress).
-func newCompressProgress(w io.Writer, mode string, chunks, bytes int64, prt convert.Part) (*compressProgress, *progress) {
+func newCompressProgress(w io.Writer, mode string, chunks, bytes int64, prt compress.Part) (*compressProgress, *progress) {
 	c := &compressProgress{chunks: chunks, bytes: bytes, start: time.Now()}
 	name, label := "compress", ""
 	if prt.N > 0 {
@@ -32,7 +32,7 @@ func newCompressProgress(w io.Writer, mode string, chunks, bytes int64, prt conv
 	return c, startProgress(w, mode, name, label, "#", c.state)
 }
 
-// add counts chunks done, with their bytes in and out (convert.Config.Progress).
+// add counts chunks done, with their bytes in and out (compress.Config.Progress).
 func (c *compressProgress) add(chunks, in, out int64) {
 	c.done.Add(chunks)
 	c.in.Add(in)
@@ -60,7 +60,7 @@ func (c *compressProgress) state() (float64, string) {
 // summary prints one line per array and the total: chunks written, left
 // out (fill value or missing) and kept (--resume), bytes in (decoded) and
 // out (stored), ratio, time and rate; stats are by p.Arrays index.
-func summary(w io.Writer, p *convert.Plan, stats []convert.Stats, verify bool, prt convert.Part) error {
+func summary(w io.Writer, p *compress.Plan, stats []compress.Stats, verify bool, prt compress.Part) error {
 	if err := summaryTable(w, p, stats); err != nil {
 		return err
 	}
@@ -99,10 +99,10 @@ func summary(w io.Writer, p *convert.Plan, stats []convert.Stats, verify bool, p
 
 // summaryTable prints the table of summary: a line per array of this
 // process's and the total.
-func summaryTable(w io.Writer, p *convert.Plan, stats []convert.Stats) error {
+func summaryTable(w io.Writer, p *compress.Plan, stats []compress.Stats) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ARRAY\tFORMAT\tCHUNKS\tWRITTEN\tEMPTY\tKEPT\tBYTES IN\tBYTES OUT\tRATIO\tTIME\tGB/s")
-	var tot convert.Stats
+	var tot compress.Stats
 	for i, pa := range p.Arrays {
 		s := stats[i]
 		if !s.Mine {
@@ -118,7 +118,7 @@ func summaryTable(w io.Writer, p *convert.Plan, stats []convert.Stats) error {
 		if d.Shard() != nil {
 			format += " sharded"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\n", pa.Path, format, convert.Dims(d.Chunks),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\n", pa.Path, format, compress.Dims(d.Chunks),
 			s.Written, s.Empty, s.Kept, bytesize.Format(s.In), bytesize.Format(s.Out),
 			ratio(s.In, s.Out), s.Took.Round(time.Millisecond), float64(s.In)/max(s.Took.Seconds(), 1e-9)/1e9)
 		tot.Written, tot.Empty, tot.Kept, tot.In, tot.Out = tot.Written+s.Written, tot.Empty+s.Empty, tot.Kept+s.Kept, tot.In+s.In, tot.Out+s.Out
@@ -136,11 +136,11 @@ func summaryTable(w io.Writer, p *convert.Plan, stats []convert.Stats) error {
 // TIME the time the parts' last runs spent on the array, summed; one line
 // per part; and the job's ratio and time, from the first part's first
 // start to the last part's end.
-func jobSummary(w io.Writer, p *convert.Plan, recs []*convert.Record, finish time.Duration) error {
-	stats := make([]convert.Stats, len(p.Arrays))
+func jobSummary(w io.Writer, p *compress.Plan, recs []*compress.Record, finish time.Duration) error {
+	stats := make([]compress.Stats, len(p.Arrays))
 	partIn := make([]int64, len(recs))
 	for i, pa := range p.Arrays {
-		st := convert.Stats{Mine: true}
+		st := compress.Stats{Mine: true}
 		for k, r := range recs {
 			s := r.Done.Arrays[pa.Path]
 			in := s.In
@@ -157,7 +157,7 @@ func jobSummary(w io.Writer, p *convert.Plan, recs []*convert.Record, finish tim
 		}
 		stats[i] = st
 	}
-	if err := summary(w, p, stats, false, convert.Part{}); err != nil {
+	if err := summary(w, p, stats, false, compress.Part{}); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
@@ -171,7 +171,7 @@ func jobSummary(w io.Writer, p *convert.Plan, recs []*convert.Record, finish tim
 			pobjs += s.Objects
 		}
 		took := time.Duration(r.Done.Took * float64(time.Second))
-		fmt.Fprintf(w, "part %s: %d objects, %s in, %s out, ratio %s; its last run took %s\n", convert.Part{K: k, N: len(recs)}, pobjs,
+		fmt.Fprintf(w, "part %s: %d objects, %s in, %s out, ratio %s; its last run took %s\n", compress.Part{K: k, N: len(recs)}, pobjs,
 			bytesize.Format(partIn[k]), bytesize.Format(pout), ratio(partIn[k], pout), took.Round(time.Millisecond))
 		in, out, objs, busy = in+partIn[k], out+pout, objs+pobjs, busy+took
 		if first.IsZero() || r.Started.Before(first) {

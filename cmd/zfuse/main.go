@@ -84,7 +84,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "warmup":
 		return runWarmup(ctx, args, stdout, stderr) // warmup.go
 	case "compress":
-		return compress(ctx, args, stdout, stderr) // compress.go
+		return runCompress(ctx, args, stdout, stderr) // compress.go
 	case "csi":
 		return runCSI(ctx, args, stdout, stderr) // csi.go: the CSI node plugin
 	}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/zfuse/zfuse/convert"
+	"github.com/zfuse/zfuse/compress"
 	"github.com/zfuse/zfuse/fusemount"
 	"github.com/zfuse/zfuse/internal/bytesize"
 	"github.com/zfuse/zfuse/readahead"
@@ -95,7 +95,7 @@ func info(ctx context.Context, stdout io.Writer, tr *tree.Tree, dec *decoders, s
 		shape, chunks, shards, dtype, codecs := "?", "?", "-", "?", "?"
 		format := "v" + strconv.Itoa(in.Format)
 		if a := in.Array; a != nil {
-			shape, chunks, dtype, codecs = convert.Dims(a.Shape), convert.Dims(a.Chunks), a.DType, a.Codecs
+			shape, chunks, dtype, codecs = compress.Dims(a.Shape), compress.Dims(a.Chunks), a.DType, a.Codecs
 			if a.Format == 3 {
 				dtype = a.DataType
 			}
@@ -104,7 +104,7 @@ func info(ctx context.Context, stdout io.Writer, tr *tree.Tree, dec *decoders, s
 			}
 		}
 		if in.Shards != nil {
-			shards = convert.Dims(in.Shards)
+			shards = compress.Dims(in.Shards)
 		}
 		stored := fmt.Sprintf("%d chunks, %s", in.Chunks, bytesize.Format(in.Stored))
 		ratio := "-" // passed-through arrays are served as stored
