@@ -41,10 +41,10 @@ import (
 // (split.go) and no metadata; its record, at the end, says what
 // it wrote, for --finish.
 
-// ChunkSource returns decoded source chunks (readahead.Loader.Chunk): the
-// slice is the caller's own copy, which it may modify; a missing chunk
-// satisfies errors.Is(err, fs.ErrNotExist).
-type ChunkSource interface {
+// Chunks are SOURCE's chunks, decoded (readahead.Loader.Chunk), as
+// tree.Chunks are a mount's: the slice is the caller's own copy, which it
+// may modify; a missing chunk satisfies errors.Is(err, fs.ErrNotExist).
+type Chunks interface {
 	Chunk(ctx context.Context, r readahead.Ref) ([]byte, error)
 }
 
@@ -52,7 +52,7 @@ type ChunkSource interface {
 type Config struct {
 	Log      *slog.Logger                           // nil: discard
 	Src      store.Store                            // the source store, for arrays copied as stored
-	Chunks   ChunkSource                            // the source's decoded chunks
+	Chunks   Chunks                                 // the source's decoded chunks
 	Encoders func(codec.Encoder) codec.BatchEncoder // what encodes a batch of chunks with an encoder
 	Dst      Destination
 	Dest     string     // DEST as given, for messages
@@ -106,7 +106,7 @@ func Total(p *Plan, prt Part) (chunks, bytes int64) {
 type copier struct {
 	log        *slog.Logger
 	src        store.Store
-	chunks     ChunkSource
+	chunks     Chunks
 	encoders   func(codec.Encoder) codec.BatchEncoder
 	dst        Destination
 	dest       string     // DEST as given, for messages

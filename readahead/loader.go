@@ -116,7 +116,7 @@ type Loader struct {
 
 	// Each with its own lock.
 	readers readers      // whom readahead follows, and whether the Loader is closed (streams.go)
-	routes  routes       // each array's route (source.go)
+	routes  routes       // each array's route (fetch.go)
 	decodes decodeCounts // the decoding done, by codec pipeline (stats.go)
 
 	latency atomic.Int64 // moving average of store reads' time, ns (policyFor)

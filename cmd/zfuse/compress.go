@@ -184,7 +184,7 @@ func (f *compressFlags) coders(log *slog.Logger) (*loaderFlags, *decoders, func(
 // sourceLoader returns the chunk loader the copy reads source chunks
 // through, without readahead; its decoded tier keeps source chunks that
 // several new chunks need when rechunking, within half of memory.
-func sourceLoader(lf *loaderFlags, p *compress.Plan, memory int64, source string, src store.Store, dec *decoders, log *slog.Logger) (compress.ChunkSource, func()) {
+func sourceLoader(lf *loaderFlags, p *compress.Plan, memory int64, source string, src store.Store, dec *decoders, log *slog.Logger) (compress.Chunks, func()) {
 	lf.decoded = 0
 	if p.Rechunks {
 		lf.decoded = min(Size(memory/2), 512<<20)

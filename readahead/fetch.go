@@ -15,10 +15,11 @@ import (
 	"github.com/zfuse/zfuse/zarr"
 )
 
-// This file is the Loader's chunk source: it locates a presented chunk in
-// the store (ref), fetches what decodes into it (encoded) and decodes
-// batches of chunks (decode), with no cache of its own beyond the shard
-// indexes (shards.go). The Loader wraps it with its tiers and policy.
+// This file is how the Loader fetches and decodes: it locates a presented
+// chunk in the store (ref), fetches what decodes into it (encoded) and
+// decodes batches of chunks (decode), with no cache of its own beyond the
+// shard indexes (shards.go). The Loader wraps it with its tiers and
+// policy.
 
 // A chunkRef locates one presented chunk in the store.
 type chunkRef struct {
