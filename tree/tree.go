@@ -20,7 +20,7 @@
 // Config.AsNpy, every array is one .npy file (npy.go).
 // A directory holding both .zarray and zarr.json presents its v2 view, and
 // serves zarr.json only where it describes the same decoded chunks
-// (mixed.go).
+// (beside.go).
 package tree
 
 import (
@@ -161,7 +161,7 @@ type dirMeta struct {
 	skip   error             // non-nil: under AsV2, the directory is not shown, and why
 	npy    *npyFile          // under AsNpy, an array directory: what its .npy file holds
 	// zarrJSON, for a v2 array directory that also holds zarr.json, says
-	// what is served of it (mixed.go): "rewritten too", "as stored", or
+	// what is served of it (beside.go): "rewritten too", "as stored", or
 	// "hidden: " and why; "" when there is none.
 	zarrJSON string
 }
@@ -416,7 +416,7 @@ func (t *Tree) dirMeta(ctx context.Context, dir string) (*dirMeta, error) {
 }
 
 // loadDir reads a directory's metadata: .zarray (v2; and what is served of
-// a zarr.json beside it, mixed.go), else zarr.json (v3, v3.go), else none.
+// a zarr.json beside it, beside.go), else zarr.json (v3, v3.go), else none.
 func (t *Tree) loadDir(ctx context.Context, dir string) (*dirMeta, error) {
 	x, err := t.loadArray(ctx, dir)
 	if err != nil {
@@ -424,7 +424,7 @@ func (t *Tree) loadDir(ctx context.Context, dir string) (*dirMeta, error) {
 	}
 	if x != nil {
 		m := &dirMeta{arr: x.array, format: 2, files: map[string][]byte{zarr.ArrayFile: x.meta}}
-		if err := t.besideV2(ctx, dir, m); err != nil { // mixed.go: a zarr.json beside the .zarray
+		if err := t.besideV2(ctx, dir, m); err != nil { // beside.go: a zarr.json beside the .zarray
 			return nil, err
 		}
 		return m, t.loadNpy(ctx, dir, m, x.stored)

@@ -44,13 +44,13 @@ func mixedStore(t *testing.T) (*testutil.V2Store, map[string][]byte) {
 	return s, docs
 }
 
-// TestMixedDirs: a directory holding both .zarray and zarr.json presents
+// TestBesideDirs: a directory holding both .zarray and zarr.json presents
 // its v2 view and serves zarr.json rewritten to describe the same decoded
 // chunks when the two agree (C and F order), hides it with one Warn line
 // naming the directory when they do not, serves it as stored when the
 // array is passed through, and hides it under AsV2. zfuse info's
 // ArrayInfo says which.
-func TestMixedDirs(t *testing.T) {
+func TestBesideDirs(t *testing.T) {
 	ctx := context.Background()
 	s, docs := mixedStore(t)
 	for _, asV2 := range []bool{false, true} {

@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// TestInfoMixed: zfuse info says what a directory holding both .zarray
+// TestInfoBeside: zfuse info says what a directory holding both .zarray
 // and zarr.json serves of zarr.json (FORMAT v2+v3), and cat serves it
 // rewritten or not at all, as the mount does.
-func TestInfoMixed(t *testing.T) {
+func TestInfoBeside(t *testing.T) {
 	src := t.TempDir()
 	write := storeWriter(t, src)
 	zarray := `{"zarr_format": 2, "shape": [3], "chunks": [2], "dtype": "|u1", "compressor": null, "fill_value": 0, "order": "C", "filters": null}`
