@@ -1,7 +1,7 @@
 // Package tree decides what a mount of a compressed Zarr store (v2 or v3)
 // presents: which paths exist, and what bytes each serves, as an
 // uncompressed store. It knows nothing of FUSE: package fusemount serves a
-// Tree to the kernel, and zfuse cat reads one itself (Tree.ReadFile).
+// Tree to the kernel, and zfuse cat reads one itself (Tree.CopyFile).
 //
 // The one fact to know: a Tree decides what every path serves, and both
 // the mount and zfuse cat ask it, so they cannot disagree. Directories
