@@ -49,11 +49,12 @@ deps:
 	# Kernels without it (Debian 12's 6.1) have no such file.
 	if [ -w /sys/module/fuse/parameters/enable_uring ]; then echo Y > /sys/module/fuse/parameters/enable_uring; fi
 
-# check: formatting, vet, and the import table (deps_test.go).
+# check: formatting, vet, and the import table (deps_test.go), which the
+# README's package table must agree with.
 check:
 	test -z "$$(gofmt -l .)" || (gofmt -l . && false)
 	$(GO) vet ./...
-	$(GO) test -run TestImports .
+	$(GO) test -run 'TestImports|TestReadmeTable' .
 
 # test: everything CI runs. -race: many readers at once must be safe;
 # -count=1: integration tests mount for real, never use cached results.

@@ -125,3 +125,71 @@ func top(dir string) string {
 	first, _, _ := strings.Cut(dir, "/")
 	return first
 }
+
+// TestReadmeTable fails when README.md's package table and allowed
+// disagree: a row for every entry (the internal helpers named in the
+// row of internal/…), and each row's imports, the backquoted names of
+// its last column, those of the entry ("everything" for "*"; the test
+// helpers aside, which every package's tests may import).
+func TestReadmeTable(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(b), "\n## Packages\n")
+	if !ok {
+		t.Fatal("README.md has no ## Packages section")
+	}
+	table, _, _ = strings.Cut(table, "\n## ")
+	rows := map[string][2]string{} // package: holds, imports
+	for line := range strings.Lines(table) {
+		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
+		if len(cells) != 3 || !strings.HasPrefix(strings.TrimSpace(cells[0]), "`") {
+			continue
+		}
+		name := strings.TrimSuffix(strings.Trim(strings.TrimSpace(cells[0]), "`"), "/")
+		rows[name] = [2]string{cells[1], cells[2]}
+	}
+	quoted := func(s string) []string {
+		var out []string
+		for i, part := range strings.Split(s, "`") {
+			if i%2 == 1 {
+				out = append(out, part)
+			}
+		}
+		return out
+	}
+	for pkg, want := range allowed {
+		helper, isHelper := strings.CutPrefix(pkg, "internal/")
+		if isHelper && pkg != testutil {
+			if row, ok := rows["internal/…"]; !ok || !slices.Contains(quoted(row[0]), helper) {
+				t.Errorf("README.md's row of internal/… does not name %s", helper)
+			}
+			continue
+		}
+		row, ok := rows[pkg]
+		if !ok {
+			t.Errorf("README.md's package table has no row for %s", pkg)
+			continue
+		}
+		var got []string
+		for _, q := range quoted(row[1]) {
+			if q != testutil {
+				got = append(got, q)
+			}
+		}
+		if strings.Contains(row[1], "everything") {
+			got = append(got, "*")
+		}
+		slices.Sort(got)
+		w := slices.Sorted(slices.Values(want))
+		if !slices.Equal(got, w) {
+			t.Errorf("README.md says %s may import %v; deps_test.go says %v", pkg, got, w)
+		}
+	}
+	for name := range rows {
+		if _, ok := allowed[name]; !ok && name != "internal/…" {
+			t.Errorf("README.md's package table has a row for %s, which is not in the import table", name)
+		}
+	}
+}
