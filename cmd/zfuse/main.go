@@ -185,10 +185,7 @@ func runTree(ctx context.Context, cmd string, f *treeFlags, args []string, stdou
 	if cmd == "mount" {
 		logPlan(log, plan) // the first line: the limit found and the budgets chosen
 	}
-	var m *metrics.Registry // nil without --metrics: its hooks are nil
-	if f.metricsAddr != "" {
-		m = metrics.New()
-	}
+	m := f.registry()
 	backend := store.Backend(fl.Arg(0))
 	sf.onRetry, sf.hook = m.Retried(backend), m.StoreHook(backend)
 	src, err := store.Open(ctx, fl.Arg(0), sf.options(log))
@@ -224,6 +221,15 @@ func runTree(ctx context.Context, cmd string, f *treeFlags, args []string, stdou
 		return err
 	}
 	return printPlan(stdout, plan)
+}
+
+// registry returns the metrics registry of --metrics; nil without it,
+// whose hooks are nil.
+func (f *treeFlags) registry() *metrics.Registry {
+	if f.metricsAddr == "" {
+		return nil
+	}
+	return metrics.New()
 }
 
 // runMount serves tree at the mount point until ctx ends or someone

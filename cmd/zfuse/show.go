@@ -78,8 +78,7 @@ func npyRootName(source string) string {
 // names the array's .npy file, or says why the array is not shown.
 //
 // A last line says which serving path zfuse mount --serving would use on
-// this machine (fusemount.ProbeServing mounts an empty file system to ask the
-// kernel), and why not the one asked for.
+// this machine (printServing).
 func info(ctx context.Context, stdout io.Writer, tr *tree.Tree, dec *decoders, serving fusemount.Serving, source, view string) error {
 	arrays, err := tr.Arrays(ctx)
 	if err != nil {
@@ -132,6 +131,13 @@ func info(ctx context.Context, stdout io.Writer, tr *tree.Tree, dec *decoders, s
 	if err := w.Flush(); err != nil {
 		return err
 	}
+	return printServing(stdout, serving)
+}
+
+// printServing writes zfuse info's line of the serving path zfuse mount
+// --serving would use on this machine (fusemount.ProbeServing mounts an
+// empty file system to ask the kernel), and why not the one asked for.
+func printServing(stdout io.Writer, serving fusemount.Serving) error {
 	got, why, err := fusemount.ProbeServing("", serving)
 	fmt.Fprintln(stdout)
 	switch {
