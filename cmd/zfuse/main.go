@@ -74,13 +74,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		_, err := fmt.Fprintln(stdout, "zfuse", version())
 		return err
 	case "bench":
-		if len(args) > 0 && args[0] == "compress" { // bench_compress.go
-			return benchCompress(ctx, args[1:], stdout, stderr)
-		}
-		if len(args) > 0 && args[0] == "floor" { // bench_floor.go: the bench's own FUSE floor
-			return benchFloor(ctx, args[1:], stdout, stderr)
-		}
-		return runBench(ctx, args, stdout, stderr)
+		return runBench(ctx, args, stdout, stderr) // bench.go: internal/bench, and its FUSE floor
 	case "warmup":
 		return runWarmup(ctx, args, stdout, stderr) // warmup.go
 	case "compress":

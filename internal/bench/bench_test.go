@@ -6,14 +6,14 @@ import (
 	"time"
 )
 
-// A cell is a line of a report, as callers define them.
-type cell struct{ chunk, via string }
+// A testCell is a line of a report, as callers define theirs (cell).
+type testCell struct{ chunk, via string }
 
 // TestBenchRatio: ratios pair the rounds (they ran side by side), and the
 // median is taken over rounds.
 func TestBenchRatio(t *testing.T) {
-	r := NewResults[cell]()
-	a, b := cell{"1MiB", "mount"}, cell{"1MiB", "self"}
+	r := NewResults[testCell]()
+	a, b := testCell{"1MiB", "mount"}, testCell{"1MiB", "self"}
 	for _, round := range [][2][]float64{{{2, 4}, {1, 1}}, {{3, 6}, {1, 2}}, {{1, 1}, {2, 1}}} {
 		r.Add(a, round[0])
 		r.Add(b, round[1])
@@ -25,8 +25,8 @@ func TestBenchRatio(t *testing.T) {
 	if med, lo, hi, ok := r.Ratio(a, b, 0); !ok || med != 2 || lo != 0.5 || hi != 3 {
 		t.Errorf("ratio: %v [%v-%v] %v; want 2 [0.5-3]", med, lo, hi, ok)
 	}
-	if _, _, _, ok := r.Ratio(a, cell{}, 0); ok {
-		t.Error("ratio with an unmeasured cell")
+	if _, _, _, ok := r.Ratio(a, testCell{}, 0); ok {
+		t.Error("ratio with an unmeasured testCell")
 	}
 	if _, _, _, ok := r.Epoch(a, 5); ok {
 		t.Error("an epoch that was not read")

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/zfuse/zfuse/compress"
-	"github.com/zfuse/zfuse/internal/bench"
 	"github.com/zfuse/zfuse/internal/bytesize"
 )
 
@@ -26,15 +25,15 @@ type cell struct {
 	transport string // asked for (viaMount only)
 }
 
-// benchResults are the rates of every cell (bench.Results), and what each
+// benchResults are the rates of every cell (Results), and what each
 // cell's mounts used.
 type benchResults struct {
-	*bench.Results[cell]
+	*Results[cell]
 	mounts map[cell][]mountStats
 }
 
 func newBenchResults() *benchResults {
-	return &benchResults{Results: bench.NewResults[cell](), mounts: map[cell][]mountStats{}}
+	return &benchResults{Results: NewResults[cell](), mounts: map[cell][]mountStats{}}
 }
 
 func (r *benchResults) addMount(c cell, st mountStats) { r.mounts[c] = append(r.mounts[c], st) }
@@ -63,11 +62,11 @@ func (b *bencher) reportSetting() {
 			bytesize.Format(set.stored[storeBlosc]), ratio(storeBlosc), bytesize.Format(set.stored[storeZstd]), ratio(storeZstd), bytesize.Format(set.stored[storeRaw]))
 	}
 	kra := "kernel default (not root)"
-	if os.Geteuid() == 0 && lf.kernelReadahead > 0 {
-		kra = lf.kernelReadahead.String()
+	if os.Geteuid() == 0 && lf.KernelReadahead > 0 {
+		kra = bytesize.Exact(lf.KernelReadahead)
 	}
 	fmt.Fprintf(b.out, "mounts: --decoder %s, --workers %d, budgets decoded %s, compressed %s, readahead %s; kernel readahead %s; a fresh mount for each reader, epochs in the same mount\n",
-		lf.decoder, lf.workers, lf.decoded, lf.compressed, lf.readahead, kra)
+		lf.Decoder, lf.Workers, bytesize.Exact(lf.Decoded), bytesize.Exact(lf.Compressed), bytesize.Exact(lf.Readahead), kra)
 	fmt.Fprintf(b.out, "stores in the page cache throughout; file tool: open, read whole, close each chunk file; zarr: zarr-python 2.13 plane by plane; loader: PyTorch DataLoader, 2 workers, shuffled planes; npy: the array's .npy file (--as-npy) read whole; npy-map: its first eighth along axis 0 copied out of np.load(mmap_mode='r')\n")
 	fmt.Fprintf(b.out, "floor: a minimal FUSE server (zfuse bench floor) with the mounts' FUSE options and kernel readahead, serving the chunk files' names and sizes from one buffer it holds (OPEN answered ENOSYS), for npy and npy-map one file of the .npy file's size and header; a fresh one for each reader\n")
 	if b.http != nil {
@@ -80,7 +79,7 @@ func (b *bencher) reportSetting() {
 // reportMatrix prints every cell's rate by epoch, and what its mounts
 // used.
 func (b *bencher) reportMatrix() {
-	t := bench.NewTable(b.out)
+	t := NewTable(b.out)
 	t.Row(slices.Concat([]string{"chunks", "reader", "codec", "source"}, epochHeads(b.epochs), []string{"mount: serving, peak RSS + memfds + pushed, CPU", ""})...)
 	for _, c := range b.res.Order {
 		codec := c.codec
@@ -114,7 +113,7 @@ func (b *bencher) source(c cell) string {
 // readahead), the most frequent first.
 func (b *bencher) reportRequests() {
 	fmt.Fprintf(b.out, "\ndaemon requests per chunk read, by epoch (round 1)\n\n")
-	t := bench.NewTable(b.out)
+	t := NewTable(b.out)
 	t.Row(slices.Concat([]string{"chunks", "reader", "codec", "source"}, epochHeads(b.epochs), []string{""})...)
 	for _, c := range b.res.Order {
 		ms := b.res.mounts[c]
@@ -171,7 +170,7 @@ func epochHeads(n int) []string {
 // reportTargets prints each target, as measured, and its verdict.
 func (b *bencher) reportTargets() {
 	fmt.Fprintln(b.out)
-	t := bench.NewTable(b.out)
+	t := NewTable(b.out)
 	t.Row("target", "measured", "wanted", "", "")
 	for _, g := range b.targets() {
 		t.Row(g.Name, g.Got, g.Want, g.Verdict(), "")
@@ -182,8 +181,8 @@ func (b *bencher) reportTargets() {
 // targets compares the results with the targets of the data-path issue,
 // on the Blosc-lz4 stores, for each serving path measured, then the
 // memory of the mounts with the budget.
-func (b *bencher) targets() []bench.Target {
-	var out []bench.Target
+func (b *bencher) targets() []Target {
+	var out []Target
 	for _, serving := range b.servings {
 		for _, transport := range b.transports {
 			var on []string
@@ -213,13 +212,13 @@ func (b *bencher) targets() []bench.Target {
 
 // setTargets are the targets of the chunk size of set, read through
 // mounts on serving; on ends their names.
-func (b *bencher) setTargets(set *storeSet, serving, transport, on string) []bench.Target {
+func (b *bencher) setTargets(set *storeSet, serving, transport, on string) []Target {
 	r := b.res
-	var out []bench.Target
+	var out []Target
 	add := func(name string, a, base cell, e int, want float64) {
 		med, lo, hi, ok := r.Ratio(a, base, e)
 		if ok {
-			out = append(out, bench.Target{Name: name, Got: bench.FormatRatio(med, lo, hi), Want: fmt.Sprintf(">= %.2fx", want), OK: med >= want})
+			out = append(out, Target{Name: name, Got: FormatRatio(med, lo, hi), Want: fmt.Sprintf(">= %.2fx", want), OK: med >= want})
 		}
 	}
 	const codec = "blosc"
@@ -270,7 +269,7 @@ func (b *bencher) setTargets(set *storeSet, serving, transport, on string) []ben
 // chunk, but for IOCTL (which the kernel sends for every ioctl on a FUSE
 // file, whatever the daemon answered: Python's open() asks isatty). ok is
 // false when no mount counted its epochs.
-func warmRequestsTarget(ms []mountStats, set *storeSet, reader string) (t bench.Target, ok bool) {
+func warmRequestsTarget(ms []mountStats, set *storeSet, reader string) (t Target, ok bool) {
 	var xs []float64
 	for _, m := range ms {
 		if len(m.epochRequests) < 2 {
@@ -287,8 +286,8 @@ func warmRequestsTarget(ms []mountStats, set *storeSet, reader string) (t bench.
 	if len(xs) == 0 {
 		return t, false
 	}
-	med, lo, hi := bench.Median(xs)
-	return bench.Target{
+	med, lo, hi := Median(xs)
+	return Target{
 		Name: reader + " warm epoch: daemon requests a chunk, but IOCTL",
 		Got:  fmt.Sprintf("%.3f [%.3f-%.3f]", med, lo, hi), Want: "<= 0.01", OK: med <= 0.01,
 	}, true
@@ -297,7 +296,7 @@ func warmRequestsTarget(ms []mountStats, set *storeSet, reader string) (t bench.
 // spreadTarget is the target of the rounds' spread: in every cell read
 // through a mount, every epoch's slowest round is at least 0.7x the
 // median; it names the cell and epoch where that is least so.
-func (b *bencher) spreadTarget() (t bench.Target, ok bool) {
+func (b *bencher) spreadTarget() (t Target, ok bool) {
 	worst, at := 2.0, ""
 	for _, c := range b.res.Order {
 		if c.via != viaMount {
@@ -316,12 +315,12 @@ func (b *bencher) spreadTarget() (t bench.Target, ok bool) {
 	if at == "" || b.runs < 3 {
 		return t, false
 	}
-	return bench.Target{Name: "slowest round / median, the worst cell (" + at + ")", Got: fmt.Sprintf("%.2fx", worst), Want: ">= 0.70x", OK: worst >= 0.7}, true
+	return Target{Name: "slowest round / median, the worst cell (" + at + ")", Got: fmt.Sprintf("%.2fx", worst), Want: ">= 0.70x", OK: worst >= 0.7}, true
 }
 
 // memoryTarget is the highest peak of memory of a mount (not the floor's)
 // against the budget; ok is false when there were no mounts.
-func (b *bencher) memoryTarget() (t bench.Target, ok bool) {
+func (b *bencher) memoryTarget() (t Target, ok bool) {
 	var peak int64
 	var at string
 	for c, ms := range b.res.mounts {
@@ -338,8 +337,8 @@ func (b *bencher) memoryTarget() (t bench.Target, ok bool) {
 		return t, false
 	}
 	limit := b.lf.memory()
-	return bench.Target{Name: "peak RSS + memfds + pushed of a mount (" + at + ")", Got: bytesize.Format(peak),
-		Want: "<= " + bytesize.Format(limit) + " (decoded + compressed + readahead + the mount's own " + bytesize.Format(b.lf.ownMemory()) + ")", OK: peak <= limit}, true
+	return Target{Name: "peak RSS + memfds + pushed of a mount (" + at + ")", Got: bytesize.Format(peak),
+		Want: "<= " + bytesize.Format(limit) + " (decoded + compressed + readahead + the mount's own " + bytesize.Format(b.lf.Own) + ")", OK: peak <= limit}, true
 }
 
 // reportRatios prints each mount's rate ÷ each baseline measured beside
@@ -349,7 +348,7 @@ func (b *bencher) memoryTarget() (t bench.Target, ok bool) {
 func (b *bencher) reportRatios() {
 	r := b.res
 	fmt.Fprintf(b.out, "\nthe mount ÷ each baseline: median of the rounds' ratios [lowest-highest]\n\n")
-	t := bench.NewTable(b.out)
+	t := NewTable(b.out)
 	t.Row(slices.Concat([]string{"chunks", "reader", "codec", "source", "÷"}, epochHeads(b.epochs), []string{""})...)
 	for _, c := range r.Order {
 		if c.via != viaMount {
@@ -394,7 +393,7 @@ func (b *bencher) reportFloor() {
 // axis 0 through a memory map of its .npy file (readMap): the chunks the
 // mounts read from the store are at most twice those that part covers,
 // median over the mounts ms. ok is false when there were none.
-func mapTarget(ms []mountStats, set *storeSet) (t bench.Target, ok bool) {
+func mapTarget(ms []mountStats, set *storeSet) (t Target, ok bool) {
 	if len(ms) == 0 || len(set.shape) == 0 {
 		return t, false
 	}
@@ -407,10 +406,10 @@ func mapTarget(ms []mountStats, set *storeSet) (t bench.Target, ok bool) {
 	for i, m := range ms {
 		xs[i] = float64(m.storeReads) / float64(covered)
 	}
-	med, lo, hi := bench.Median(xs)
-	return bench.Target{
+	med, lo, hi := Median(xs)
+	return Target{
 		Name: "1/8 through np.load(mmap_mode='r'): chunks read from the store / chunks it covers",
-		Got:  fmt.Sprintf("%s of %d", bench.FormatRatio(med, lo, hi), covered),
+		Got:  fmt.Sprintf("%s of %d", FormatRatio(med, lo, hi), covered),
 		Want: "<= 2.00x", OK: med <= 2,
 	}, true
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -12,8 +12,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-
-	"github.com/zfuse/zfuse/internal/bench"
 )
 
 // This file is zfuse bench's remote reader, zarr-http: zarr-python reads
@@ -91,7 +89,7 @@ func (b *bencher) remote(ctx context.Context, set *storeSet) error {
 		return errors.New("bench: no HTTP server") // not reached: run starts it
 	}
 	for _, codec := range b.codecs {
-		if err := bench.WarmDir(filepath.Join(set.dir, codec+".zarr")); err != nil {
+		if err := WarmDir(filepath.Join(set.dir, codec+".zarr")); err != nil {
 			return err
 		}
 		before := b.http.requests.Load()

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -12,12 +12,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-
-	"github.com/zfuse/zfuse/internal/bench"
 )
 
 // This file holds zfuse bench's readers: the orders the file tool
-// (bench.ReadEpochs) reads chunk files in, and the Python readers through
+// (ReadEpochs) reads chunk files in, and the Python readers through
 // bench.py.
 
 // listChunks returns the chunk files of the array at root in listing
@@ -71,7 +69,7 @@ func (b *bencher) python3(ctx context.Context, after func(epoch int) error, args
 	}
 	rates := make([]float64, len(epochs))
 	for i, e := range epochs {
-		rates[i] = bench.GBps(e.Bytes, e.Seconds)
+		rates[i] = GBps(e.Bytes, e.Seconds)
 	}
 	return rates, nil
 }

@@ -1,23 +1,20 @@
-package main
+package bench
 
 import (
 	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/zfuse/zfuse/codec"
-	"github.com/zfuse/zfuse/internal/bench"
 	"github.com/zfuse/zfuse/internal/bytesize"
 )
 
@@ -44,12 +41,11 @@ import (
 //go:embed bench_compress.py
 var benchCompressPy []byte
 
-func benchCompress(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	b, err := parseBenchCompress(args, stdout, stderr)
-	if err != nil {
-		return err
-	}
-	b.ctx = ctx
+// RunCompress is zfuse bench compress: the rounds of cfg, then the
+// report on stdout, progress on cfg.Stderr.
+func RunCompress(ctx context.Context, cfg CompressConfig, stdout io.Writer) error {
+	b := &compressBench{rounds: cfg.Rounds, workers: cfg.Workers, parts: cfg.Parts, size: cfg.Size,
+		dir: cfg.Dir, python: cfg.Python, gwBin: cfg.Versitygw, stderr: cfg.Stderr, ctx: ctx}
 	cleanup, err := b.prepare()
 	defer cleanup()
 	if err != nil {
@@ -71,11 +67,21 @@ func benchCompress(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return nil
 }
 
+// A CompressConfig is one zfuse bench compress run: its flags.
+type CompressConfig struct {
+	Size                   int64     // decoded bytes of the array
+	Rounds, Workers, Parts int       // rounds; zfuse's CPU workers (numcodecs' Blosc threads too); processes of the split runs
+	Dir                    string    // where the stores go; "": a temporary directory, removed at the end
+	Python                 string    // Python with zarr 2.13 and numcodecs 0.11
+	Versitygw              string    // the versitygw binary for the S3 rows; "": found the usual ways, none: no S3 rows
+	Stderr                 io.Writer // progress
+}
+
 // A compressBench is one run of zfuse bench compress: its flags, and what
 // prepare sets up for the rounds.
 type compressBench struct {
 	rounds, workers, parts int
-	size                   Size
+	size                   int64
 	dir, python, gwBin     string
 	stderr                 io.Writer
 
@@ -90,27 +96,6 @@ type compressBench struct {
 	threads string        // workers, for numcodecs and --workers
 	outs    string        // where the copies go, this run's own
 	gw      *benchGateway // nil: no S3 rows
-}
-
-// parseBenchCompress parses the flags of zfuse bench compress.
-func parseBenchCompress(args []string, stdout, stderr io.Writer) (*compressBench, error) {
-	fl := flag.NewFlagSet("zfuse bench compress", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	size := Size(1 << 30)
-	fl.Var(&size, "size", "decoded size of the array")
-	rounds, workers := countFlag(3), countFlag(runtime.NumCPU())
-	fl.Var(&rounds, "rounds", "rounds; each side's median and spread are reported")
-	fl.Var(&workers, "workers", "zfuse's CPU workers; numcodecs gets as many Blosc threads")
-	dir := fl.String("dir", "", "where the stores go (default: a temporary directory, removed at the end)")
-	python := fl.String("python", "/usr/bin/python3", "Python with zarr 2.13 and numcodecs 0.11")
-	parts := countFlag(4)
-	fl.Var(&parts, "parts", "the processes of the split runs (--part K/N)")
-	gwBin := fl.String("versitygw", "", "the versitygw binary for the S3 rows (default: $ZFUSE_VERSITYGW, $GOPATH/bin or $HOME/go/bin, then PATH); none found: no S3 rows")
-	if err := parseFlags(fl, args, 0, stdout); err != nil { // usage.go: help to stdout, bad usage exits 2
-		return nil, err
-	}
-	return &compressBench{rounds: int(rounds), workers: int(workers), parts: int(parts), size: size,
-		dir: *dir, python: *python, gwBin: *gwBin, stderr: stderr}, nil
 }
 
 func (b *compressBench) say(format string, a ...any) {
@@ -187,8 +172,8 @@ func (b *compressBench) writeRaw() error {
 	if _, err := os.Stat(filepath.Join(b.raw, ".zarray")); err == nil {
 		return nil
 	}
-	b.say("writing %s of float32 with zarr-python into %s...", b.size, b.raw)
-	cmd := exec.CommandContext(b.ctx, b.python, b.py, "write", b.raw, strconv.FormatInt(int64(b.size), 10))
+	b.say("writing %s of float32 with zarr-python into %s...", bytesize.Exact(b.size), b.raw)
+	cmd := exec.CommandContext(b.ctx, b.python, b.py, "write", b.raw, strconv.FormatInt(b.size, 10))
 	cmd.Stderr = b.stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("bench_compress.py write: %w", err)
@@ -284,7 +269,7 @@ func (b *compressBench) compressTo(dest string, gw *benchGateway, n int) (rate, 
 			cpu += (ps.UserTime() + ps.SystemTime()).Seconds() / gib
 		}
 	}
-	return bench.GBps(b.total, sec), cpu, (gw.cpu() - gw0).Seconds() / gib, err
+	return GBps(b.total, sec), cpu, (gw.cpu() - gw0).Seconds() / gib, err
 }
 
 // runAll starts the zfuse compress processes cmds at once and waits for
@@ -309,7 +294,7 @@ func runAll(cmds []*exec.Cmd, dest string) error {
 }
 
 // sides returns the sides of round r, each adding its measurements to m,
-// in this round's order (bench.RoundOrder: each round in another).
+// in this round's order (RoundOrder: each round in another).
 func (b *compressBench) sides(r int, m *benchCompressRuns) []func() error {
 	sides := []func() error{
 		func() error { return b.cSide(m) },
@@ -340,7 +325,7 @@ func (b *compressBench) sides(r int, m *benchCompressRuns) []func() error {
 				return err
 			})
 	}
-	return bench.RoundOrder(r, sides)
+	return RoundOrder(r, sides)
 }
 
 // cSide measures the C libraries: numcodecs' Blosc-lz4 encode and ratio,
@@ -350,7 +335,7 @@ func (b *compressBench) cSide(m *benchCompressRuns) error {
 	if err != nil {
 		return err
 	}
-	m.cEnc = append(m.cEnc, bench.GBps(b.total, res["seconds"]))
+	m.cEnc = append(m.cEnc, GBps(b.total, res["seconds"]))
 	m.cLZ4 = int64(res["encoded"])
 	if res, err = b.pyRun("encode", b.raw, b.threads, "zstd"); err != nil {
 		return err
@@ -362,7 +347,7 @@ func (b *compressBench) cSide(m *benchCompressRuns) error {
 	if err != nil {
 		return err
 	}
-	m.pyCopy = append(m.pyCopy, bench.GBps(b.total, res["seconds"]))
+	m.pyCopy = append(m.pyCopy, GBps(b.total, res["seconds"]))
 	return nil
 }
 
@@ -373,7 +358,7 @@ func (b *compressBench) goSide(m *benchCompressRuns) error {
 	if err != nil {
 		return err
 	}
-	m.goEnc = append(m.goEnc, bench.GBps(b.total, sec))
+	m.goEnc = append(m.goEnc, GBps(b.total, sec))
 	m.goLZ4 = n
 	if _, m.goZstd, err = b.goEncode(b.zs); err != nil {
 		return err
@@ -428,7 +413,7 @@ func (m benchCompressRuns) report(w io.Writer, total int64, nchunks, workers int
 	m.reportRates(w)
 	m.reportCPU(w)
 	fmt.Fprintln(w)
-	t := bench.NewTable(w)
+	t := NewTable(w)
 	t.Row("target", "measured", "wanted", "")
 	for _, g := range m.targets(total) {
 		t.Row(g.Name, g.Got, g.Want, g.Verdict())
@@ -438,9 +423,9 @@ func (m benchCompressRuns) report(w io.Writer, total int64, nchunks, workers int
 
 // reportRates prints each side's rate.
 func (m benchCompressRuns) reportRates(w io.Writer) {
-	t := bench.NewTable(w)
+	t := NewTable(w)
 	row := func(name string, v []float64) {
-		med, lo, hi := bench.Median(v)
+		med, lo, hi := Median(v)
 		t.Row(name, fmt.Sprintf("%.2f GB/s [%.2f-%.2f]", med, lo, hi))
 	}
 	row("Blosc(lz4, 5, shuffle) encode, numcodecs", m.cEnc)
@@ -462,7 +447,7 @@ func (m benchCompressRuns) reportCPU(w io.Writer) {
 		if len(v) == 0 {
 			return "-"
 		}
-		return bench.FormatRange(bench.Median(v))
+		return FormatRange(Median(v))
 	}
 	fmt.Fprintf(w, "\nCPU seconds per GiB, median [min-max]: zfuse into a directory %s, in %d parts %s", med(m.cpu[0]), m.parts, med(m.cpu[1]))
 	if len(m.s3Copy) > 0 {
@@ -474,17 +459,17 @@ func (m benchCompressRuns) reportCPU(w io.Writer) {
 // targets judges the encoder and zfuse compress against the C libraries
 // and zarr-python. Speed ratios pair the two sides of each round (the
 // same load), and their median and range are reported.
-func (m benchCompressRuns) targets(total int64) []bench.Target {
+func (m benchCompressRuns) targets(total int64) []Target {
 	ratioC, ratioGo := float64(total)/float64(m.cLZ4), float64(total)/float64(m.goLZ4)
 	zC, zGo := float64(total)/float64(m.cZstd), float64(total)/float64(m.goZstd)
-	paired := func(name string, a, b []float64, want float64) bench.Target {
-		med, lo, hi := bench.Paired(a, b)
-		return bench.Target{Name: name, Got: bench.FormatRatio(med, lo, hi), Want: fmt.Sprintf(">= %gx", want), OK: med >= want}
+	paired := func(name string, a, b []float64, want float64) Target {
+		med, lo, hi := Paired(a, b)
+		return Target{Name: name, Got: FormatRatio(med, lo, hi), Want: fmt.Sprintf(">= %gx", want), OK: med >= want}
 	}
-	ratio := func(name string, got, want float64) bench.Target {
-		return bench.Target{Name: name, Got: fmt.Sprintf("%.4f", got), Want: fmt.Sprintf(">= %.2f", want), OK: got >= want}
+	ratio := func(name string, got, want float64) Target {
+		return Target{Name: name, Got: fmt.Sprintf("%.4f", got), Want: fmt.Sprintf(">= %.2f", want), OK: got >= want}
 	}
-	out := []bench.Target{
+	out := []Target{
 		paired("Blosc-lz4 encode, zfuse / numcodecs (per round)", m.goEnc, m.cEnc, 2),
 		ratio(fmt.Sprintf("Blosc-lz4 ratio, zfuse %.4f / c-blosc %.4f", ratioGo, ratioC), ratioGo/ratioC, 0.98),
 		ratio(fmt.Sprintf("Zstd(3) ratio, zfuse %.4f / libzstd %.4f", zGo, zC), zGo/zC, 0.95),

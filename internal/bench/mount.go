@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/zfuse/zfuse/fusemount"
-	"github.com/zfuse/zfuse/internal/bench"
+	"github.com/zfuse/zfuse/internal/bytesize"
 	"github.com/zfuse/zfuse/mountlib"
 )
 
 // This file runs zfuse bench's mounts: each a `zfuse mount` process of this
-// binary (a bench.Process), ready when it logs "mounted" (as the
+// binary (a Process), ready when it logs "mounted" (as the
 // integration tests wait for it), and measured from /proc and its stats
 // file when it stops.
 
@@ -25,7 +25,7 @@ import (
 type benchMount struct {
 	dir       string
 	statsFile string // "" for the floor, which writes none
-	proc      *bench.Process
+	proc      *Process
 }
 
 // mountStats is what a mount used.
@@ -52,12 +52,12 @@ func (b *bencher) mount(ctx context.Context, store, serving, transport string, v
 		return nil, err
 	}
 	m.statsFile = filepath.Join(b.work, fmt.Sprintf("stats%d.json", b.mounts))
-	args := append([]string{"mount", "--log-level", "info", "--stats-file", m.statsFile}, b.lf.args()...)
+	args := append([]string{"mount", "--log-level", "info", "--stats-file", m.statsFile}, b.lf.Args...)
 	args = append(append(args, view...), "--serving", serving, "--transport", transport, store, m.dir)
 	return m, m.start(ctx, b.exe, args)
 }
 
-// floor starts zfuse bench floor (bench_floor.go) serving the files of the
+// floor starts zfuse bench floor (floor.go) serving the files of the
 // uncompressed store at store on a new mountpoint, with the mounts' kernel
 // readahead, and returns once it is ready.
 func (b *bencher) floor(ctx context.Context, store string) (*benchMount, error) {
@@ -65,7 +65,7 @@ func (b *bencher) floor(ctx context.Context, store string) (*benchMount, error) 
 	if err != nil {
 		return nil, err
 	}
-	return m, m.start(ctx, b.exe, []string{"bench", "floor", "--kernel-readahead", b.lf.kernelReadahead.String(), "--transport", b.transports[0], store, m.dir})
+	return m, m.start(ctx, b.exe, []string{"bench", "floor", "--kernel-readahead", bytesize.Exact(b.lf.KernelReadahead), "--transport", b.transports[0], store, m.dir})
 }
 
 // newMount makes a new mountpoint.
@@ -78,7 +78,7 @@ func (b *bencher) newMount() (*benchMount, error) {
 // start runs exe with args, which mounts m.dir, and waits until it logs
 // "mounted".
 func (m *benchMount) start(ctx context.Context, exe string, args []string) error {
-	p, err := bench.Start(ctx, "zfuse "+args[0], exec.Command(exe, args...), "msg=mounted")
+	p, err := Start(ctx, "zfuse "+args[0], exec.Command(exe, args...), "msg=mounted")
 	m.proc = p
 	return err
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -9,8 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"time"
-
-	"github.com/zfuse/zfuse/internal/bench"
 )
 
 // A benchGateway is versitygw's posix backend serving a directory as S3
@@ -78,7 +76,7 @@ func (g *benchGateway) cpu() time.Duration {
 	if g == nil {
 		return 0
 	}
-	d, err := bench.CPUTime(g.cmd.Process.Pid)
+	d, err := CPUTime(g.cmd.Process.Pid)
 	if err != nil {
 		return 0
 	}
