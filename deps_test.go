@@ -28,7 +28,7 @@ var allowed = map[string][]string{
 	"readahead":   {"cache", "codec", "store", "zarr", "internal/bytesize"},
 	"tree":        {"readahead", "zarr", "store", "codec", "internal/flight"},
 	"fusemount":   {"tree", "readahead", "zarr", "store", "internal/mountinfo", "internal/procfs", "internal/uring"},
-	"compress":    {"tree", "zarr", "codec", "store", "readahead"},
+	"compress":    {"tree", "zarr", "codec", "store", "readahead", "internal/bytesize"},
 	"metrics":     {"fusemount", "gpu", "readahead", "store", "zarr", "internal/memlimit"},
 	"warmup":      {"zarr", "internal/mountinfo"},
 	"daemon":      {},

@@ -10,14 +10,12 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/zfuse/zfuse/codec"
 	"github.com/zfuse/zfuse/compress"
 	"github.com/zfuse/zfuse/gpu"
-	"github.com/zfuse/zfuse/internal/bytesize"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/tree"
 )
@@ -71,13 +69,13 @@ type compressFlags struct {
 
 func addCompressFlags(fl *flag.FlagSet) *compressFlags {
 	// Each value is checked where it is parsed (flags.go): options()
-	// parses them again with the same functions.
+	// parses them again with the same functions (compress.ParseOptions).
 	f := &compressFlags{codec: "blosc:lz4:5:shuffle", format: "keep", chunks: "keep", shard: "keep", workers: runtime.GOMAXPROCS(0),
 		decoder: gpu.Auto, encoder: "auto", memory: 1 << 30, progress: "auto", logLevel: levelFlag(slog.LevelInfo)}
-	fl.Var(checked(&f.codec, func(s string) error { _, err := parseCodecs(s); return err }), "codec", "the codecs of every array written, e.g. blosc:lz4:5:shuffle, zstd:3, lz4, gzip:6, delta,zstd:1, none (see above)")
-	fl.Var(checked(&f.format, func(s string) error { _, err := parseFormat(s); return err }), "format", "Zarr format written: v2, v3, or keep each array's")
-	fl.Var(checked(&f.chunks, func(s string) error { _, err := parseChunks(s); return err }), "chunks", "chunk shape written (for sharded v3, the inner chunks): keep, or a shape like 1x512x512 for arrays of that rank (-1: the whole axis); rechunking reads the source chunks each new chunk needs")
-	fl.Var(checked(&f.shard, func(s string) error { _, _, _, err := parseShard(s); return err }), "shard", "v3 sharding: keep (a sharded source's shard shape), none, a size such as 64MiB (each array gets a shard of whole chunks per axis within it), or chunks per axis like 2x2x2 for arrays of that rank; a size or chunks per axis writes v3 (--format keep: v2 arrays become v3)")
+	fl.Var(checked(&f.codec, func(s string) error { _, err := compress.ParseStages(s); return err }), "codec", "the codecs of every array written, e.g. blosc:lz4:5:shuffle, zstd:3, lz4, gzip:6, delta,zstd:1, none (see above)")
+	fl.Var(checked(&f.format, func(s string) error { _, err := compress.ParseFormat(s); return err }), "format", "Zarr format written: v2, v3, or keep each array's")
+	fl.Var(checked(&f.chunks, func(s string) error { _, err := compress.ParseChunks(s); return err }), "chunks", "chunk shape written (for sharded v3, the inner chunks): keep, or a shape like 1x512x512 for arrays of that rank (-1: the whole axis); rechunking reads the source chunks each new chunk needs")
+	fl.Var(checked(&f.shard, func(s string) error { _, _, _, err := compress.ParseShard(s); return err }), "shard", "v3 sharding: keep (a sharded source's shard shape), none, a size such as 64MiB (each array gets a shard of whole chunks per axis within it), or chunks per axis like 2x2x2 for arrays of that rank; a size or chunks per axis writes v3 (--format keep: v2 arrays become v3)")
 	fl.Var((*countFlag)(&f.workers), "workers", "CPU workers decoding and encoding chunks")
 	fl.Var((*modeFlag)(&f.decoder), "decoder", "which decoder reads LZ4 and Blosc-LZ4 source chunks, `auto|cpu|gpu`, as for mount")
 	fl.Var(choice(&f.encoder, "auto", "cpu", "gpu"), "encoder", "which encoder writes chunks, `auto|cpu|gpu`: zfuse has no GPU encoder yet, so auto is the CPU pool and gpu is refused")
@@ -367,117 +365,16 @@ func takeSettings(fl *flag.FlagSet, dest string, held *compress.DestState, prt c
 	return nil
 }
 
-// when it was set; what is left to refuse is how they combine.
+// options are the Options of the flags, each checked when it was set
+// (compress.ParseFormat, ...); what is left to refuse is how they combine,
+// bad usage.
 func (f *compressFlags) options() (compress.Options, error) {
-	var o compress.Options
-	var err error
-	if o.Format, err = parseFormat(f.format); err != nil {
-		return o, fmt.Errorf("--format %q: %w", f.format, err)
+	o, err := compress.ParseOptions(f.format, f.codec, f.chunks, f.shard)
+	var se *compress.SettingsError
+	if errors.As(err, &se) {
+		return o, badUsage("compress", "%w", se.Err)
 	}
-	if o.Stages, err = parseCodecs(f.codec); err != nil {
-		return o, fmt.Errorf("--codec %q: %w", f.codec, err)
-	}
-	if o.Chunks, err = parseChunks(f.chunks); err != nil {
-		return o, fmt.Errorf("--chunks: %w", err)
-	}
-	if o.ShardKeep, o.ShardSize, o.ShardPer, err = parseShard(f.shard); err != nil {
-		return o, fmt.Errorf("--shard: %w", err)
-	}
-	switch sharded := o.ShardSize > 0 || o.ShardPer != nil; {
-	case sharded && o.Format == 2:
-		return o, badUsage("compress", "--format v2 --shard %s: Zarr v2 has no sharding (a shard size or shape writes Zarr v3)", f.shard)
-	case sharded && o.Format == 0:
-		// Sharding is v3's: arrays stored as v2 are written as v3
-		// (plan says which).
-		o.Format, o.ShardV3 = 3, true
-	}
-	return o, nil
-}
-
-// parseFormat reads --format: 2, 3, or 0 for keep.
-func parseFormat(s string) (int, error) {
-	switch s {
-	case "keep":
-		return 0, nil
-	case "v2", "2":
-		return 2, nil
-	case "v3", "3":
-		return 3, nil
-	}
-	return 0, errors.New("want v2, v3 or keep")
-}
-
-// parseCodecs reads --codec: its stages, filters first, each checked with
-// a stand-in dtype (<i4).
-func parseCodecs(s string) ([]compress.Stage, error) {
-	var stages []compress.Stage
-	last := strings.Count(s, ",")
-	for i, p := range strings.Split(s, ",") {
-		parts := strings.Split(strings.TrimSpace(p), ":")
-		st := compress.Stage{ID: parts[0], Args: parts[1:]}
-		switch st.ID {
-		case "none", "raw":
-			if len(st.Args) > 0 || last > 0 {
-				return nil, errors.New("none stands alone")
-			}
-			continue
-		case "delta", "shuffle":
-			if len(st.Args) > 0 {
-				return nil, fmt.Errorf("%s takes no settings (it uses the array's dtype)", st.ID)
-			}
-		case "blosc", "zstd", "lz4", "gzip", "zlib":
-			if i != last {
-				return nil, fmt.Errorf("the compressor %s must come last", st.ID)
-			}
-		default:
-			return nil, fmt.Errorf("unknown codec %q (want blosc, zstd, lz4, gzip, zlib, delta, shuffle or none)", st.ID)
-		}
-		stages = append(stages, st)
-	}
-	if _, _, _, err := (compress.Options{Stages: stages}).Codecs("<i4", 4); err != nil {
-		return nil, err
-	}
-	return stages, nil
-}
-
-// parseChunks reads --chunks: nil for keep.
-func parseChunks(s string) ([]int, error) {
-	if s == "keep" {
-		return nil, nil
-	}
-	return parseShape(s, true)
-}
-
-// parseShard reads --shard: keep, none (all false and nil), a size, or
-// chunks per axis.
-func parseShard(s string) (keep bool, size int64, per []int, err error) {
-	switch {
-	case s == "keep":
-		return true, 0, nil, nil
-	case s == "none":
-		return false, 0, nil, nil
-	case strings.Contains(s, "x") || !strings.ContainsAny(s, "BbKkMmGgTt"):
-		per, err := parseShape(s, false)
-		return false, 0, per, err
-	}
-	n, err := bytesize.Parse(s)
-	if err != nil || n <= 0 {
-		return false, 0, nil, fmt.Errorf("%q: want keep, none, a size such as 64MiB, or chunks per axis such as 2x2x2", s)
-	}
-	return false, n, nil, nil
-}
-
-// parseShape reads "1x512x512"; with whole, -1 stands for a whole axis.
-func parseShape(s string, whole bool) ([]int, error) {
-	var out []int
-	for _, p := range strings.Split(s, "x") {
-		n, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil || n == 0 || n < -1 || (n == -1 && !whole) {
-			return nil, fmt.Errorf("%q is not a shape like 2x512x512", s)
-		}
-		out = append(out, n)
-	}
-	return out, nil
+	return o, err
 }
 
 // checkDest refuses a DEST that is neither a local directory nor an s3://
