@@ -204,7 +204,7 @@ func runTree(ctx context.Context, cmd string, f *treeFlags, args []string, stdou
 	loader, closeLoader := lf.loader(src, dec, log)
 	defer closeLoader()
 	tr := tree.New(tree.Config{Store: src, Chunks: loader, Log: log, AsV2: bool(f.asV2), AsNpy: bool(f.asNpy),
-		RootName: npyRootName(fl.Arg(0)), Refresh: sf.refresh})
+		RootName: tree.RootNameOf(fl.Arg(0)), Refresh: sf.refresh})
 	switch cmd {
 	case "mount":
 		return runMount(ctx, f, log, tr, plan, m, dec, loader, disk)

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
-	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -46,22 +44,6 @@ func viewFlag(asV2, asNpy bool) string {
 		return "--as-npy"
 	}
 	return ""
-}
-
-// npyRootName is the name (without .npy) of the file that an array at the
-// root of SOURCE becomes under --as-npy: SOURCE's last path element, or a
-// URL's, without ".zarr" (t2m.zarr is t2m.npy); "array" when there is none.
-func npyRootName(source string) string {
-	p := source
-	if _, rest, ok := strings.Cut(source, "://"); ok {
-		p, _, _ = strings.Cut(rest, "?")
-		p, _, _ = strings.Cut(p, "#")
-	}
-	name := strings.TrimSuffix(path.Base(strings.TrimRight(filepath.ToSlash(p), "/")), ".zarr")
-	if name == "" || name == "." || name == "/" || name == ".." {
-		return "array"
-	}
-	return name
 }
 
 // info prints one line per array: how it is stored and how it is
