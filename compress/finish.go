@@ -131,3 +131,32 @@ func isRecord(key string) bool {
 	_, ok := parsePartFile(key)
 	return ok || key == RunFile
 }
+
+// JobStats adds up the records of a split job's parts, recs (by K), by
+// array of p: the counts of each array's chunks, BYTES IN the decoded
+// size of the chunks DEST holds (kept chunks, which an earlier run of a
+// part wrote, at their decoded size), BYTES OUT their stored size, and
+// the time the parts' last runs spent on it, summed; and each part's bytes
+// in, counted alike.
+func JobStats(p *Plan, recs []*Record) (stats []Stats, partIn []int64) {
+	stats, partIn = make([]Stats, len(p.Arrays)), make([]int64, len(recs))
+	for i, pa := range p.Arrays {
+		st := Stats{Mine: true}
+		for k, r := range recs {
+			s := r.Done.Arrays[pa.Path]
+			in := s.In
+			if pa.Enc != nil {
+				in += s.Kept * pa.Enc.Array().ChunkLen()
+			}
+			partIn[k] += in
+			st.Written += s.Written
+			st.Empty += s.Empty
+			st.Kept += s.Kept
+			st.In += in
+			st.Out += s.Bytes
+			st.Took += time.Duration(s.Took * float64(time.Second))
+		}
+		stats[i] = st
+	}
+	return stats, partIn
+}

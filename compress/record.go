@@ -155,6 +155,37 @@ func ReadDest(ctx context.Context, dst Destination) (*DestState, error) {
 	return st, nil
 }
 
+// A Recorded is the settings a record of DEST holds, and who recorded
+// them, for messages ("DEST d: part 1/4 of this job was").
+type Recorded struct {
+	What  string
+	Flags map[string]string
+}
+
+// Recorded returns the records of DEST (named dest) whose settings a run
+// of part prt (N 0: one process) must agree with: with take (--resume,
+// --finish), an unfinished run's record, or every part's (a part's own
+// first); without take, the other parts' records only, and nothing for
+// one process.
+func (st *DestState) Recorded(dest string, prt Part, take bool) []Recorded {
+	var recs []Recorded
+	switch {
+	case prt.N == 0 && !take:
+	case prt.N == 0 && st.Run != nil:
+		recs = append(recs, Recorded{"--resume: DEST " + dest + " was", st.Run.Flags})
+	default:
+		if r := st.Parts[prt.K]; r != nil && prt.N > 0 {
+			recs = append(recs, Recorded{"DEST " + dest + ": part " + prt.String() + " was", r.Flags})
+		}
+		for p, r := range st.PartRecords() {
+			if p.K != prt.K || prt.N == 0 {
+				recs = append(recs, Recorded{"DEST " + dest + ": part " + p.String() + " of this job was", r.Flags})
+			}
+		}
+	}
+	return recs
+}
+
 // PartRecords returns the part records of st in the order of K.
 func (st *DestState) PartRecords() iter.Seq2[Part, *Record] {
 	return func(yield func(Part, *Record) bool) {

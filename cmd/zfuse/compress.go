@@ -315,38 +315,20 @@ func settingsOf(fl *flag.FlagSet) map[string]string {
 // record's is refused: resuming with other settings would rewrite (or
 // mix) what the job wrote, and every part of a job needs the same.
 func takeSettings(fl *flag.FlagSet, dest string, held *compress.DestState, prt compress.Part, take bool, log *slog.Logger) error {
-	type rec struct {
-		what  string // who recorded it, for messages
-		flags map[string]string
-	}
-	var recs []rec
-	switch {
-	case prt.N == 0 && !take:
-	case prt.N == 0 && held.Run != nil:
-		recs = append(recs, rec{"--resume: DEST " + dest + " was", held.Run.Flags})
-	default:
-		if r := held.Parts[prt.K]; r != nil && prt.N > 0 {
-			recs = append(recs, rec{"DEST " + dest + ": part " + prt.String() + " was", r.Flags})
-		}
-		for p, r := range held.PartRecords() {
-			if p.K != prt.K || prt.N == 0 {
-				recs = append(recs, rec{"DEST " + dest + ": part " + p.String() + " of this job was", r.Flags})
-			}
-		}
-	}
+	recs := held.Recorded(dest, prt, take)
 	given := map[string]bool{}
 	fl.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	var taken []any
 	for _, r := range recs {
 		for _, name := range settingFlags {
-			was, ok := r.flags[name]
+			was, ok := r.Flags[name]
 			if !ok {
 				continue
 			}
 			now := fl.Lookup(name).Value.String()
 			if given[name] || !take {
 				if now != was {
-					return fmt.Errorf("%s started with --%s %s, this run says --%s %s: refused (give the same value, or leave the flag out and add --resume to take the recorded one)", r.what, name, was, name, now)
+					return fmt.Errorf("%s started with --%s %s, this run says --%s %s: refused (give the same value, or leave the flag out and add --resume to take the recorded one)", r.What, name, was, name, now)
 				}
 				continue
 			}

@@ -130,33 +130,11 @@ func summaryTable(w io.Writer, p *compress.Plan, stats []compress.Stats) error {
 }
 
 // jobSummary prints the summary of a split job from its parts' records:
-// one line per array, the parts' counts added up, with BYTES IN the
-// decoded size of the chunks DEST holds (kept chunks, which an earlier run
-// of a part wrote, at their decoded size), BYTES OUT their stored size and
-// TIME the time the parts' last runs spent on the array, summed; one line
-// per part; and the job's ratio and time, from the first part's first
-// start to the last part's end.
+// one line per array, the parts' counts added up (compress.JobStats); one
+// line per part; and the job's ratio and time, from the first part's
+// first start to the last part's end.
 func jobSummary(w io.Writer, p *compress.Plan, recs []*compress.Record, finish time.Duration) error {
-	stats := make([]compress.Stats, len(p.Arrays))
-	partIn := make([]int64, len(recs))
-	for i, pa := range p.Arrays {
-		st := compress.Stats{Mine: true}
-		for k, r := range recs {
-			s := r.Done.Arrays[pa.Path]
-			in := s.In
-			if pa.Enc != nil {
-				in += s.Kept * pa.Enc.Array().ChunkLen()
-			}
-			partIn[k] += in
-			st.Written += s.Written
-			st.Empty += s.Empty
-			st.Kept += s.Kept
-			st.In += in
-			st.Out += s.Bytes
-			st.Took += time.Duration(s.Took * float64(time.Second))
-		}
-		stats[i] = st
-	}
+	stats, partIn := compress.JobStats(p, recs)
 	if err := summary(w, p, stats, false, compress.Part{}); err != nil {
 		return err
 	}
