@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -67,7 +68,7 @@ func info(ctx context.Context, stdout io.Writer, tr *tree.Tree, dec *decoders, s
 		return err
 	}
 	if len(arrays) == 0 {
-		return noArrays(ctx, tr, source)
+		return noArrays(tr.NoArray(ctx), source)
 	}
 	listed := store.Backend(source) != "http"
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -168,7 +169,7 @@ func versionOf(bi *debug.BuildInfo) string {
 	for _, s := range bi.Settings {
 		set[s.Key] = s.Value
 	}
-	parts := []string{cmpOr(bi.Main.Version, "(devel)")}
+	parts := []string{cmp.Or(bi.Main.Version, "(devel)")}
 	if rev := set["vcs.revision"]; rev != "" {
 		parts = append(parts, rev)
 		if t := set["vcs.time"]; t != "" {
@@ -185,12 +186,4 @@ func versionOf(bi *debug.BuildInfo) string {
 		parts = append(parts, set["GOOS"]+"/"+set["GOARCH"])
 	}
 	return strings.Join(parts, " ")
-}
-
-// cmpOr is s, or def when s is empty.
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

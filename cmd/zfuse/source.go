@@ -79,35 +79,19 @@ func (f *sourceFlags) options(log *slog.Logger) store.Options {
 }
 
 // needArrays returns nil when tree holds an array; else an error saying
-// what SOURCE holds instead and, for an HTTP store, which cannot list
-// directories, how to name arrays. mount, info and compress refuse such a
-// SOURCE (exit 1): an empty result is not success.
+// what SOURCE holds instead (tree.NeedArray) and, for an HTTP store,
+// which cannot list directories, how to name arrays (noArrays).
 func needArrays(ctx context.Context, tr *tree.Tree, source string) error {
-	ok, err := tr.HasArray(ctx)
-	if err != nil || ok {
-		return err
-	}
-	return noArrays(ctx, tr, source)
+	return noArrays(tr.NeedArray(ctx), source)
 }
 
-// noArrays is the error of a SOURCE whose tree holds no array.
-func noArrays(ctx context.Context, tr *tree.Tree, source string) error {
-	groups, err := tr.Groups(ctx)
-	if err != nil {
+// noArrays is err, tree.NeedArray's or NoArray's, as zfuse says it of
+// SOURCE.
+func noArrays(err error, source string) error {
+	if !errors.Is(err, tree.ErrNoArray) {
 		return err
 	}
-	found := "no Zarr metadata (.zarray, zarr.json, .zgroup) in it"
-	if len(groups) > 0 {
-		var paths []string
-		for _, g := range groups[:min(len(groups), 3)] {
-			paths = append(paths, g.Path)
-		}
-		if len(groups) > 3 {
-			paths = append(paths, "...")
-		}
-		found = fmt.Sprintf("%d group%s (%s) and no array", len(groups), plural(len(groups)), strings.Join(paths, ", "))
-	}
-	msg := fmt.Sprintf("SOURCE %s holds no Zarr array: %s", mountlib.Display(source), found)
+	msg := fmt.Sprintf("SOURCE %s %v", mountlib.Display(source), err)
 	if store.Backend(source) == "http" {
 		msg += "; HTTP cannot list directories, so zfuse finds arrays in consolidated metadata (.zmetadata, or a zarr.json's consolidated_metadata): without it, name them with --array PATH"
 	}
