@@ -24,8 +24,8 @@ func TestLoaderFlags(t *testing.T) {
 	if lf.decoded != 3<<20 || lf.readahead != 3<<19 || lf.compressed != 0 || lf.workers != 5 || lf.decoder != gpu.CPU {
 		t.Errorf("flags %+v", lf)
 	}
-	if lf.memory() != 3<<20+3<<19+40<<20 {
-		t.Errorf("memory limit %d", lf.memory())
+	if m := lf.benchFlags(); m.Decoded+m.Compressed+m.Readahead+m.Own != 3<<20+3<<19+40<<20 {
+		t.Errorf("what a mount may hold: %+v", m)
 	}
 	for _, r := range []struct {
 		args   []string

@@ -108,15 +108,9 @@ func (f *loaderFlags) args() []string {
 		"--kernel-readahead", f.kernelReadahead.String(), "--serving", f.serving.String(), "--transport", f.transport.String()}
 }
 
-// memory is what a mount of these budgets may hold, zfuse bench's target
-// for its peak RSS and memfds: the three budgets and the mount's own
-// memory, as its memory plan counts it (memlimit.Own; more under
-// passthrough, where chunk files are kept beside the budgets).
-func (f *loaderFlags) memory() int64 {
-	return int64(f.decoded) + int64(f.compressed) + int64(f.readahead) + f.ownMemory()
-}
-
-// ownMemory is the mount's own memory beside its budgets (memlimit.Own).
+// ownMemory is the mount's own memory beside its budgets, as its memory
+// plan counts it (memlimit.Own; more under passthrough, where chunk files
+// are kept beside the budgets): zfuse bench holds its mounts to it.
 func (f *loaderFlags) ownMemory() int64 {
 	return memlimit.Own(f.serving == fusemount.Passthrough, readahead.FreeFileBytes)
 }
