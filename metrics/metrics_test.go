@@ -58,22 +58,7 @@ zfuse_chunk_reads_total 3
 	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(strings.Replace(want, " 3\n", " 7\n", 1)), "zfuse_chunk_reads_total"); err != nil {
 		t.Error(err)
 	}
-	fams, err := m.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]float64{}
-	for _, f := range fams {
-		for _, mt := range f.GetMetric() {
-			var labels []string
-			for _, l := range mt.GetLabel() {
-				labels = append(labels, l.GetName()+"="+l.GetValue())
-			}
-			v := mt.GetCounter().GetValue() + mt.GetGauge().GetValue() + float64(mt.GetHistogram().GetSampleCount())
-			got[f.GetName()+"{"+strings.Join(labels, ",")+"}"] = v
-		}
-	}
-	for k, v := range map[string]float64{
+	expect(t, m, map[string]float64{
 		"zfuse_cache_hits_total{tier=decoded}":                        1,
 		"zfuse_cache_hits_total{tier=readahead}":                      2,
 		"zfuse_cache_bytes{tier=decoded}":                             5 << 20,
@@ -87,20 +72,8 @@ zfuse_chunk_reads_total 3
 		"zfuse_memory_soft_limit_bytes{}":                             192 << 20,
 		"zfuse_memory_budget_scale{}":                                 0.5,
 		"zfuse_memory_sheds_total{}":                                  1,
-	} {
-		if got[k] != v {
-			t.Errorf("%s = %v, want %v", k, got[k], v)
-		}
-	}
-	problems, err := testutil.GatherAndLint(m.reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		if strings.HasPrefix(p.Metric, "zfuse_") {
-			t.Errorf("lint: %s: %s", p.Metric, p.Text)
-		}
-	}
+	})
+	lint(t, m)
 }
 
 // TestMetricsStore: the registry counts and times the store's requests by
@@ -130,62 +103,62 @@ func TestMetricsStore(t *testing.T) {
 	src.ReadKey(ctx, "../outside")
 	src.ReadKeyRange(ctx, "k", 1, 2)
 	src.List(ctx, ".")
-	for k, want := range map[string]float64{
-		`zfuse_store_requests_total{backend="dir",op="read"}`:       3,
-		`zfuse_store_requests_total{backend="dir",op="read_range"}`: 1,
-		`zfuse_store_requests_total{backend="dir",op="list"}`:       1,
-		`zfuse_store_errors_total{backend="dir",op="read"}`:         1,
-		`zfuse_store_read_bytes_total{backend="dir"}`:               7,
-	} {
-		name, labels, _ := strings.Cut(k, "{")
-		var got float64
-		fams, err := m.reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range fams {
-			for _, mt := range f.GetMetric() {
-				if f.GetName() != name {
-					continue
-				}
-				var ls []string
-				for _, l := range mt.GetLabel() {
-					ls = append(ls, l.GetName()+`="`+l.GetValue()+`"`)
-				}
-				if strings.Join(ls, ",")+"}" == labels {
-					got = mt.GetCounter().GetValue()
-				}
-			}
-		}
-		if got != want {
-			t.Errorf("%s = %v, want %v", k, got, want)
-		}
-	}
+	expect(t, m, map[string]float64{
+		"zfuse_store_requests_total{backend=dir,op=read}":       3,
+		"zfuse_store_requests_total{backend=dir,op=read_range}": 1,
+		"zfuse_store_requests_total{backend=dir,op=list}":       1,
+		"zfuse_store_errors_total{backend=dir,op=read}":         1,
+		"zfuse_store_read_bytes_total{backend=dir}":             7,
+	})
 }
 
-// value returns the value of the series name{labels} ("op=READ"), 0 when
-// there is none.
-func value(t *testing.T, r *Registry, name, labels string) float64 {
+// values gathers r's metrics: each series, "name{label=value,...}", and
+// its value (a histogram's: its count).
+func values(t *testing.T, r *Registry) map[string]float64 {
 	t.Helper()
 	fams, err := r.reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := map[string]float64{}
 	for _, f := range fams {
-		if f.GetName() != name {
-			continue
-		}
 		for _, mt := range f.GetMetric() {
-			var ls []string
+			var labels []string
 			for _, l := range mt.GetLabel() {
-				ls = append(ls, l.GetName()+"="+l.GetValue())
+				labels = append(labels, l.GetName()+"="+l.GetValue())
 			}
-			if strings.Join(ls, ",") == labels {
-				return mt.GetCounter().GetValue() + mt.GetGauge().GetValue()
-			}
+			v := mt.GetCounter().GetValue() + mt.GetGauge().GetValue() + float64(mt.GetHistogram().GetSampleCount())
+			got[f.GetName()+"{"+strings.Join(labels, ",")+"}"] = v
 		}
 	}
-	return 0
+	return got
+}
+
+// expect fails t where a series of r (as values names it) has not the
+// value want says.
+func expect(t *testing.T, r *Registry, want map[string]float64) {
+	t.Helper()
+	got := values(t, r)
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+}
+
+// lint fails t where one of zfuse's metrics does not pass Prometheus' own
+// lint (names, units, _total).
+func lint(t *testing.T, r *Registry) {
+	t.Helper()
+	problems, err := testutil.GatherAndLint(r.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		if strings.HasPrefix(p.Metric, "zfuse_") {
+			t.Errorf("lint: %s: %s", p.Metric, p.Text)
+		}
+	}
 }
 
 // TestMetricsServe: the mount's requests by opcode are a counter vector
@@ -203,7 +176,7 @@ func TestMetricsServe(t *testing.T) {
 	served(0, errors.New("corrupt"))
 	served(0, fs.ErrNotExist)
 	served(0, context.Canceled)
-	for k, want := range map[string]float64{
+	expect(t, r, map[string]float64{
 		"zfuse_fuse_opcode_requests_total{op=LOOKUP}": 5,
 		"zfuse_fuse_opcode_requests_total{op=IOCTL}":  3,
 		"zfuse_fuse_opcode_requests_total{op=READ}":   2,
@@ -211,21 +184,8 @@ func TestMetricsServe(t *testing.T) {
 		"zfuse_serving_path_info{path=no-open}":       1,
 		"zfuse_served_bytes_total{}":                  120,
 		"zfuse_chunk_errors_total{}":                  1,
-	} {
-		name, labels, _ := strings.Cut(strings.TrimSuffix(k, "}"), "{")
-		if got := value(t, r, name, labels); got != want {
-			t.Errorf("%s = %v, want %v", k, got, want)
-		}
-	}
-	problems, err := testutil.GatherAndLint(r.reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		if strings.HasPrefix(p.Metric, "zfuse_") {
-			t.Errorf("lint: %s: %s", p.Metric, p.Text)
-		}
-	}
+	})
+	lint(t, r)
 }
 
 // TestNilRegistry: without --metrics every method does nothing and every

@@ -36,30 +36,16 @@ func statsSignalAtMount(t *testing.T) {
 		t.Skip("mounts are not short")
 	}
 	testutil.NeedFUSE(t)
-	s := testutil.EmptyV2Store(t)
-	s.Add(t, testutil.V2Array{Path: "a", Shape: []int{64}, Chunks: []int{16}, DType: "<f4", Order: "C", Sep: ".",
-		Value: func(i []int) float64 { return float64(i[0]) }})
-	ds, err := store.Dir(s.Root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ds.Close()
-	loader := readahead.New(readahead.Config{Store: ds, DecodedBudget: 1 << 20, ReadaheadBudget: 1 << 20})
-	defer loader.Close()
-	tr := tree.New(tree.Config{Store: ds, Chunks: loader})
-	statsFile := filepath.Join(t.TempDir(), "stats.json")
+	c := smallMount(t, t.TempDir())
+	c.StatsFile = filepath.Join(t.TempDir(), "stats.json")
+	c.Mounted = func(*fusemount.Server) { syscall.Kill(os.Getpid(), syscall.SIGUSR1) }
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() {
-		done <- Mount(ctx, Config{Source: s.Root, Dir: t.TempDir(), Tree: tr,
-			StatsFile: statsFile, Stats: loader.Stats,
-			Mounted: func(*fusemount.Server) { syscall.Kill(os.Getpid(), syscall.SIGUSR1) },
-		})
-	}()
+	go func() { done <- Mount(ctx, c) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		b, err := os.ReadFile(statsFile)
+		b, err := os.ReadFile(c.StatsFile)
 		var doc StatsDoc
 		if err == nil && json.Unmarshal(b, &doc) == nil && doc.Pid == os.Getpid() {
 			break
@@ -80,9 +66,9 @@ func statsSignalAtMount(t *testing.T) {
 	}
 }
 
-// mountOne mounts a small store at dir with c until ctx ends, logging to
-// log, and returns what mount returned.
-func mountOne(t *testing.T, ctx context.Context, log *slog.Logger, dir string, c Config) error {
+// smallMount returns the Config of a mount of a small store at dir; the
+// store and its loader are closed when the test ends.
+func smallMount(t *testing.T, dir string) Config {
 	s := testutil.EmptyV2Store(t)
 	s.Add(t, testutil.V2Array{Path: "a", Shape: []int{64}, Chunks: []int{16}, DType: "<f4", Order: "C", Sep: ".",
 		Value: func(i []int) float64 { return float64(i[0]) }})
@@ -90,11 +76,10 @@ func mountOne(t *testing.T, ctx context.Context, log *slog.Logger, dir string, c
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ds.Close()
+	t.Cleanup(func() { ds.Close() })
 	loader := readahead.New(readahead.Config{Store: ds, DecodedBudget: 1 << 20, ReadaheadBudget: 1 << 20})
-	defer loader.Close()
-	c.Source, c.Dir, c.Tree, c.Stats, c.Log = s.Root, dir, tree.New(tree.Config{Store: ds, Chunks: loader}), loader.Stats, log
-	return Mount(ctx, c)
+	t.Cleanup(func() { loader.Close() })
+	return Config{Source: s.Root, Dir: dir, Tree: tree.New(tree.Config{Store: ds, Chunks: loader}), Stats: loader.Stats}
 }
 
 // TestNonEmptyMountpoint: a mountpoint that holds files is refused (the
@@ -106,7 +91,7 @@ func TestNonEmptyMountpoint(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("hi"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := mountOne(t, context.Background(), slog.New(slog.DiscardHandler), dir, Config{})
+	err := Mount(context.Background(), smallMount(t, dir))
 	if err == nil || !strings.Contains(err.Error(), "is not empty (it holds notes.txt)") || !strings.Contains(err.Error(), "allow_non_empty") {
 		t.Fatalf("mount over a directory holding a file: %v, want refused", err)
 	}
@@ -118,14 +103,15 @@ func TestNonEmptyMountpoint(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() {
-		done <- mountOne(t, ctx, log, dir, Config{AllowNonEmpty: true, Ready: func() {
-			if _, err := os.Stat(filepath.Join(dir, "a", ".zarray")); err != nil {
-				t.Errorf("through the mount over a non-empty directory: %v", err)
-			}
-			cancel()
-		}})
-	}()
+	c := smallMount(t, dir)
+	c.AllowNonEmpty, c.Log = true, log
+	c.Ready = func() {
+		if _, err := os.Stat(filepath.Join(dir, "a", ".zarray")); err != nil {
+			t.Errorf("through the mount over a non-empty directory: %v", err)
+		}
+		cancel()
+	}
+	go func() { done <- Mount(ctx, c) }()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}

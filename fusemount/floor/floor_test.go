@@ -4,36 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
 	"github.com/zfuse/zfuse/fusemount"
 	"github.com/zfuse/zfuse/internal/testutil"
 )
-
-// A syncBuffer is a bytes.Buffer safe for concurrent use: the floor's log.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestServe mounts the floor over a store of three chunk
 // files of different sizes and its metadata: the floor lists the same
@@ -57,17 +37,17 @@ func TestServe(t *testing.T) {
 	}
 	mnt := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
-	var log syncBuffer
+	log, logs := testutil.Logger()
 	exited, ready := make(chan struct{}), make(chan struct{})
 	var err error
 	go func() {
-		err = Serve(ctx, store, mnt, Config{KernelReadahead: 4 << 20, Log: slog.New(slog.NewTextHandler(&log, nil)), Ready: func() { close(ready) }})
+		err = Serve(ctx, store, mnt, Config{KernelReadahead: 4 << 20, Log: log, Ready: func() { close(ready) }})
 		close(exited)
 	}()
 	select {
 	case <-ready:
 	case <-exited:
-		t.Fatalf("the floor did not mount: %v\n%s", err, log.String())
+		t.Fatalf("the floor did not mount: %v\n%s", err, logs.String())
 	}
 	defer func() {
 		cancel()
@@ -110,8 +90,8 @@ func TestServe(t *testing.T) {
 	if s, _, err := fusemount.ProbeServing("", fusemount.NoOpen); err == nil && s == fusemount.NoOpen {
 		want = "serving=no-open"
 	}
-	if !strings.Contains(log.String(), want) {
-		t.Errorf("the floor's log does not say %s:\n%s", want, log.String())
+	if !strings.Contains(logs.String(), want) {
+		t.Errorf("the floor's log does not say %s:\n%s", want, logs.String())
 	}
 }
 
