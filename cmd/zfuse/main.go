@@ -96,8 +96,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // treeFlags are the flags of the commands that serve a tree: mount, cat
 // and info. Each command defines only the flags it uses: the mount's
 // lifecycle (--background, --metrics, --stats-file, --allow-other, ...)
-// is mount's alone, the memory plan and --serving are mount's and info's
-// (info prints what a mount would use).
+// is mount's alone, the memory plan, --serving and --transport are
+// mount's and info's (info prints what a mount would use).
 type treeFlags struct {
 	fl                        *flag.FlagSet
 	level                     levelFlag
@@ -123,7 +123,7 @@ func parseTreeFlags(cmd string, nargs int, args []string, stdout io.Writer) (*tr
 	f.sf.addDiskCacheFlags(fl) // source.go: --cache-dir
 	f.bg = addLogFileFlag(fl)  // background.go: --log-file
 	if cmd != "cat" {
-		f.lf.addServingFlag(fl)   // mount.go: --serving
+		f.lf.addServingFlags(fl)  // mount.go: --serving, --transport
 		f.mf = addMemoryFlags(fl) // memory.go: --memory-limit
 	}
 	if cmd == "mount" {
@@ -211,7 +211,7 @@ func runTree(ctx context.Context, cmd string, f *treeFlags, args []string, stdou
 	case "cat":
 		return cat(ctx, stdout, tr, fl.Arg(1))
 	}
-	if err := info(ctx, stdout, tr, dec, lf.serving, fl.Arg(0), viewFlag(bool(f.asV2), bool(f.asNpy))); err != nil {
+	if err := info(ctx, stdout, tr, dec, lf.serving, lf.transport, fl.Arg(0), viewFlag(bool(f.asV2), bool(f.asNpy))); err != nil {
 		return err
 	}
 	return printPlan(stdout, plan)

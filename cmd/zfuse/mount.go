@@ -38,7 +38,7 @@ type loaderFlags struct {
 // mount's, which zfuse bench passes on to its mounts (args).
 func addLoaderFlags(fl *flag.FlagSet) *loaderFlags {
 	f := addDecodeFlags(fl)
-	f.addServingFlag(fl)
+	f.addServingFlags(fl)
 	f.addMountFlags(fl)
 	return f
 }
@@ -73,9 +73,10 @@ func addDecodeFlags(fl *flag.FlagSet) *loaderFlags {
 	return f
 }
 
-// addServingFlag defines --serving: mount's, and info's, which says what
-// a mount would get.
-func (f *loaderFlags) addServingFlag(fl *flag.FlagSet) {
+// addServingFlags defines --serving and --transport: mount's, and info's,
+// which says what a mount would get.
+func (f *loaderFlags) addServingFlags(fl *flag.FlagSet) {
+	fl.Var(&f.transport, "transport", "mount: how FUSE requests reach zfuse, `auto|uring|dev`: uring (FUSE over io_uring, each request answered on the CPU that made it: Linux 6.14+, once root enabled it with echo Y > /sys/module/fuse/parameters/enable_uring), dev (/dev/fuse); auto is uring where the kernel offers it; uring falls back to dev where it cannot be had (default $ZFUSE_TRANSPORT, else auto)")
 	fl.Var(&f.serving, "serving", "mount: how chunk bytes reach readers, `auto|no-open|passthrough|open`: no-open (the kernel's page cache: one READ per chunk, no OPEN), passthrough (the kernel reads memfds the chunks were decoded into, or the stored files of chunks stored uncompressed; needs root and Linux 6.9), open (OPEN and READ through the daemon, the last fallback); auto is no-open where the kernel offers it; a path refused falls back to the next (default $ZFUSE_SERVING, else auto)")
 }
 
@@ -83,7 +84,6 @@ func (f *loaderFlags) addServingFlag(fl *flag.FlagSet) {
 func (f *loaderFlags) addMountFlags(fl *flag.FlagSet) {
 	fl.Var(&f.kernelReadahead, "kernel-readahead", "mount: the kernel's readahead for the mount, set when running as root; 0 leaves the kernel default")
 	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "mount: write a CPU profile of the whole mount to this file, for go tool pprof")
-	fl.Var(&f.transport, "transport", "mount: how FUSE requests reach zfuse, `auto|uring|dev`: uring (FUSE over io_uring, each request answered on the CPU that made it: Linux 6.14+, once root enabled it with echo Y > /sys/module/fuse/parameters/enable_uring), dev (/dev/fuse); auto is uring where the kernel offers it; uring falls back to dev where it cannot be had (default $ZFUSE_TRANSPORT, else auto)")
 }
 
 // remoteCompressed is the compressed tier's budget for a remote SOURCE:

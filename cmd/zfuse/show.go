@@ -60,9 +60,9 @@ func viewFlag(asV2, asNpy bool) string {
 // listed" rather than counting none. Under --as-npy (view), PRESENTED
 // names the array's .npy file, or says why the array is not shown.
 //
-// A last line says which serving path zfuse mount --serving would use on
-// this machine (printServing).
-func info(ctx context.Context, stdout io.Writer, tr *tree.Tree, dec *decoders, serving fusemount.Serving, source, view string) error {
+// Two last lines say which serving path and transport zfuse mount would
+// use on this machine (printMount).
+func info(ctx context.Context, stdout io.Writer, tr *tree.Tree, dec *decoders, serving fusemount.Serving, transport fusemount.Transport, source, view string) error {
 	arrays, err := tr.Arrays(ctx)
 	if err != nil {
 		return err
@@ -114,24 +114,30 @@ func info(ctx context.Context, stdout io.Writer, tr *tree.Tree, dec *decoders, s
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	return printServing(stdout, serving)
+	return printMount(stdout, serving, transport)
 }
 
-// printServing writes zfuse info's line of the serving path zfuse mount
-// --serving would use on this machine (fusemount.ProbeServing mounts an
-// empty file system to ask the kernel), and why not the one asked for.
-func printServing(stdout io.Writer, serving fusemount.Serving) error {
-	got, why, err := fusemount.ProbeServing("", serving)
+// printMount writes zfuse info's lines of the serving path and transport
+// zfuse mount would use on this machine (fusemount.ProbeMount mounts an
+// empty file system to ask the kernel), and why not the ones asked for.
+func printMount(stdout io.Writer, serving fusemount.Serving, transport fusemount.Transport) error {
+	p, err := fusemount.ProbeMount("", serving, transport)
 	fmt.Fprintln(stdout)
-	switch {
-	case err != nil:
+	if err != nil {
 		_, err = fmt.Fprintf(stdout, "serving path (zfuse mount --serving %s): unknown: %v\n", serving, err)
-	case why != "":
-		_, err = fmt.Fprintf(stdout, "serving path (zfuse mount --serving %s): %s (%s)\n", serving, got, why)
-	default:
-		_, err = fmt.Fprintf(stdout, "serving path (zfuse mount --serving %s): %s\n", serving, got)
+		return err
 	}
+	fmt.Fprintf(stdout, "serving path (zfuse mount --serving %s): %s%s\n", serving, p.Serving, because(p.ServingWhy))
+	_, err = fmt.Fprintf(stdout, "transport (zfuse mount --transport %s): %s%s\n", transport, p.Transport, because(p.TransportWhy))
 	return err
+}
+
+// because is " (why)", or "" when there is no why.
+func because(why string) string {
+	if why == "" {
+		return ""
+	}
+	return " (" + why + ")"
 }
 
 // decoderOf says what decodes a's chunks and why, as the loader decides

@@ -121,11 +121,11 @@ func TestUsageListsCommands(t *testing.T) {
 }
 
 // TestHelpListsOwnFlags: each command's help lists the flags it takes and
-// no other: the mount's lifecycle flags are mount's alone, the memory plan
-// and --serving mount's and info's.
+// no other: the mount's lifecycle flags are mount's alone; the memory
+// plan, --serving and --transport mount's and info's.
 func TestHelpListsOwnFlags(t *testing.T) {
-	mountOnly := []string{"-background", "-d\t", "-metrics", "-stats-file", "-allow-other", "-allow-non-empty", "-refresh", "-transport", "-kernel-readahead", "-cpu-profile"}
-	planned := []string{"-serving", "-memory-limit", "-allow-over-limit"}
+	mountOnly := []string{"-background", "-d\t", "-metrics", "-stats-file", "-allow-other", "-allow-non-empty", "-refresh", "-kernel-readahead", "-cpu-profile"}
+	planned := []string{"-serving", "-transport", "-memory-limit", "-allow-over-limit"}
 	common := []string{"-as-v2", "-workers", "-decoder", "-cache-decoded", "-s3-endpoint", "-cache-dir", "-log-file", "-o "}
 	for _, tc := range []struct {
 		cmd      string
