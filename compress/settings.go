@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/zfuse/zfuse/codec"
 	"github.com/zfuse/zfuse/internal/bytesize"
 )
 
@@ -126,4 +127,16 @@ func parseShape(s string, whole bool) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// Encoders returns what encodes a batch of chunks for --encoder mode
+// (Config.Encoders): the CPU pool. There is no GPU encoder yet, so "gpu" is refused.
+func Encoders(mode string, pool *codec.Pool) (func(codec.Encoder) codec.BatchEncoder, error) {
+	switch mode {
+	case "auto", "cpu":
+		return pool.EncoderBatch, nil
+	case "gpu":
+		return nil, errors.New("--encoder gpu: zfuse has no GPU encoder yet (chunks are encoded on the CPU pool with --encoder cpu or auto)")
+	}
+	return nil, fmt.Errorf("--encoder %q: want auto, cpu or gpu", mode)
 }

@@ -171,7 +171,7 @@ func (f *compressFlags) coders(log *slog.Logger) (*loaderFlags, *decoders, func(
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	enc, err := newEncoders(f.encoder, dec.pool)
+	enc, err := compress.Encoders(f.encoder, dec.pool)
 	if err != nil {
 		dec.Close()
 		return nil, nil, nil, err
@@ -366,16 +366,4 @@ func checkDest(source, dest string) error {
 		return fmt.Errorf("DEST %s: want a local directory or s3://bucket/prefix", store.Redact(dest))
 	}
 	return compress.CheckDest(source, dest)
-}
-
-// newEncoders returns what encodes a batch of chunks for --encoder: the
-// CPU pool. There is no GPU encoder yet, so "gpu" is refused.
-func newEncoders(mode string, pool *codec.Pool) (func(codec.Encoder) codec.BatchEncoder, error) {
-	switch mode {
-	case "auto", "cpu":
-		return pool.EncoderBatch, nil
-	case "gpu":
-		return nil, errors.New("--encoder gpu: zfuse has no GPU encoder yet (chunks are encoded on the CPU pool with --encoder cpu or auto)")
-	}
-	return nil, fmt.Errorf("--encoder %q: want auto, cpu or gpu", mode)
 }
