@@ -49,11 +49,12 @@ deps:
 	# Kernels without it (Debian 12's 6.1) have no such file.
 	if [ -w /sys/module/fuse/parameters/enable_uring ]; then echo Y > /sys/module/fuse/parameters/enable_uring; fi
 
-# check: formatting, vet, and the import table (deps_test.go).
+# check: formatting, vet, and the import table (deps_test.go), which the
+# README's package table must agree with.
 check:
 	test -z "$$(gofmt -l .)" || (gofmt -l . && false)
 	$(GO) vet ./...
-	$(GO) test -run TestImports .
+	$(GO) test -run 'TestImports|TestReadmeTable' .
 
 # test: everything CI runs. -race: many readers at once must be safe;
 # -count=1: integration tests mount for real, never use cached results.
@@ -75,7 +76,18 @@ test: check
 	$(GO) test -race -count=1 -timeout 30m ./... || failed="$$failed ./..."; \
 	ZFUSE_SERVING=passthrough $(GO) test -race -count=1 -timeout 30m ./integration/ || failed="$$failed ZFUSE_SERVING=passthrough"; \
 	ZFUSE_SERVING=open ZFUSE_TRANSPORT=dev $(GO) test -race -count=1 -timeout 30m ./integration/ || failed="$$failed ZFUSE_SERVING=open,ZFUSE_TRANSPORT=dev"; \
+	$(CONFORMANCE_SKIPPED); \
 	if [ -n "$$failed" ]; then echo "make test: failed:$$failed"; exit 1; fi
+
+# CONFORMANCE_SKIPPED says, as test's last line, which packages' conformance
+# tests skipped for want of the shared data (internal/testutil.SharedDir:
+# $ZFUSE_SHARED, else ../shared beside the checkout): they read stores
+# and chunks other implementations wrote, which the repository does not
+# hold. grep finds the packages whose tests ask for it; silent where the
+# data is there.
+CONFORMANCE_SKIPPED = test -d "$${ZFUSE_SHARED:-../shared}" || echo "make test: skipped the conformance tests of \
+	$$(grep -rl --include='*_test.go' -e 'testutil\.Conformance' -e 'testutil\.Shared' . | xargs -n1 dirname | sed 's|^\./||' | sort -u | paste -sd' ' -): \
+	no $${ZFUSE_SHARED:-../shared} (the data other implementations wrote: c-blosc, numcodecs, zarr-python 2.18, zarrita.js)"
 
 # unit: the fast tests only (-short skips mounts and Python fixtures).
 unit:

@@ -1,5 +1,5 @@
-// Package cache holds zfuse's byte-budgeted caches and Flight, the
-// load-once helper both use: one load per key at a time, shared by every
+// Package cache holds zfuse's byte-budgeted caches. Both load through
+// internal/flight's Group: one load per key at a time, shared by every
 // reader that wants that key, and outliving any one of them.
 //
 // Cache is the compressed tier (values as stored). It sits on ristretto

@@ -3,7 +3,6 @@ package csidriver
 import (
 	"fmt"
 	"maps"
-	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -47,6 +46,7 @@ var driverFlags = map[string]string{
 	"cache-dir-size":    "the disk cache (cache-dir) is not offered to volumes",
 	"cache-dir-max-age": "the disk cache (cache-dir) is not offered to volumes",
 	"allow-other":       "the driver mounts with allow_other",
+	"allow-non-empty":   "the driver mounts the target itself, which the kubelet makes",
 	"kernel-readahead":  "the server runs without root and cannot set it",
 	"o":                 "give each flag as an attribute of its own",
 }
@@ -164,23 +164,4 @@ func checkSource(src string, localDirs []string) error {
 // to check against zfuse mount's flags: every flag is in one of them.
 func Flags() (taken map[string]bool, refused map[string]string) {
 	return maps.Clone(mountFlags), maps.Clone(driverFlags)
-}
-
-// displaySource is a source as logs and errors show it: a URL without
-// user information, query or fragment, which may hold credentials (a
-// presigned URL's signature, a token).
-func displaySource(src string) string {
-	if !strings.Contains(src, "://") {
-		return src
-	}
-	u, err := url.Parse(src)
-	if err != nil {
-		scheme, _, _ := strings.Cut(src, "://")
-		return scheme + "://(unparsable URL)"
-	}
-	if u.User != nil {
-		u.User = url.User("REDACTED")
-	}
-	u.RawQuery, u.Fragment = "", ""
-	return u.String()
 }

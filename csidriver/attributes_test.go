@@ -106,17 +106,3 @@ func TestFlagTables(t *testing.T) {
 		t.Errorf("%s is a flag", sourceKey)
 	}
 }
-
-func TestDisplaySource(t *testing.T) {
-	for src, want := range map[string]string{
-		"/data/a.zarr":                               "/data/a.zarr",
-		"s3://bucket/era5.zarr":                      "s3://bucket/era5.zarr",
-		"https://h.example/a.zarr?X-Amz-Signature=s": "https://h.example/a.zarr",
-		"https://user:pw@h.example/a.zarr#frag":      "https://REDACTED@h.example/a.zarr",
-		"http://[::1/a":                              "http://(unparsable URL)",
-	} {
-		if got := displaySource(src); got != want {
-			t.Errorf("displaySource(%q) = %q, want %q", src, got, want)
-		}
-	}
-}

@@ -11,6 +11,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/zfuse/zfuse/store"
 )
 
 // NodePublishVolume mounts the volume at the target path and starts its
@@ -138,14 +140,14 @@ func (d *Driver) mountAndServe(ctx context.Context, r *record, s Settings) error
 		unmount(r.Target)
 		d.removeCgroup(r)
 		d.state.remove(r.Target)
-		return status.Errorf(codes.FailedPrecondition, "source %s cannot be served: %v", displaySource(s.Source), err)
+		return status.Errorf(codes.FailedPrecondition, "source %s cannot be served: %v", store.Redact(s.Source), err)
 	}
 	r.Pid, r.Start, r.Time = p.pid, p.start, time.Now().UTC()
 	if err := d.state.save(r); err != nil {
 		d.teardown(r.Target, r)
 		return status.Error(codes.Internal, err.Error())
 	}
-	d.log.Info("published", "volume_id", r.VolumeID, "target", r.Target, "source", displaySource(s.Source), "pid", p.pid, "uid", d.cfg.UID)
+	d.log.Info("published", "volume_id", r.VolumeID, "target", r.Target, "source", store.Redact(s.Source), "pid", p.pid, "uid", d.cfg.UID)
 	return nil
 }
 

@@ -279,14 +279,6 @@ func mountDevice(dir string) (string, error) {
 // The symlinks of dir's parents are resolved, as the kernel names mount
 // points.
 func topDevice(dir string) (string, error) {
-	abs, err := mountinfo.Resolve(dir)
-	if err != nil {
-		return "", err
-	}
-	ms, err := mountinfo.Read()
-	if err != nil {
-		return "", err
-	}
-	m, _ := mountinfo.Top(ms, abs)
-	return m.Dev, nil
+	m, _, err := mountinfo.At(dir)
+	return m.Dev, err
 }

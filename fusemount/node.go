@@ -1,13 +1,10 @@
 package fusemount
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"strconv"
 	"sync"
@@ -18,6 +15,7 @@ import (
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/zfuse/zfuse/internal/procfs"
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/tree"
 )
@@ -581,17 +579,12 @@ func (g *tgids) of(tid uint32) uint32 {
 
 // readTgid reads the Tgid line of /proc/<tid>/status.
 func readTgid(tid uint32) (uint32, error) {
-	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(tid), 10) + "/status")
+	v, err := procfs.Status(int(tid), "Tgid")
 	if err != nil {
 		return 0, err
 	}
-	for line := range bytes.Lines(b) {
-		if v, ok := bytes.CutPrefix(line, []byte("Tgid:")); ok {
-			n, err := strconv.ParseUint(string(bytes.TrimSpace(v)), 10, 32)
-			return uint32(n), err
-		}
-	}
-	return 0, fmt.Errorf("/proc/%d/status: no Tgid line", tid)
+	n, err := strconv.ParseUint(v, 10, 32)
+	return uint32(n), err
 }
 
 // The mount is read-only: everything that would change it is EROFS.

@@ -35,13 +35,13 @@
 //
 // # Why not gorgonia.org/cu
 //
-// DESIGN.md's card named gorgonia.org/cu. It is not usable here: its
-// package init calls cuInit and os.Exit(1) when there is no device, so
-// merely importing it kills a CPU-only process; it has no pinned host
-// memory (cuMemAllocHost), which overlapped copies need; and it does not
-// build against CUDA 13 headers. This package binds the few driver calls it
-// needs with github.com/ebitengine/purego instead (cuda.go): no cgo, no CUDA
-// headers or libraries at build time.
+// The first plan for the GPU decoder named gorgonia.org/cu. It is not
+// usable here: its package init calls cuInit and os.Exit(1) when there is
+// no device, so merely importing it kills a CPU-only process; it has no
+// pinned host memory (cuMemAllocHost), which overlapped copies need; and
+// it does not build against CUDA 13 headers. This package binds the few
+// driver calls it needs with github.com/ebitengine/purego instead
+// (cuda.go): no cgo, no CUDA headers or libraries at build time.
 //
 // # Concurrency
 //

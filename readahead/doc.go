@@ -1,11 +1,13 @@
-// Package readahead serves decoded chunks to zfuse's file system and decodes
-// ahead of the reader.
+// Package readahead serves decoded chunks to a mount's tree (tree.Chunks)
+// and decodes ahead of the reader.
 //
-// On a cold read the decoder, not FUSE, is the bottleneck, so the Loader
-// watches which chunks each reader process takes from each array, predicts
-// the next ones (Policy: sequential or strided in chunk-grid order, tolerant
-// of small reordering), fetches their stored values concurrently and decodes
-// them as one batch, on every core or the GPU, before they are asked for.
+// A cold read pays for the decoding of its chunk, so the Loader watches
+// which chunks each reader process takes from each array, predicts the
+// next ones (Policy: sequential or strided in chunk-grid order, tolerant
+// of small reordering), fetches their stored values concurrently and
+// decodes them as one batch, on every core or the GPU, before they are
+// asked for; with a Placer (fusemount's) it hands them to the kernel's
+// page cache too, so that the read costs what a warm one does.
 //
 // The one fact to know: the Loader owns three byte budgets. Chunks that have
 // been read live in the decoded tier (a cache.LRU); chunks prefetched but
@@ -17,5 +19,6 @@
 // into the caller's buffer, a Placer sees the bytes only during Place, and a
 // File from Open holds its chunk until Close.
 //
-// readahead imports cache, codec, store and zarr of zfuse.
+// readahead imports cache, codec, store and zarr of zfuse, and
+// internal/bytesize to format Stats.
 package readahead

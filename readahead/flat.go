@@ -49,7 +49,10 @@ import (
 // and once ReadPieces has handed out every byte of the chunk that lies
 // inside the array, the decoded tier lets it go, as ReadAt does. It
 // returns the bytes copied; errors are those of Chunk.
-func (l *Loader) ReadPieces(ctx context.Context, r Ref, p []byte, ps []zarr.Piece) (int, error) {
+func (l *Loader) ReadPieces(ctx context.Context, r Ref, p []byte, ps []zarr.Piece) (n int, err error) {
+	if l.onServed != nil {
+		defer func() { l.onServed(int64(n), err) }()
+	}
 	a := r.Array
 	if len(ps) == 0 {
 		return 0, nil
@@ -63,7 +66,6 @@ func (l *Loader) ReadPieces(ctx context.Context, r Ref, p []byte, ps []zarr.Piec
 		return 0, err
 	}
 	defer c.release()
-	n := 0
 	for _, pc := range ps {
 		k, err := c.readAt(p[pc.At:pc.At+pc.N], pc.Off)
 		n += k

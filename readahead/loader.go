@@ -34,6 +34,12 @@ type Config struct {
 	// decoded (not of arrays stored uncompressed), with its route and the
 	// wall time it took: the time Stats.Decode adds up, measured once.
 	Decoded func(a *zarr.Array, r Route, took time.Duration)
+	// Served, if not nil, is told of each read of a chunk for a reader
+	// (ReadAt, ReadPieces, and Open with the chunk's size) once it is
+	// done, with the bytes handed out and the error: what the mount
+	// serves, counted where it is served (zfuse mount --metrics). It must
+	// be safe for concurrent use.
+	Served func(n int64, err error)
 
 	// Files keeps decoded chunks in memfds, decoded straight into them,
 	// instead of on the heap: files that the kernel reads itself through
@@ -83,6 +89,7 @@ type Loader struct {
 	store       store.Store
 	decoder     func(*zarr.Array) Route                          // Config.Decoder, nil or not (RouteOf)
 	onDecoded   func(a *zarr.Array, r Route, took time.Duration) // Config.Decoded; nil: none
+	onServed    func(n int64, err error)                         // Config.Served; nil: none
 	decodedOff  bool                                             // no decoded tier: every read loads
 	policy      Policy
 	ttl         time.Duration
@@ -109,7 +116,7 @@ type Loader struct {
 
 	// Each with its own lock.
 	readers readers      // whom readahead follows, and whether the Loader is closed (streams.go)
-	routes  routes       // each array's route (source.go)
+	routes  routes       // each array's route (fetch.go)
 	decodes decodeCounts // the decoding done, by codec pipeline (stats.go)
 
 	latency atomic.Int64 // moving average of store reads' time, ns (policyFor)
@@ -138,8 +145,14 @@ type placing struct{ p Placer }
 
 // poolBytes bounds the decode buffers kept for the next decodes: enough for
 // a stream of chunks of up to a few MiB to decode into memory that is
-// already mapped in.
+// already mapped in. It bounds the chunk files kept likewise.
 const poolBytes = 32 << 20
+
+// FreeFileBytes bounds the chunk files (Config.Files) a Loader keeps for
+// the next chunks once nobody holds theirs: memory outside the heap and
+// every budget, which a memory plan counts beside them. SetBudgets lowers
+// it to the decoded and readahead budgets together, where those are less.
+const FreeFileBytes = poolBytes
 
 // storedPoolBytes bounds the stored values kept for the next reads, when
 // there is no compressed tier: a prefetch decodes its batch in parts
@@ -154,6 +167,7 @@ func New(cfg Config) *Loader {
 		store:      cfg.Store,
 		decoder:    cfg.Decoder,
 		onDecoded:  cfg.Decoded,
+		onServed:   cfg.Served,
 		decodedOff: cfg.DecodedBudget <= 0,
 		policy:     cfg.Policy,
 		ttl:        cfg.TTL,
@@ -245,7 +259,10 @@ func (l *Loader) Chunk(ctx context.Context, r Ref) ([]byte, error) {
 // decoded tier lets it go: the page cache holds it, and a second copy
 // would only double the memory (if the kernel drops its copy and reads
 // again, the chunk is decoded again). Otherwise it is Chunk.
-func (l *Loader) ReadAt(ctx context.Context, r Ref, p []byte, off int64) (int, error) {
+func (l *Loader) ReadAt(ctx context.Context, r Ref, p []byte, off int64) (n int, err error) {
+	if l.onServed != nil {
+		defer func() { l.onServed(int64(n), err) }()
+	}
 	if off >= r.Array.ChunkLen() && r.Array.PassThrough == nil {
 		return 0, io.EOF // direct I/O reads past the end: nothing to decode
 	}
@@ -254,7 +271,7 @@ func (l *Loader) ReadAt(ctx context.Context, r Ref, p []byte, off int64) (int, e
 		return 0, err
 	}
 	defer c.release()
-	n, err := c.readAt(p, off)
+	n, err = c.readAt(p, off)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return n, &iofs.PathError{Op: "chunk", Path: id, Err: err}
 	}
@@ -270,7 +287,16 @@ func (l *Loader) ReadAt(ctx context.Context, r Ref, p []byte, off int64) (int, e
 // uncompressed in a store.FileOpener, the stored file itself; otherwise
 // the File has no descriptor and is read with ReadAt. Errors are those of
 // Chunk.
-func (l *Loader) Open(ctx context.Context, r Ref) (*File, error) {
+func (l *Loader) Open(ctx context.Context, r Ref) (f *File, err error) {
+	if l.onServed != nil {
+		defer func() {
+			var n int64
+			if err == nil {
+				n = f.Size()
+			}
+			l.onServed(n, err)
+		}()
+	}
 	c, id, err := l.get(ctx, r, chunkRead)
 	if err != nil {
 		return nil, err

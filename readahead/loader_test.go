@@ -709,3 +709,50 @@ func TestLoaderArrayGrown(t *testing.T) {
 		}
 	}
 }
+
+// TestLoaderServed: Config.Served is told of every read for a reader
+// (ReadAt, ReadPieces, Open) with the bytes handed out and the error, a
+// missing chunk's too; Chunk, the decoder's own reads, are not reads for
+// a reader.
+func TestLoaderServed(t *testing.T) {
+	a := zlibArray(t, []int{4 * 512}, []int{512})
+	s := fixture(t, a, "temp", map[int64][]byte{3: nil})
+	var mu sync.Mutex
+	var served int64
+	var errs []error
+	l := newLoader(t, s, func(c *Config) {
+		c.Served = func(n int64, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			served += n
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}
+	})
+	ctx := context.Background()
+	ref := func(i int64) Ref { return Ref{Array: a, Path: "temp", Coords: a.Coords(i), PID: 1} }
+	p := make([]byte, 100)
+	if n, err := l.ReadAt(ctx, ref(0), p, 10); n != 100 || err != nil {
+		t.Fatalf("ReadAt: %d, %v", n, err)
+	}
+	if _, err := l.ReadPieces(ctx, ref(1), p, []zarr.Piece{{Off: 0, N: 30, At: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := l.Open(ctx, ref(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := l.ReadAt(ctx, ref(3), p, 0); !errors.Is(err, iofs.ErrNotExist) {
+		t.Fatalf("missing chunk: %v", err)
+	}
+	if _, err := l.Chunk(ctx, ref(0)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := int64(100 + 30 + a.ChunkLen()); served != want || len(errs) != 1 || !errors.Is(errs[0], iofs.ErrNotExist) {
+		t.Errorf("served %d bytes (want %d), errors %v (want the missing chunk's)", served, want, errs)
+	}
+}

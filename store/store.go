@@ -6,7 +6,9 @@
 // FileOpener), with functions that fall back when a backend lacks them
 // (ReadInto), as fs.ReadFile does. Keys use io/fs path syntax ("temp/0.3",
 // "temp/0/3"), are relative to the store root and never escape it. The
-// backends tell a Hook of the requests they make.
+// backends tell a Hook of the requests they make. Open opens a SOURCE, a
+// directory here or a URL with the backend registered for its scheme
+// (httpstore, s3store).
 //
 // store imports nothing else of zfuse.
 package store

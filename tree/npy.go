@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"io/fs"
+	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -273,4 +275,20 @@ func (t *Tree) forgetNpy(n *Node) {
 	for i := range a.NumChunks() {
 		t.chunks.Forget(readahead.Ref{Array: a, Path: n.arr.path, Coords: a.Coords(i)})
 	}
+}
+
+// RootNameOf is Config.RootName for SOURCE, the name (without .npy) of
+// the file that an array at the root of SOURCE becomes under AsNpy: SOURCE's last path element, or a
+// URL's, without ".zarr" (t2m.zarr is t2m.npy); "array" when there is none.
+func RootNameOf(source string) string {
+	p := source
+	if _, rest, ok := strings.Cut(source, "://"); ok {
+		p, _, _ = strings.Cut(rest, "?")
+		p, _, _ = strings.Cut(p, "#")
+	}
+	name := strings.TrimSuffix(path.Base(strings.TrimRight(filepath.ToSlash(p), "/")), ".zarr")
+	if name == "" || name == "." || name == "/" || name == ".." {
+		return "array"
+	}
+	return name
 }

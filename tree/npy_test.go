@@ -136,3 +136,21 @@ func TestNpyRoot(t *testing.T) {
 		t.Errorf("Arrays: %+v, %v", arrays, err)
 	}
 }
+
+func TestRootNameOf(t *testing.T) {
+	for in, want := range map[string]string{
+		"/data/t2m.zarr":                        "t2m",
+		"/data/t2m.zarr/":                       "t2m",
+		"era5":                                  "era5",
+		"https://example.org/data/t2m.zarr?x=1": "t2m",
+		"https://example.org/":                  "example.org",
+		"s3://bucket/prefix/sst.zarr":           "sst",
+		"s3://bucket":                           "bucket",
+		"/":                                     "array",
+		".":                                     "array",
+	} {
+		if got := RootNameOf(in); got != want {
+			t.Errorf("RootNameOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,7 +1,7 @@
 // Package tree decides what a mount of a compressed Zarr store (v2 or v3)
 // presents: which paths exist, and what bytes each serves, as an
 // uncompressed store. It knows nothing of FUSE: package fusemount serves a
-// Tree to the kernel, and zfuse cat reads one itself (Tree.ReadFile).
+// Tree to the kernel, and zfuse cat reads one itself (Tree.CopyFile).
 //
 // The one fact to know: a Tree decides what every path serves, and both
 // the mount and zfuse cat ask it, so they cannot disagree. Directories
@@ -23,7 +23,7 @@
 // Config.AsNpy, every array is one .npy file (npy.go).
 // A directory holding both .zarray and zarr.json presents its v2 view, and
 // serves zarr.json only where it describes the same decoded chunks
-// (mixed.go).
+// (beside.go).
 package tree
 
 import (
@@ -188,7 +188,7 @@ type dirMeta struct {
 	skip   error             // non-nil: under AsV2, the directory is not shown, and why
 	npy    *npyFile          // under AsNpy, an array directory: what its .npy file holds
 	// zarrJSON, for a v2 array directory that also holds zarr.json, says
-	// what is served of it (mixed.go): "rewritten too", "as stored", or
+	// what is served of it (beside.go): "rewritten too", "as stored", or
 	// "hidden: " and why; "" when there is none.
 	zarrJSON string
 	// presents: files hold consolidated metadata presented as the tree
@@ -617,7 +617,7 @@ func (t *Tree) warn(ctx context.Context, dir string, m *dirMeta) {
 }
 
 // loadDir reads a directory's own metadata: .zarray (v2; and what is
-// served of a zarr.json beside it, mixed.go), else zarr.json (v3, v3.go),
+// served of a zarr.json beside it, beside.go), else zarr.json (v3, v3.go),
 // else none; with Config.TrustConsolidated, the .zmetadata of a directory
 // that is no array or v3 node, which describes those below it.
 func (t *Tree) loadDir(ctx context.Context, dir string) (*dirMeta, error) {
@@ -629,7 +629,7 @@ func (t *Tree) loadDir(ctx context.Context, dir string) (*dirMeta, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := t.besideV2(ctx, dir, m); err != nil { // mixed.go: a zarr.json beside the .zarray
+		if err := t.besideV2(ctx, dir, m); err != nil { // beside.go: a zarr.json beside the .zarray
 			return nil, err
 		}
 		return m, nil

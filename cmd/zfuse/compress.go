@@ -10,14 +10,12 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/zfuse/zfuse/codec"
-	"github.com/zfuse/zfuse/convert"
+	"github.com/zfuse/zfuse/compress"
 	"github.com/zfuse/zfuse/gpu"
-	"github.com/zfuse/zfuse/internal/bytesize"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/tree"
 )
@@ -26,7 +24,7 @@ import (
 // (anything zfuse mounts), encode its chunks on every core, and write a
 // Zarr store to DEST, a local directory or an S3 prefix. The engine (the
 // plan, the copy, the records in DEST, --part and --finish) is package
-// convert; this file is the command: flags, opening SOURCE and DEST, and
+// compress; this file is the command: flags, opening SOURCE and DEST, and
 // the wiring; compress_report.go shows progress and the summary.
 
 const compressUsage = `Read every array of SOURCE (a directory, http(s):// or s3://; any codec, Zarr v2
@@ -71,13 +69,13 @@ type compressFlags struct {
 
 func addCompressFlags(fl *flag.FlagSet) *compressFlags {
 	// Each value is checked where it is parsed (flags.go): options()
-	// parses them again with the same functions.
+	// parses them again with the same functions (compress.ParseOptions).
 	f := &compressFlags{codec: "blosc:lz4:5:shuffle", format: "keep", chunks: "keep", shard: "keep", workers: runtime.GOMAXPROCS(0),
 		decoder: gpu.Auto, encoder: "auto", memory: 1 << 30, progress: "auto", logLevel: levelFlag(slog.LevelInfo)}
-	fl.Var(checked(&f.codec, func(s string) error { _, err := parseCodecs(s); return err }), "codec", "the codecs of every array written, e.g. blosc:lz4:5:shuffle, zstd:3, lz4, gzip:6, delta,zstd:1, none (see above)")
-	fl.Var(checked(&f.format, func(s string) error { _, err := parseFormat(s); return err }), "format", "Zarr format written: v2, v3, or keep each array's")
-	fl.Var(checked(&f.chunks, func(s string) error { _, err := parseChunks(s); return err }), "chunks", "chunk shape written (for sharded v3, the inner chunks): keep, or a shape like 1x512x512 for arrays of that rank (-1: the whole axis); rechunking reads the source chunks each new chunk needs")
-	fl.Var(checked(&f.shard, func(s string) error { _, _, _, err := parseShard(s); return err }), "shard", "v3 sharding: keep (a sharded source's shard shape), none, a size such as 64MiB (each array gets a shard of whole chunks per axis within it), or chunks per axis like 2x2x2 for arrays of that rank; a size or chunks per axis writes v3 (--format keep: v2 arrays become v3)")
+	fl.Var(checked(&f.codec, func(s string) error { _, err := compress.ParseStages(s); return err }), "codec", "the codecs of every array written, e.g. blosc:lz4:5:shuffle, zstd:3, lz4, gzip:6, delta,zstd:1, none (see above)")
+	fl.Var(checked(&f.format, func(s string) error { _, err := compress.ParseFormat(s); return err }), "format", "Zarr format written: v2, v3, or keep each array's")
+	fl.Var(checked(&f.chunks, func(s string) error { _, err := compress.ParseChunks(s); return err }), "chunks", "chunk shape written (for sharded v3, the inner chunks): keep, or a shape like 1x512x512 for arrays of that rank (-1: the whole axis); rechunking reads the source chunks each new chunk needs")
+	fl.Var(checked(&f.shard, func(s string) error { _, _, _, err := compress.ParseShard(s); return err }), "shard", "v3 sharding: keep (a sharded source's shard shape), none, a size such as 64MiB (each array gets a shard of whole chunks per axis within it), or chunks per axis like 2x2x2 for arrays of that rank; a size or chunks per axis writes v3 (--format keep: v2 arrays become v3)")
 	fl.Var((*countFlag)(&f.workers), "workers", "CPU workers decoding and encoding chunks")
 	fl.Var((*modeFlag)(&f.decoder), "decoder", "which decoder reads LZ4 and Blosc-LZ4 source chunks, `auto|cpu|gpu`, as for mount")
 	fl.Var(choice(&f.encoder, "auto", "cpu", "gpu"), "encoder", "which encoder writes chunks, `auto|cpu|gpu`: zfuse has no GPU encoder yet, so auto is the CPU pool and gpu is refused")
@@ -88,13 +86,13 @@ func addCompressFlags(fl *flag.FlagSet) *compressFlags {
 	fl.Var(choice(&f.progress, "auto", "bar", "plain", "none"), "progress", "progress on stderr, `auto|bar|plain|none`: auto (a bar on a terminal, plain lines otherwise), bar, plain, none")
 	fl.Var(&f.logLevel, "log-level", "log level, `debug|info|warn|error`")
 	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a CPU profile of the run to this file, for go tool pprof")
-	fl.Var(checked(&f.part, func(s string) error { _, err := convert.ParsePart(s); return err }), "part", "write only share K of N (K from 0, e.g. 2/8) of the chunks and no metadata, so that N processes on any machines write one DEST at once; then --finish")
+	fl.Var(checked(&f.part, func(s string) error { _, err := compress.ParsePart(s); return err }), "part", "write only share K of N (K from 0, e.g. 2/8) of the chunks and no metadata, so that N processes on any machines write one DEST at once; then --finish")
 	fl.Var((*boolFlag)(&f.finish), "finish", "once every --part K/N of the job has run: check that each wrote its whole share with the same settings, write the metadata and print the job's summary")
 	return f
 }
 
 // compress is the zfuse compress command.
-func compress(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runCompress(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fl, f, sf, err := parseCompress(args, stdout)
 	if err != nil {
 		return err
@@ -106,7 +104,7 @@ func compress(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	source, dest := fl.Arg(0), fl.Arg(1)
 	dst, held, err := openJob(ctx, fl, f, sf, prt, source, dest, log)
-	if errors.Is(err, convert.ErrFinished) {
+	if errors.Is(err, compress.ErrFinished) {
 		fmt.Fprintf(stderr, "zfuse compress: DEST %s holds the finished store already (no part records left): nothing to do\n", dest)
 		return nil
 	} else if err != nil {
@@ -127,7 +125,7 @@ func compress(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer dec.Close()
-	src, err := openSource(ctx, source, sf, log)
+	src, err := store.Open(ctx, source, sf.options(log))
 	if err != nil {
 		return err
 	}
@@ -136,7 +134,7 @@ func compress(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	cfg := convert.Config{
+	cfg := compress.Config{
 		Log: log, Src: src, Encoders: enc, Dst: dst, Dest: dest, Held: held,
 		Workers: lf.workers, Memory: int64(f.memory), WriteEmpty: f.writeEmpty, Resume: f.resume, Verify: f.verify,
 		Settings: settingsOf(fl), Part: prt,
@@ -173,7 +171,7 @@ func (f *compressFlags) coders(log *slog.Logger) (*loaderFlags, *decoders, func(
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	enc, err := newEncoders(f.encoder, dec.pool)
+	enc, err := compress.Encoders(f.encoder, dec.pool)
 	if err != nil {
 		dec.Close()
 		return nil, nil, nil, err
@@ -184,7 +182,7 @@ func (f *compressFlags) coders(log *slog.Logger) (*loaderFlags, *decoders, func(
 // sourceLoader returns the chunk loader the copy reads source chunks
 // through, without readahead; its decoded tier keeps source chunks that
 // several new chunks need when rechunking, within half of memory.
-func sourceLoader(lf *loaderFlags, p *convert.Plan, memory int64, source string, src store.Store, dec *decoders, log *slog.Logger) (convert.ChunkSource, func()) {
+func sourceLoader(lf *loaderFlags, p *compress.Plan, memory int64, source string, src store.Store, dec *decoders, log *slog.Logger) (compress.Chunks, func()) {
 	lf.decoded = 0
 	if p.Rechunks {
 		lf.decoded = min(Size(memory/2), 512<<20)
@@ -197,11 +195,11 @@ func sourceLoader(lf *loaderFlags, p *convert.Plan, memory int64, source string,
 }
 
 // checkPart parses --part and refuses what --finish cannot take.
-func (f *compressFlags) checkPart() (convert.Part, error) {
-	var prt convert.Part
+func (f *compressFlags) checkPart() (compress.Part, error) {
+	var prt compress.Part
 	if f.part != "" {
 		var err error
-		if prt, err = convert.ParsePart(f.part); err != nil {
+		if prt, err = compress.ParsePart(f.part); err != nil {
 			return prt, badUsage("compress", "%w", err)
 		}
 	}
@@ -213,8 +211,8 @@ func (f *compressFlags) checkPart() (convert.Part, error) {
 
 // openJob checks and opens DEST, reads what it holds, and takes the
 // settings of the job it holds (--resume, --finish) into fl. It returns
-// convert.ErrFinished when --finish finds the job finished already.
-func openJob(ctx context.Context, fl *flag.FlagSet, f *compressFlags, sf *sourceFlags, prt convert.Part, source, dest string, log *slog.Logger) (convert.Destination, *convert.DestState, error) {
+// compress.ErrFinished when --finish finds the job finished already.
+func openJob(ctx context.Context, fl *flag.FlagSet, f *compressFlags, sf *sourceFlags, prt compress.Part, source, dest string, log *slog.Logger) (compress.Destination, *compress.DestState, error) {
 	if err := checkDest(source, dest); err != nil {
 		return nil, nil, err
 	}
@@ -222,9 +220,9 @@ func openJob(ctx context.Context, fl *flag.FlagSet, f *compressFlags, sf *source
 	if err != nil {
 		return nil, nil, err
 	}
-	held, err := convert.ReadDest(ctx, dst)
+	held, err := compress.ReadDest(ctx, dst)
 	if err == nil {
-		err = convert.CheckHolds(dest, held, prt, f.finish, f.resume)
+		err = compress.CheckHolds(dest, held, prt, f.finish, f.resume)
 	}
 	if err == nil {
 		err = takeSettings(fl, dest, held, prt, f.resume || f.finish, log)
@@ -255,14 +253,14 @@ func startCPUProfile(name string) (stop func(), err error) {
 
 // planSource walks SOURCE for its metadata and plans the copy. Settings
 // that fit no array of SOURCE are a usage error.
-func planSource(ctx context.Context, src store.Store, source string, opts convert.Options, log *slog.Logger) (*convert.Plan, error) {
+func planSource(ctx context.Context, src store.Store, source string, opts compress.Options, log *slog.Logger) (*compress.Plan, error) {
 	// A tree for metadata only (no Chunks): it reads shard indexes itself.
 	tr := tree.New(tree.Config{Store: src}) // compress says itself what it cannot encode
 	if err := needArrays(ctx, tr, source); err != nil {
 		return nil, err
 	}
-	p, err := convert.NewPlan(ctx, tr, src, opts, log)
-	var se *convert.SettingsError
+	p, err := compress.NewPlan(ctx, tr, src, opts, log)
+	var se *compress.SettingsError
 	if errors.As(err, &se) {
 		return nil, badUsage("compress", "%w", se.Err)
 	}
@@ -270,11 +268,11 @@ func planSource(ctx context.Context, src store.Store, source string, opts conver
 }
 
 // runJob copies the plan with a progress display and prints the summary.
-func runJob(ctx context.Context, p *convert.Plan, cfg convert.Config, mode string, stdout, stderr io.Writer) error {
-	chunks, bytes := convert.Total(p, cfg.Part)
-	prog := newProgress(stderr, mode, progressTotal{chunks, bytes}, cfg.Part)
-	cfg.Progress = prog.add
-	stats, err := convert.Run(ctx, p, cfg)
+func runJob(ctx context.Context, p *compress.Plan, cfg compress.Config, mode string, stdout, stderr io.Writer) error {
+	chunks, bytes := compress.Total(p, cfg.Part)
+	counts, prog := newCompressProgress(stderr, mode, chunks, bytes, cfg.Part)
+	cfg.Progress = counts.add
+	stats, err := compress.Run(ctx, p, cfg)
 	prog.stop()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -287,9 +285,9 @@ func runJob(ctx context.Context, p *convert.Plan, cfg convert.Config, mode strin
 
 // finishJob is --finish: it checks the parts, writes the metadata and
 // prints the job's summary.
-func finishJob(ctx context.Context, p *convert.Plan, cfg convert.Config, stdout io.Writer) error {
+func finishJob(ctx context.Context, p *compress.Plan, cfg compress.Config, stdout io.Writer) error {
 	start := time.Now()
-	recs, err := convert.Finish(ctx, p, cfg)
+	recs, err := compress.Finish(ctx, p, cfg)
 	if err != nil {
 		return err
 	}
@@ -297,7 +295,7 @@ func finishJob(ctx context.Context, p *convert.Plan, cfg convert.Config, stdout 
 }
 
 // settingFlags are the flags that shape what is written: an interrupted
-// run's are recorded in convert.RunFile (a part's in its own record), and --resume
+// run's are recorded in compress.RunFile (a part's in its own record), and --resume
 // and --finish take them from there.
 var settingFlags = []string{"codec", "format", "chunks", "shard", "write-empty"}
 
@@ -316,39 +314,21 @@ func settingsOf(fl *flag.FlagSet) map[string]string {
 // (or, without take, left at its default) with another value than a
 // record's is refused: resuming with other settings would rewrite (or
 // mix) what the job wrote, and every part of a job needs the same.
-func takeSettings(fl *flag.FlagSet, dest string, held *convert.DestState, prt convert.Part, take bool, log *slog.Logger) error {
-	type rec struct {
-		what  string // who recorded it, for messages
-		flags map[string]string
-	}
-	var recs []rec
-	switch {
-	case prt.N == 0 && !take:
-	case prt.N == 0 && held.Run != nil:
-		recs = append(recs, rec{"--resume: DEST " + dest + " was", held.Run.Flags})
-	default:
-		if r := held.Parts[prt.K]; r != nil && prt.N > 0 {
-			recs = append(recs, rec{"DEST " + dest + ": part " + prt.String() + " was", r.Flags})
-		}
-		for p, r := range held.PartRecords() {
-			if p.K != prt.K || prt.N == 0 {
-				recs = append(recs, rec{"DEST " + dest + ": part " + p.String() + " of this job was", r.Flags})
-			}
-		}
-	}
+func takeSettings(fl *flag.FlagSet, dest string, held *compress.DestState, prt compress.Part, take bool, log *slog.Logger) error {
+	recs := held.Recorded(dest, prt, take)
 	given := map[string]bool{}
 	fl.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	var taken []any
 	for _, r := range recs {
 		for _, name := range settingFlags {
-			was, ok := r.flags[name]
+			was, ok := r.Flags[name]
 			if !ok {
 				continue
 			}
 			now := fl.Lookup(name).Value.String()
 			if given[name] || !take {
 				if now != was {
-					return fmt.Errorf("%s started with --%s %s, this run says --%s %s: refused (give the same value, or leave the flag out and add --resume to take the recorded one)", r.what, name, was, name, now)
+					return fmt.Errorf("%s started with --%s %s, this run says --%s %s: refused (give the same value, or leave the flag out and add --resume to take the recorded one)", r.What, name, was, name, now)
 				}
 				continue
 			}
@@ -367,136 +347,23 @@ func takeSettings(fl *flag.FlagSet, dest string, held *convert.DestState, prt co
 	return nil
 }
 
-// when it was set; what is left to refuse is how they combine.
-func (f *compressFlags) options() (convert.Options, error) {
-	var o convert.Options
-	var err error
-	if o.Format, err = parseFormat(f.format); err != nil {
-		return o, fmt.Errorf("--format %q: %w", f.format, err)
+// options are the Options of the flags, each checked when it was set
+// (compress.ParseFormat, ...); what is left to refuse is how they combine,
+// bad usage.
+func (f *compressFlags) options() (compress.Options, error) {
+	o, err := compress.ParseOptions(f.format, f.codec, f.chunks, f.shard)
+	var se *compress.SettingsError
+	if errors.As(err, &se) {
+		return o, badUsage("compress", "%w", se.Err)
 	}
-	if o.Stages, err = parseCodecs(f.codec); err != nil {
-		return o, fmt.Errorf("--codec %q: %w", f.codec, err)
-	}
-	if o.Chunks, err = parseChunks(f.chunks); err != nil {
-		return o, fmt.Errorf("--chunks: %w", err)
-	}
-	if o.ShardKeep, o.ShardSize, o.ShardPer, err = parseShard(f.shard); err != nil {
-		return o, fmt.Errorf("--shard: %w", err)
-	}
-	switch sharded := o.ShardSize > 0 || o.ShardPer != nil; {
-	case sharded && o.Format == 2:
-		return o, badUsage("compress", "--format v2 --shard %s: Zarr v2 has no sharding (a shard size or shape writes Zarr v3)", f.shard)
-	case sharded && o.Format == 0:
-		// Sharding is v3's: arrays stored as v2 are written as v3
-		// (plan says which).
-		o.Format, o.ShardV3 = 3, true
-	}
-	return o, nil
-}
-
-// parseFormat reads --format: 2, 3, or 0 for keep.
-func parseFormat(s string) (int, error) {
-	switch s {
-	case "keep":
-		return 0, nil
-	case "v2", "2":
-		return 2, nil
-	case "v3", "3":
-		return 3, nil
-	}
-	return 0, errors.New("want v2, v3 or keep")
-}
-
-// parseCodecs reads --codec: its stages, filters first, each checked with
-// a stand-in dtype (<i4).
-func parseCodecs(s string) ([]convert.Stage, error) {
-	var stages []convert.Stage
-	last := strings.Count(s, ",")
-	for i, p := range strings.Split(s, ",") {
-		parts := strings.Split(strings.TrimSpace(p), ":")
-		st := convert.Stage{ID: parts[0], Args: parts[1:]}
-		switch st.ID {
-		case "none", "raw":
-			if len(st.Args) > 0 || last > 0 {
-				return nil, errors.New("none stands alone")
-			}
-			continue
-		case "delta", "shuffle":
-			if len(st.Args) > 0 {
-				return nil, fmt.Errorf("%s takes no settings (it uses the array's dtype)", st.ID)
-			}
-		case "blosc", "zstd", "lz4", "gzip", "zlib":
-			if i != last {
-				return nil, fmt.Errorf("the compressor %s must come last", st.ID)
-			}
-		default:
-			return nil, fmt.Errorf("unknown codec %q (want blosc, zstd, lz4, gzip, zlib, delta, shuffle or none)", st.ID)
-		}
-		stages = append(stages, st)
-	}
-	if _, _, _, err := (convert.Options{Stages: stages}).Codecs("<i4", 4); err != nil {
-		return nil, err
-	}
-	return stages, nil
-}
-
-// parseChunks reads --chunks: nil for keep.
-func parseChunks(s string) ([]int, error) {
-	if s == "keep" {
-		return nil, nil
-	}
-	return parseShape(s, true)
-}
-
-// parseShard reads --shard: keep, none (all false and nil), a size, or
-// chunks per axis.
-func parseShard(s string) (keep bool, size int64, per []int, err error) {
-	switch {
-	case s == "keep":
-		return true, 0, nil, nil
-	case s == "none":
-		return false, 0, nil, nil
-	case strings.Contains(s, "x") || !strings.ContainsAny(s, "BbKkMmGgTt"):
-		per, err := parseShape(s, false)
-		return false, 0, per, err
-	}
-	n, err := bytesize.Parse(s)
-	if err != nil || n <= 0 {
-		return false, 0, nil, fmt.Errorf("%q: want keep, none, a size such as 64MiB, or chunks per axis such as 2x2x2", s)
-	}
-	return false, n, nil, nil
-}
-
-// parseShape reads "1x512x512"; with whole, -1 stands for a whole axis.
-func parseShape(s string, whole bool) ([]int, error) {
-	var out []int
-	for _, p := range strings.Split(s, "x") {
-		n, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil || n == 0 || n < -1 || (n == -1 && !whole) {
-			return nil, fmt.Errorf("%q is not a shape like 2x512x512", s)
-		}
-		out = append(out, n)
-	}
-	return out, nil
+	return o, err
 }
 
 // checkDest refuses a DEST that is neither a local directory nor an s3://
-// URL, and what convert.CheckDest refuses.
+// URL, and what compress.CheckDest refuses.
 func checkDest(source, dest string) error {
 	if scheme, _, ok := strings.Cut(dest, "://"); ok && !strings.EqualFold(scheme, "s3") {
-		return fmt.Errorf("DEST %s: want a local directory or s3://bucket/prefix", redactSource(dest))
+		return fmt.Errorf("DEST %s: want a local directory or s3://bucket/prefix", store.Redact(dest))
 	}
-	return convert.CheckDest(source, dest)
-}
-
-// newEncoders returns what encodes a batch of chunks for --encoder: the
-// CPU pool. There is no GPU encoder yet, so "gpu" is refused.
-func newEncoders(mode string, pool *codec.Pool) (func(codec.Encoder) codec.BatchEncoder, error) {
-	switch mode {
-	case "auto", "cpu":
-		return pool.EncoderBatch, nil
-	case "gpu":
-		return nil, errors.New("--encoder gpu: zfuse has no GPU encoder yet (chunks are encoded on the CPU pool with --encoder cpu or auto)")
-	}
-	return nil, fmt.Errorf("--encoder %q: want auto, cpu or gpu", mode)
+	return compress.CheckDest(source, dest)
 }

@@ -2,128 +2,65 @@ package main
 
 import (
 	"fmt"
-	"github.com/zfuse/zfuse/convert"
 	"io"
 	"strings"
 	"sync/atomic"
-
 	"text/tabwriter"
 	"time"
 
+	"github.com/zfuse/zfuse/compress"
 	"github.com/zfuse/zfuse/internal/bytesize"
 )
 
-// progressTotal is the work of a run: new chunks and their decoded bytes.
-type progressTotal struct{ chunks, bytes int64 }
+// A compressProgress counts a run's work as it goes, for its progress
+// report. It is safe for concurrent use.
+type compressProgress struct {
+	chunks, bytes int64 // the work: new chunks and their decoded bytes
+	start         time.Time
 
-// A progress reports a run on stderr while it goes: a bar redrawn in
-// place on a terminal, a plain line every 10 seconds (and at every tenth
-// of the work) otherwise. It is safe for concurrent use.
-type progress struct {
-	w     io.Writer
-	mode  string // "bar", "plain" or "none"
-	name  string // "compress", or "compress part K/N"
-	total progressTotal
-	start time.Time
-
-	chunks, in, out atomic.Int64 // done: new chunks (written, left out or kept), bytes in and out
-
-	redraw *redraw // nil when mode is "none"
+	done, in, out atomic.Int64 // done: new chunks (written, left out or kept), bytes in and out
 }
 
-// newProgress starts reporting on w the work total of a run, or of part
-// prt: mode "auto" is a bar when w is a terminal, plain lines otherwise.
-func newProgress(w io.Writer, mode string, total progressTotal, prt convert.Part) *progress {
-	if mode == "auto" {
-		mode = "plain"
-		if isTerminal(w) {
-			mode = "bar"
-		}
-	}
-	p := &progress{w: w, mode: mode, name: "compress", total: total, start: time.Now()}
+// newCompressProgress starts reporting on w the work of a run, or of part
+// prt, of chunks new chunks holding bytes decoded bytes (mode: --progress).
+func newCompressProgress(w io.Writer, mode string, chunks, bytes int64, prt compress.Part) (*compressProgress, *progress) {
+	c := &compressProgress{chunks: chunks, bytes: bytes, start: time.Now()}
+	name, label := "compress", ""
 	if prt.N > 0 {
-		p.name = "compress part " + prt.String()
+		name, label = "compress part "+prt.String(), "part "+prt.String()
 	}
-	switch mode {
-	case "bar":
-		p.redraw = startRedraw(200*time.Millisecond, p.drawBar)
-	case "plain":
-		p.redraw = startRedraw(time.Second, p.plainLines())
-	}
-	return p
+	return c, startProgress(w, mode, name, label, "#", c.state)
 }
 
-func (p *progress) add(chunks, in, out int64) {
-	p.chunks.Add(chunks)
-	p.in.Add(in)
-	p.out.Add(out)
+// add counts chunks done, with their bytes in and out (compress.Config.Progress).
+func (c *compressProgress) add(chunks, in, out int64) {
+	c.done.Add(chunks)
+	c.in.Add(in)
+	c.out.Add(out)
 }
 
-// drawBar redraws the bar in place, ending it with a newline when final.
-func (p *progress) drawBar(_ time.Time, final bool) {
-	if final {
-		fmt.Fprintf(p.w, "\r%s\x1b[K\n", p.line())
-		return
-	}
-	fmt.Fprintf(p.w, "\r%s\x1b[K", p.line())
-}
-
-// plainLines prints a line every 10 seconds, at every tenth of the work
-// and at the end.
-func (p *progress) plainLines() func(time.Time, bool) {
-	var lastLine time.Time
-	lastTenth := int64(0)
-	return func(now time.Time, final bool) {
-		if final {
-			fmt.Fprintf(p.w, "%s: %s\n", p.name, p.line())
-			return
-		}
-		tenth := int64(0)
-		if p.total.chunks > 0 {
-			tenth = 10 * p.chunks.Load() / p.total.chunks
-		}
-		if now.Sub(lastLine) >= 10*time.Second || tenth > lastTenth {
-			fmt.Fprintf(p.w, "%s: %s\n", p.name, p.line())
-			lastLine, lastTenth = now, tenth
-		}
-	}
-}
-
-// line is the state in words: "[####      ] 41%  420/1024 chunks  420 MiB of 1.0 GiB  0.85 GB/s  ETA 1m02s".
-func (p *progress) line() string {
-	n, in := p.chunks.Load(), p.in.Load()
+// state is the share of the chunks done, and the state in words:
+// " 41%  420/1024 chunks  420 MiB in, 100 MiB out  0.85 GB/s  ETA 1m02s".
+func (c *compressProgress) state() (float64, string) {
+	n, in := c.done.Load(), c.in.Load()
 	frac := 1.0
-	if p.total.chunks > 0 {
-		frac = float64(n) / float64(p.total.chunks)
+	if c.chunks > 0 {
+		frac = float64(n) / float64(c.chunks)
 	}
-	el := time.Since(p.start)
+	el := time.Since(c.start)
 	rate := float64(in) / max(el.Seconds(), 1e-9) / 1e9
 	eta := "-"
 	if frac > 0 && frac < 1 {
 		eta = (time.Duration(float64(el) * (1 - frac) / frac)).Round(time.Second).String()
 	}
-	prefix := ""
-	if p.mode == "bar" {
-		prefix = bar(frac, 30, "#") + " "
-		if p.name != "compress" {
-			prefix = strings.TrimPrefix(p.name, "compress ") + " " + prefix
-		}
-	}
-	return fmt.Sprintf("%s%3.0f%%  %d/%d chunks  %s in, %s out  %.2f GB/s  ETA %s",
-		prefix, 100*frac, n, p.total.chunks, bytesize.Format(in), bytesize.Format(p.out.Load()), rate, eta)
-}
-
-// stop ends the reports (a bar gets its final state and a newline).
-func (p *progress) stop() {
-	if p.redraw != nil {
-		p.redraw.stop()
-	}
+	return frac, fmt.Sprintf("%3.0f%%  %d/%d chunks  %s in, %s out  %.2f GB/s  ETA %s",
+		100*frac, n, c.chunks, bytesize.Format(in), bytesize.Format(c.out.Load()), rate, eta)
 }
 
 // summary prints one line per array and the total: chunks written, left
 // out (fill value or missing) and kept (--resume), bytes in (decoded) and
 // out (stored), ratio, time and rate; stats are by p.Arrays index.
-func summary(w io.Writer, p *convert.Plan, stats []convert.Stats, verify bool, prt convert.Part) error {
+func summary(w io.Writer, p *compress.Plan, stats []compress.Stats, verify bool, prt compress.Part) error {
 	if err := summaryTable(w, p, stats); err != nil {
 		return err
 	}
@@ -162,10 +99,10 @@ func summary(w io.Writer, p *convert.Plan, stats []convert.Stats, verify bool, p
 
 // summaryTable prints the table of summary: a line per array of this
 // process's and the total.
-func summaryTable(w io.Writer, p *convert.Plan, stats []convert.Stats) error {
+func summaryTable(w io.Writer, p *compress.Plan, stats []compress.Stats) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ARRAY\tFORMAT\tCHUNKS\tWRITTEN\tEMPTY\tKEPT\tBYTES IN\tBYTES OUT\tRATIO\tTIME\tGB/s")
-	var tot convert.Stats
+	var tot compress.Stats
 	for i, pa := range p.Arrays {
 		s := stats[i]
 		if !s.Mine {
@@ -181,7 +118,7 @@ func summaryTable(w io.Writer, p *convert.Plan, stats []convert.Stats) error {
 		if d.Shard() != nil {
 			format += " sharded"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\n", pa.Path, format, convert.Dims(d.Chunks),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\n", pa.Path, format, compress.Dims(d.Chunks),
 			s.Written, s.Empty, s.Kept, bytesize.Format(s.In), bytesize.Format(s.Out),
 			ratio(s.In, s.Out), s.Took.Round(time.Millisecond), float64(s.In)/max(s.Took.Seconds(), 1e-9)/1e9)
 		tot.Written, tot.Empty, tot.Kept, tot.In, tot.Out = tot.Written+s.Written, tot.Empty+s.Empty, tot.Kept+s.Kept, tot.In+s.In, tot.Out+s.Out
@@ -193,34 +130,12 @@ func summaryTable(w io.Writer, p *convert.Plan, stats []convert.Stats) error {
 }
 
 // jobSummary prints the summary of a split job from its parts' records:
-// one line per array, the parts' counts added up, with BYTES IN the
-// decoded size of the chunks DEST holds (kept chunks, which an earlier run
-// of a part wrote, at their decoded size), BYTES OUT their stored size and
-// TIME the time the parts' last runs spent on the array, summed; one line
-// per part; and the job's ratio and time, from the first part's first
-// start to the last part's end.
-func jobSummary(w io.Writer, p *convert.Plan, recs []*convert.Record, finish time.Duration) error {
-	stats := make([]convert.Stats, len(p.Arrays))
-	partIn := make([]int64, len(recs))
-	for i, pa := range p.Arrays {
-		st := convert.Stats{Mine: true}
-		for k, r := range recs {
-			s := r.Done.Arrays[pa.Path]
-			in := s.In
-			if pa.Enc != nil {
-				in += s.Kept * pa.Enc.Array().ChunkLen()
-			}
-			partIn[k] += in
-			st.Written += s.Written
-			st.Empty += s.Empty
-			st.Kept += s.Kept
-			st.In += in
-			st.Out += s.Bytes
-			st.Took += time.Duration(s.Took * float64(time.Second))
-		}
-		stats[i] = st
-	}
-	if err := summary(w, p, stats, false, convert.Part{}); err != nil {
+// one line per array, the parts' counts added up (compress.JobStats); one
+// line per part; and the job's ratio and time, from the first part's
+// first start to the last part's end.
+func jobSummary(w io.Writer, p *compress.Plan, recs []*compress.Record, finish time.Duration) error {
+	stats, partIn := compress.JobStats(p, recs)
+	if err := summary(w, p, stats, false, compress.Part{}); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
@@ -234,7 +149,7 @@ func jobSummary(w io.Writer, p *convert.Plan, recs []*convert.Record, finish tim
 			pobjs += s.Objects
 		}
 		took := time.Duration(r.Done.Took * float64(time.Second))
-		fmt.Fprintf(w, "part %s: %d objects, %s in, %s out, ratio %s; its last run took %s\n", convert.Part{K: k, N: len(recs)}, pobjs,
+		fmt.Fprintf(w, "part %s: %d objects, %s in, %s out, ratio %s; its last run took %s\n", compress.Part{K: k, N: len(recs)}, pobjs,
 			bytesize.Format(partIn[k]), bytesize.Format(pout), ratio(partIn[k], pout), took.Round(time.Millisecond))
 		in, out, objs, busy = in+partIn[k], out+pout, objs+pobjs, busy+took
 		if first.IsZero() || r.Started.Before(first) {

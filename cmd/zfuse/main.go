@@ -24,25 +24,30 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/zfuse/zfuse/daemon"
 	"github.com/zfuse/zfuse/fusemount"
+	"github.com/zfuse/zfuse/internal/memlimit"
+	"github.com/zfuse/zfuse/metrics"
+	"github.com/zfuse/zfuse/mountlib"
 	"github.com/zfuse/zfuse/readahead"
+	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/store/diskcache"
 	"github.com/zfuse/zfuse/tree"
 )
 
-// daemon is the pipe to the parent when this process is the background
-// child of zfuse mount --background (background.go); nil otherwise.
-var daemon *parentPipe
+// child is the pipe to the parent when this process is the background
+// child of zfuse mount --background (package daemon); nil otherwise.
+var child *daemon.Pipe
 
 func main() {
-	if len(os.Args) == 3 && os.Args[1] == statProbe { // mountpoint.go: this process is statWithin's child
-		os.Exit(probeStat(os.Args[2]))
+	if code, ok := mountlib.StatProbe(os.Args); ok { // this process stats a mountpoint for a mount
+		os.Exit(code)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	daemon = backgroundChild()
+	child = daemon.Child()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	if err != nil {
-		daemon.fail(err)
+		child.Fail(err)
 	}
 	stop()
 	os.Exit(exitStatus(os.Stderr, err)) // usage.go: 0, 1, or 2 for bad usage
@@ -70,17 +75,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		_, err := fmt.Fprintln(stdout, "zfuse", version())
 		return err
 	case "bench":
-		if len(args) > 0 && args[0] == "compress" { // bench_compress.go
-			return benchCompress(ctx, args[1:], stdout, stderr)
-		}
-		if len(args) > 0 && args[0] == "floor" { // bench_floor.go: the bench's own FUSE floor
-			return benchFloor(ctx, args[1:], stdout, stderr)
-		}
-		return runBench(ctx, args, stdout, stderr)
+		return runBench(ctx, args, stdout, stderr) // bench.go: internal/bench, and its FUSE floor
 	case "warmup":
-		return warmup(ctx, args, stdout, stderr) // warmup.go
+		return runWarmup(ctx, args, stdout, stderr) // warmup.go
 	case "compress":
-		return compress(ctx, args, stdout, stderr) // compress.go
+		return runCompress(ctx, args, stdout, stderr) // compress.go
 	case "csi":
 		return runCSI(ctx, args, stdout, stderr) // csi.go: the CSI node plugin
 	}
@@ -96,35 +95,47 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // treeFlags are the flags of the commands that serve a tree: mount, cat
-// and info.
+// and info. Each command defines only the flags it uses: the mount's
+// lifecycle (--background, --metrics, --stats-file, --allow-other, ...)
+// is mount's alone, the memory plan, --serving and --transport are
+// mount's and info's (info prints what a mount would use).
 type treeFlags struct {
-	fl                      *flag.FlagSet
-	level                   levelFlag
-	asV2, asNpy, allowOther boolFlag
-	lf                      *loaderFlags
-	mf                      *memoryFlags
-	sf                      *sourceFlags
-	bg                      *backgroundFlags
-	statsFile, metricsAddr  *string
+	fl                        *flag.FlagSet
+	level                     levelFlag
+	asV2, asNpy               boolFlag
+	allowOther, allowNonEmpty boolFlag
+	lf                        *loaderFlags
+	mf                        *memoryFlags
+	sf                        *sourceFlags
+	bg                        *backgroundFlags
+	statsFile, metricsAddr    string
 }
 
 // parseTreeFlags defines and parses the flags of cmd, which takes nargs
 // arguments.
 func parseTreeFlags(cmd string, nargs int, args []string, stdout io.Writer) (*treeFlags, error) {
 	fl := flag.NewFlagSet("zfuse "+cmd, flag.ContinueOnError)
-	f := &treeFlags{fl: fl, level: levelFlag(slog.LevelInfo)}
+	f := &treeFlags{fl: fl, level: levelFlag(slog.LevelInfo), mf: &memoryFlags{}}
 	fl.Var(&f.level, "log-level", "log level, `debug|info|warn|error`")
 	fl.Var(&f.asV2, "as-v2", "present Zarr v3 groups and arrays as Zarr v2 (.zgroup, .zarray, v2 chunk keys) for v2-only readers; v3 arrays with no v2 equivalent are not shown")
 	fl.Var(&f.asNpy, "as-npy", "present every array PARENT/NAME as one NumPy file PARENT/NAME.npy (header and the whole decoded array, for np.load(mmap_mode='r'), dd, pread) with its attributes in PARENT/NAME.json; an array at the root of SOURCE is named after SOURCE; arrays with no fixed-size raw layout are not shown")
-	f.lf = addLoaderFlags(fl)
-	f.mf = addMemoryFlags(fl) // memory.go: --memory-limit
-	f.sf = addSourceFlags(fl) // source.go: http(s):// and s3:// SOURCE
-	f.statsFile = fl.String("stats-file", "", "mount: write the readahead and cache counters as JSON to this file on SIGUSR1 and at unmount")
-	f.bg = addBackgroundFlags(fl) // background.go: --background, -d, --log-file
-	f.metricsAddr = fl.String("metrics", "", "mount: serve Prometheus metrics at http://`ADDR`/metrics (e.g. 127.0.0.1:9464)")
-	fl.Var(&f.allowOther, "allow-other", "mount: let other users read the mount (FUSE allow_other; for non-root mounts, user_allow_other in /etc/fuse.conf)")
-	fl.Var(optionsFlag{fl}, "o", "mount options, `opt[=value],...`: the flags of this command spelled with _ (cache_decoded=2GiB,as_v2), and mount(8)'s generic ones (ro, nodev, _netdev, ...), which are ignored") // options.go
-	if err := parseFlags(fl, args, nargs, stdout); err != nil {                                                                                                                                                     // usage.go
+	f.lf = addDecodeFlags(fl)  // mount.go: --workers, --decoder, the budgets
+	f.sf = addSourceFlags(fl)  // source.go: http(s):// and s3:// SOURCE
+	f.sf.addDiskCacheFlags(fl) // source.go: --cache-dir
+	f.bg = addLogFileFlag(fl)  // background.go: --log-file
+	if cmd != "cat" {
+		f.lf.addServingFlags(fl)  // mount.go: --serving, --transport
+		f.mf = addMemoryFlags(fl) // memory.go: --memory-limit
+	}
+	if cmd == "mount" {
+		f.addMountFlags(fl)
+	}
+	opts := "mount options, `opt[=value],...`: the flags of this command spelled with _ (cache_decoded=2GiB,as_v2), and mount(8)'s generic ones (ro, nodev, _netdev, ...), which are ignored"
+	if cmd == "mount" {
+		opts += "; a mountpoint that holds files is refused unless allow_non_empty (an fstab line's options are these)"
+	}
+	fl.Var(optionsFlag{fl}, "o", opts)                          // options.go
+	if err := parseFlags(fl, args, nargs, stdout); err != nil { // usage.go
 		return nil, err
 	}
 	f.lf.forSource(fl, fl.Arg(0))
@@ -134,11 +145,23 @@ func parseTreeFlags(cmd string, nargs int, args []string, stdout io.Writer) (*tr
 	return f, nil
 }
 
+// addMountFlags defines the flags only zfuse mount takes: how the mount
+// is served and run.
+func (f *treeFlags) addMountFlags(fl *flag.FlagSet) {
+	f.lf.addMountFlags(fl)      // mount.go: --transport, --kernel-readahead, --cpu-profile
+	f.sf.addRefreshFlag(fl)     // source.go: --refresh
+	f.bg.addBackgroundFlags(fl) // background.go: --background, -d
+	fl.StringVar(&f.statsFile, "stats-file", "", "mount: write the readahead and cache counters as JSON to this file on SIGUSR1 and at unmount")
+	fl.StringVar(&f.metricsAddr, "metrics", "", "mount: serve Prometheus metrics at http://`ADDR`/metrics (e.g. 127.0.0.1:9464)")
+	fl.Var(&f.allowOther, "allow-other", "mount: let other users read the mount (FUSE allow_other; for non-root mounts, user_allow_other in /etc/fuse.conf)")
+	fl.Var(&f.allowNonEmpty, "allow-non-empty", "mount: mount over a directory that holds files, hiding them while mounted (refused by default; in fstab: the option allow_non_empty)")
+}
+
 // runTree opens the source of mount, cat or info, builds its tree and
 // runs the command on it.
 func runTree(ctx context.Context, cmd string, f *treeFlags, args []string, stdout, stderr io.Writer) error {
 	fl, lf, sf := f.fl, f.lf, f.sf
-	var plan *memoryPlan
+	var plan *memlimit.Plan
 	if cmd != "cat" {
 		p, err := planMemory(cmd, fl, lf, f.mf, os.DirFS("/")) // memory.go: fit the budgets to the memory limit
 		if err != nil {
@@ -146,23 +169,21 @@ func runTree(ctx context.Context, cmd string, f *treeFlags, args []string, stdou
 		}
 		plan = p
 	}
-	if cmd == "mount" && f.bg.background && daemon == nil {
-		return startBackground(ctx, append([]string{"mount"}, args...), f.bg.logFile, stderr) // background.go
+	if cmd == "mount" && f.bg.background && child == nil {
+		return daemon.Start(ctx, append([]string{"mount"}, args...), f.bg.logFile, stderr)
 	}
-	log, closeLog, err := openLog(stderr, slog.Level(f.level), f.bg, daemon)
+	log, closeLog, err := openLog(stderr, slog.Level(f.level), f.bg, child)
 	if err != nil {
 		return err
 	}
 	defer closeLog()
 	if cmd == "mount" {
-		plan.logPlan(log) // the first line: the limit found and the budgets chosen
+		logPlan(log, plan) // the first line: the limit found and the budgets chosen
 	}
-	m := newMetrics(*f.metricsAddr) // metrics.go; nil without --metrics
-	if cmd != "mount" {
-		m = nil
-	}
-	sf.backoff, sf.hook = m.backoff(backendName(fl.Arg(0))), m.storeHook(backendName(fl.Arg(0)))
-	src, err := openSource(ctx, fl.Arg(0), sf, log)
+	m := f.registry()
+	backend := store.Backend(fl.Arg(0))
+	sf.onRetry, sf.hook = m.Retried(backend), m.StoreHook(backend)
+	src, err := store.Open(ctx, fl.Arg(0), sf.options(log))
 	if err != nil {
 		return err
 	}
@@ -172,7 +193,7 @@ func runTree(ctx context.Context, cmd string, f *treeFlags, args []string, stdou
 		return err
 	}
 	defer dec.Close()
-	dec.decoded = m.decoded()
+	dec.decoded, dec.served = m.Decoded(), m.ChunkRead()
 	cached, disk, err := withDiskCache(src, fl.Arg(0), sf, log) // source.go: --cache-dir
 	if err != nil {
 		src.Close()
@@ -183,8 +204,8 @@ func runTree(ctx context.Context, cmd string, f *treeFlags, args []string, stdou
 	lf.changing = sf.refresh > 0
 	loader, closeLoader := lf.loader(src, dec, log)
 	defer closeLoader()
-	tr := tree.New(tree.Config{Store: src, Chunks: m.chunks(loader), Log: log, AsV2: bool(f.asV2), AsNpy: bool(f.asNpy),
-		RootName: npyRootName(fl.Arg(0)), Refresh: sf.refresh, TrustConsolidated: strings.Contains(fl.Arg(0), "://")})
+	tr := tree.New(tree.Config{Store: src, Chunks: loader, Log: log, AsV2: bool(f.asV2), AsNpy: bool(f.asNpy),
+		RootName: tree.RootNameOf(fl.Arg(0)), Refresh: sf.refresh, TrustConsolidated: strings.Contains(fl.Arg(0), "://")})
 	switch cmd {
 	case "mount":
 		return runMount(ctx, f, log, tr, plan, m, dec, loader, disk)
@@ -194,12 +215,21 @@ func runTree(ctx context.Context, cmd string, f *treeFlags, args []string, stdou
 	if err := info(ctx, stdout, tr, dec, lf.serving, lf.transport, fl.Arg(0), viewFlag(bool(f.asV2), bool(f.asNpy))); err != nil {
 		return err
 	}
-	return plan.print(stdout)
+	return printPlan(stdout, plan)
+}
+
+// registry returns the metrics registry of --metrics; nil without it,
+// whose hooks are nil.
+func (f *treeFlags) registry() *metrics.Registry {
+	if f.metricsAddr == "" {
+		return nil
+	}
+	return metrics.New()
 }
 
 // runMount serves tree at the mount point until ctx ends or someone
 // unmounts it, with the pressure watcher and metrics around the mount.
-func runMount(ctx context.Context, f *treeFlags, log *slog.Logger, tr *tree.Tree, plan *memoryPlan, m *metrics, dec *decoders, loader *readahead.Loader, disk *diskcache.Store) error {
+func runMount(ctx context.Context, f *treeFlags, log *slog.Logger, tr *tree.Tree, plan *memlimit.Plan, m *metrics.Registry, dec *decoders, loader *readahead.Loader, disk *diskcache.Store) error {
 	fl, lf := f.fl, f.lf
 	if err := needArrays(ctx, tr, fl.Arg(0)); err != nil {
 		if f.sf.refresh <= 0 {
@@ -207,21 +237,27 @@ func runMount(ctx context.Context, f *treeFlags, log *slog.Logger, tr *tree.Tree
 		}
 		log.Warn("mounted all the same: with --refresh, arrays may appear", "err", err)
 	}
-	pw := newPressureWatcher(plan, os.DirFS("/"), loader, log) // pressure.go: shed the caches under memory pressure
-	defer pw.stop()
-	m.watch(loader.Stats, dec.router.GPU(), disk)
-	m.watchMemory(pw.stats)
-	stopMetrics, err := m.serve(ctx, *f.metricsAddr, log)
+	pw := memlimit.NewWatcher(plan, os.DirFS("/"), loader, log) // shed the caches under memory pressure
+	defer pw.Stop()
+	m.Watch(loader.Stats, dec.router.GPU(), disk)
+	m.WatchMemory(pw.Stats)
+	stopMetrics, err := m.Serve(ctx, f.metricsAddr, log)
 	if err != nil {
 		return err
 	}
 	defer stopMetrics()
-	mounted := func(srv *fusemount.Server) { m.served(srv); pw.start(srv.Serving() == fusemount.Passthrough) }
-	err = mount(ctx, log, tr, fl.Arg(0), fl.Arg(1), mountOpts{
-		debug: slog.Level(f.level) <= slog.LevelDebug, statsFile: *f.statsFile, stats: loader.Stats,
-		memLimit: plan.softLimit(plan.budgets, lf.serving == fusemount.Passthrough), kernelReadahead: int64(lf.kernelReadahead), cpuProfile: lf.cpuProfile, serving: lf.serving, transport: lf.transport,
-		gpu: dec.router.GPU(), ready: daemon.ready, mounted: mounted, allowOther: bool(f.allowOther)})
-	if err != nil && daemon != nil {
+	err = mountlib.Mount(ctx, mountlib.Config{
+		Source: fl.Arg(0), Dir: fl.Arg(1), Tree: tr, Log: log,
+		FUSE: fusemount.Config{Debug: slog.Level(f.level) <= slog.LevelDebug, KernelReadahead: int64(lf.kernelReadahead),
+			Serving: lf.serving, Transport: lf.transport, AllowOther: bool(f.allowOther)},
+		AllowNonEmpty: bool(f.allowNonEmpty),
+		MemLimit:      plan.SoftLimit(plan.Budgets, lf.serving == fusemount.Passthrough),
+		StatsFile:     f.statsFile, Stats: loader.Stats, GPU: dec.router.GPU(),
+		StartProfile: func() (func(), error) { return startCPUProfile(lf.cpuProfile) },
+		Mounted:      func(srv *fusemount.Server) { m.Served(srv); pw.Start(srv.Serving() == fusemount.Passthrough) },
+		Ready:        child.Ready,
+	})
+	if err != nil && child != nil {
 		log.Error("mount failed", "err", err) // the parent may be gone
 	}
 	return err

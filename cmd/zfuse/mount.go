@@ -2,28 +2,21 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
-	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/zfuse/zfuse/codec"
 	"github.com/zfuse/zfuse/fusemount"
 	"github.com/zfuse/zfuse/gpu"
+	"github.com/zfuse/zfuse/internal/memlimit"
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/store"
-	"github.com/zfuse/zfuse/tree"
 	"github.com/zfuse/zfuse/zarr"
 )
 
@@ -41,7 +34,20 @@ type loaderFlags struct {
 	changing                       bool   // the store may change while read (--refresh)
 }
 
+// addLoaderFlags defines the flags of the loader and of the mount: zfuse
+// mount's, which zfuse bench passes on to its mounts (args).
 func addLoaderFlags(fl *flag.FlagSet) *loaderFlags {
+	f := addDecodeFlags(fl)
+	f.addServingFlags(fl)
+	f.addMountFlags(fl)
+	return f
+}
+
+// addDecodeFlags defines the flags every command that reads chunks takes:
+// --workers, --decoder and the budgets. The serving path and the
+// transport take their defaults from the environment whether or not
+// their flags are defined.
+func addDecodeFlags(fl *flag.FlagSet) *loaderFlags {
 	// The compressed tier is off by default for a local store: its values
 	// are in the kernel's page cache already, and a second copy in the heap
 	// costs memory and page faults (a cold scan of a Blosc store ran at
@@ -54,8 +60,6 @@ func addLoaderFlags(fl *flag.FlagSet) *loaderFlags {
 	fl.Var(&f.decoded, "cache", "the same as --cache-decoded")
 	fl.Var(&f.compressed, "cache-compressed", "budget for chunks as stored (compressed); saves store reads (0: off, as suits local stores, which the page cache holds)")
 	fl.Var(&f.readahead, "readahead", "budget for chunks decoded ahead of readers and not read yet; 0 turns readahead off")
-	fl.Var(&f.kernelReadahead, "kernel-readahead", "mount: the kernel's readahead for the mount, set when running as root; 0 leaves the kernel default")
-	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "mount: write a CPU profile of the whole mount to this file, for go tool pprof")
 	// ZFUSE_SERVING sets the default, so that a test suite can run every
 	// mount it starts on one serving path (CI runs the integration tests
 	// on the default path and again on the fallback).
@@ -66,9 +70,20 @@ func addLoaderFlags(fl *flag.FlagSet) *loaderFlags {
 	if v, err := fusemount.ParseTransport(os.Getenv("ZFUSE_TRANSPORT")); err == nil {
 		f.transport = v
 	}
+	return f
+}
+
+// addServingFlags defines --serving and --transport: mount's, and info's,
+// which says what a mount would get.
+func (f *loaderFlags) addServingFlags(fl *flag.FlagSet) {
 	fl.Var(&f.transport, "transport", "mount: how FUSE requests reach zfuse, `auto|uring|dev`: uring (FUSE over io_uring, each request answered on the CPU that made it: Linux 6.14+, once root enabled it with echo Y > /sys/module/fuse/parameters/enable_uring), dev (/dev/fuse); auto is uring where the kernel offers it; uring falls back to dev where it cannot be had (default $ZFUSE_TRANSPORT, else auto)")
 	fl.Var(&f.serving, "serving", "mount: how chunk bytes reach readers, `auto|no-open|passthrough|open`: no-open (the kernel's page cache: one READ per chunk, no OPEN), passthrough (the kernel reads memfds the chunks were decoded into, or the stored files of chunks stored uncompressed; needs root and Linux 6.9), open (OPEN and READ through the daemon, the last fallback); auto is no-open where the kernel offers it; a path refused falls back to the next (default $ZFUSE_SERVING, else auto)")
-	return f
+}
+
+// addMountFlags defines the loader's flags that only a mount uses.
+func (f *loaderFlags) addMountFlags(fl *flag.FlagSet) {
+	fl.Var(&f.kernelReadahead, "kernel-readahead", "mount: the kernel's readahead for the mount, set when running as root; 0 leaves the kernel default")
+	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "mount: write a CPU profile of the whole mount to this file, for go tool pprof")
 }
 
 // remoteCompressed is the compressed tier's budget for a remote SOURCE:
@@ -93,12 +108,11 @@ func (f *loaderFlags) args() []string {
 		"--kernel-readahead", f.kernelReadahead.String(), "--serving", f.serving.String(), "--transport", f.transport.String()}
 }
 
-// memory is what a mount of these budgets may hold, zfuse bench's target
-// for its peak RSS and memfds: the three budgets and 64 MiB for everything
-// else (the Go runtime, go-fuse's request buffers). The mount's own soft
-// memory limit also fits its memory limit (memoryPlan.softLimit).
-func (f *loaderFlags) memory() int64 {
-	return int64(f.decoded) + int64(f.compressed) + int64(f.readahead) + 64<<20
+// ownMemory is the mount's own memory beside its budgets, as its memory
+// plan counts it (memlimit.Own; more under passthrough, where chunk files
+// are kept beside the budgets): zfuse bench holds its mounts to it.
+func (f *loaderFlags) ownMemory() int64 {
+	return memlimit.Own(f.serving == fusemount.Passthrough, readahead.FreeFileBytes)
 }
 
 // A modeFlag is the --decoder flag: a gpu.Mode that only takes valid values.
@@ -118,9 +132,12 @@ func (m *modeFlag) Set(s string) error {
 // decoders are what decode chunks: a CPU pool of --workers and the router
 // that sends batches to it or to the GPU (--decoder).
 type decoders struct {
-	pool    *codec.Pool
-	router  *gpu.Router
-	decoded func(*zarr.Array, readahead.Route, time.Duration) // nil, or --metrics timing each batch decoded (metrics.go)
+	pool   *codec.Pool
+	router *gpu.Router
+	// --metrics' hooks the loader calls (nil without): each batch decoded,
+	// timed, and each chunk read served.
+	decoded func(*zarr.Array, readahead.Route, time.Duration)
+	served  func(n int64, err error)
 }
 
 // decoders starts the CPU pool and, unless --decoder cpu, opens the GPU.
@@ -177,6 +194,7 @@ func (f *loaderFlags) loader(s store.Store, dec *decoders, log *slog.Logger) (*r
 		Store:            s,
 		Decoder:          dec.route,
 		Decoded:          dec.decoded,
+		Served:           dec.served,
 		DecodedBudget:    int64(f.decoded),
 		CompressedBudget: int64(f.compressed),
 		ReadaheadBudget:  int64(f.readahead),
@@ -184,170 +202,4 @@ func (f *loaderFlags) loader(s store.Store, dec *decoders, log *slog.Logger) (*r
 		Log:              log,
 	})
 	return l, func() { l.Close() }
-}
-
-// mountOpts are what mount needs besides the tree.
-type mountOpts struct {
-	debug           bool                    // log every FUSE request
-	statsFile       string                  // "": no stats file
-	stats           func() readahead.Stats  // the counters
-	serving         fusemount.Serving       // the serving path asked for
-	transport       fusemount.Transport     // the transport asked for
-	memLimit        int64                   // soft memory limit unless GOMEMLIMIT is set; 0: none
-	kernelReadahead int64                   // bytes; 0 leaves the kernel's default
-	cpuProfile      string                  // "": no CPU profile
-	gpu             *gpu.Decoder            // nil: no GPU; else its counters are logged at unmount
-	ready           func()                  // nil, or called once the mount is ready (--background)
-	mounted         func(*fusemount.Server) // nil, or called with the server once mounted (metrics)
-	allowOther      bool                    // FUSE allow_other
-}
-
-// mount serves tree at dir until ctx ends (SIGINT/SIGTERM) or someone
-// unmounts it (fusermount3 -u), then logs the counters and returns nil.
-// With o.statsFile, the counters are written there as JSON on SIGUSR1 and
-// at unmount.
-func mount(ctx context.Context, log *slog.Logger, tr *tree.Tree, source, dir string, o mountOpts) error {
-	if err := checkStatsFile(o.statsFile); err != nil {
-		return err
-	}
-	if err := checkMountpoint(log, dir); err != nil {
-		return err
-	}
-	if _, set := os.LookupEnv("GOMEMLIMIT"); !set && o.memLimit > 0 {
-		debug.SetMemoryLimit(o.memLimit)
-		log.Debug("soft memory limit", "bytes", o.memLimit)
-	}
-	stopProfile, err := startCPUProfile(o.cpuProfile)
-	if err != nil {
-		return err
-	}
-	defer stopProfile()
-	// SIGUSR1 is caught from before the mount is announced: a SIGUSR1
-	// sent on seeing "mounted" must write the stats file, not be lost
-	// (or, uncaught, end the process).
-	usr1 := make(chan os.Signal, 1)
-	if o.statsFile != "" {
-		signal.Notify(usr1, syscall.SIGUSR1)
-		defer signal.Stop(usr1)
-	}
-	name := displaySource(source)
-	srv, err := fusemount.Mount(ctx, dir, tr, fusemount.Config{FsName: name, Debug: o.debug, KernelReadahead: o.kernelReadahead, Serving: o.serving, Transport: o.transport, AllowOther: o.allowOther})
-	if err != nil {
-		return err
-	}
-	if o.mounted != nil {
-		o.mounted(srv)
-	}
-	log.Info("mounted", "source", name, "mountpoint", dir)
-	if o.ready != nil {
-		o.ready()
-	}
-	serveUntil(ctx, log, srv, dir, o, usr1)
-	st, ss := o.stats(), srv.Stats()
-	log.Info("unmounted", "mountpoint", dir, "stats", st, "serve", ss)
-	if o.gpu != nil {
-		log.Info("GPU decoder", "stats", o.gpu.Stats())
-	}
-	if o.statsFile != "" {
-		if err := writeStats(o.statsFile, st, ss); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// serveUntil waits until srv is unmounted, or until ctx ends and then
-// unmounts it (unless the parent that mounted it does), writing the stats
-// file on each SIGUSR1 (usr1) meanwhile.
-func serveUntil(ctx context.Context, log *slog.Logger, srv *fusemount.Server, dir string, o mountOpts, usr1 <-chan os.Signal) {
-	done := make(chan struct{})
-	go func() { srv.Wait(); close(done) }()
-	for {
-		select {
-		case <-usr1:
-			if err := writeStats(o.statsFile, o.stats(), srv.Stats()); err != nil {
-				log.Warn("cannot write the stats file", "err", err)
-			}
-		case <-done:
-			return
-		case <-ctx.Done():
-			if passedFuseFd(dir) {
-				return // the parent mounted it, and unmounts it: stop serving
-			}
-			unmount(log, srv, dir, done)
-			return
-		}
-	}
-}
-
-// checkStatsFile refuses a --stats-file that could not be written, before
-// mounting (as --log-file and --metrics are refused): it is written at
-// unmount, too late to learn that its directory is missing.
-func checkStatsFile(path string) error {
-	if path == "" {
-		return nil
-	}
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return fmt.Errorf("--stats-file %s is a directory", path)
-	}
-	dir := filepath.Dir(path)
-	if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
-		return fmt.Errorf("--stats-file %s: cannot write in %s: %w", path, dir, err)
-	}
-	return nil
-}
-
-// A statsDoc is what --stats-file holds.
-type statsDoc struct {
-	Time       time.Time            `json:"time"`
-	Pid        int                  `json:"pid"`
-	Goroutines int                  `json:"goroutines"` // when written: a leak shows as growth between two
-	Stats      readahead.Stats      `json:"stats"`
-	Serve      fusemount.ServeStats `json:"serve"`
-}
-
-// writeStats writes s to path as JSON, atomically: readers see the old
-// file or the new one, never half of one.
-func writeStats(path string, s readahead.Stats, ss fusemount.ServeStats) error {
-	b, err := json.MarshalIndent(statsDoc{Time: time.Now(), Pid: os.Getpid(), Goroutines: runtime.NumGoroutine(), Stats: s, Serve: ss}, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("stats file: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("stats file: %w", err)
-	}
-	return nil
-}
-
-// unmount unmounts the server and waits until it has stopped. Unmounting
-// fails while a process uses the mount (EBUSY): say so once, and keep
-// trying until it is free.
-func unmount(log *slog.Logger, srv interface{ Unmount() error }, dir string, done <-chan struct{}) {
-	for warned := false; ; warned = true {
-		err := srv.Unmount()
-		if err == nil {
-			break
-		}
-		if !warned {
-			log.Warn("cannot unmount yet: the mountpoint is busy; close files and leave directories under it", "mountpoint", dir, "err", err)
-		}
-		select {
-		case <-done: // unmounted by someone else
-			return
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-	<-done
-}
-
-// passedFuseFd reports whether dir is /dev/fd/N: a /dev/fuse descriptor
-// that a privileged parent mounted (see checkMountpoint).
-func passedFuseFd(dir string) bool {
-	n, ok := strings.CutPrefix(dir, "/dev/fd/")
-	fd, err := strconv.Atoi(n)
-	return ok && err == nil && fd > 0
 }

@@ -55,21 +55,3 @@ func TestRunNpy(t *testing.T) {
 		t.Errorf("cat --as-npy t2m.npy: %q, %v", out.String(), err)
 	}
 }
-
-func TestNpyRootName(t *testing.T) {
-	for in, want := range map[string]string{
-		"/data/t2m.zarr":                        "t2m",
-		"/data/t2m.zarr/":                       "t2m",
-		"era5":                                  "era5",
-		"https://example.org/data/t2m.zarr?x=1": "t2m",
-		"https://example.org/":                  "example.org",
-		"s3://bucket/prefix/sst.zarr":           "sst",
-		"s3://bucket":                           "bucket",
-		"/":                                     "array",
-		".":                                     "array",
-	} {
-		if got := npyRootName(in); got != want {
-			t.Errorf("npyRootName(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

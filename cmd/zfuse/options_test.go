@@ -24,8 +24,10 @@ func mountFlagSet() *flag.FlagSet {
 	fl.Var(&level, "log-level", "")
 	fl.Var(&asV2, "as-v2", "")
 	addLoaderFlags(fl)
-	addSourceFlags(fl)
-	addBackgroundFlags(fl)
+	sf := addSourceFlags(fl)
+	sf.addDiskCacheFlags(fl)
+	sf.addRefreshFlag(fl)
+	addLogFileFlag(fl).addBackgroundFlags(fl)
 	fl.Var(optionsFlag{fl}, "o", "")
 	return fl
 }

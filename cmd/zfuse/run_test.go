@@ -76,18 +76,6 @@ func storeWriter(t testing.TB, dir string) func(key, data string) {
 	return func(key, data string) { testutil.WriteFile(t, dir, key, []byte(data)) }
 }
 
-func TestDisplaySource(t *testing.T) {
-	for in, want := range map[string]string{
-		"https://user:secret@example.org/data/x.zarr?token=abc": "https://REDACTED@example.org/data/x.zarr",
-		"s3://bucket/prefix": "s3://bucket/prefix",
-		"/data/x.zarr":       "/data/x.zarr",
-	} {
-		if got := displaySource(in); got != want {
-			t.Errorf("displaySource(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // TestVersion: zfuse version says the module version, the VCS revision,
 // its time and whether the tree had changes, from the build information.
 func TestVersion(t *testing.T) {

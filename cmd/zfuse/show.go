@@ -1,18 +1,17 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"path"
-	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
-	"github.com/zfuse/zfuse/convert"
+	"github.com/zfuse/zfuse/compress"
 	"github.com/zfuse/zfuse/fusemount"
 	"github.com/zfuse/zfuse/internal/bytesize"
 	"github.com/zfuse/zfuse/readahead"
@@ -48,22 +47,6 @@ func viewFlag(asV2, asNpy bool) string {
 	return ""
 }
 
-// npyRootName is the name (without .npy) of the file that an array at the
-// root of SOURCE becomes under --as-npy: SOURCE's last path element, or a
-// URL's, without ".zarr" (t2m.zarr is t2m.npy); "array" when there is none.
-func npyRootName(source string) string {
-	p := source
-	if _, rest, ok := strings.Cut(source, "://"); ok {
-		p, _, _ = strings.Cut(rest, "?")
-		p, _, _ = strings.Cut(p, "#")
-	}
-	name := strings.TrimSuffix(path.Base(strings.TrimRight(filepath.ToSlash(p), "/")), ".zarr")
-	if name == "" || name == "." || name == "/" || name == ".." {
-		return "array"
-	}
-	return name
-}
-
 // info prints one line per array: how it is stored and how it is
 // presented. FORMAT is the stored format ("v3->v2" for a v3 array under
 // --as-v2, "v2+v3" for a directory holding both .zarray and zarr.json,
@@ -78,24 +61,23 @@ func npyRootName(source string) string {
 // names the array's .npy file, or says why the array is not shown.
 //
 // Two last lines say which serving path and transport zfuse mount would
-// use on this machine (fusemount.ProbeMount mounts an empty file system to
-// ask the kernel), and why not the ones asked for.
+// use on this machine (printMount).
 func info(ctx context.Context, stdout io.Writer, tr *tree.Tree, dec *decoders, serving fusemount.Serving, transport fusemount.Transport, source, view string) error {
 	arrays, err := tr.Arrays(ctx)
 	if err != nil {
 		return err
 	}
 	if len(arrays) == 0 {
-		return noArrays(ctx, tr, source)
+		return noArrays(tr.NoArray(ctx), source)
 	}
-	listed := backendName(source) != "http"
+	listed := store.Backend(source) != "http"
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "PATH\tFORMAT\tSHAPE\tCHUNKS\tSHARDS\tDTYPE\tCODECS\tDECODER\tSTORED\tRATIO\tPRESENTED")
 	for _, in := range arrays {
 		shape, chunks, shards, dtype, codecs := "?", "?", "-", "?", "?"
 		format := "v" + strconv.Itoa(in.Format)
 		if a := in.Array; a != nil {
-			shape, chunks, dtype, codecs = convert.Dims(a.Shape), convert.Dims(a.Chunks), a.DType, a.Codecs
+			shape, chunks, dtype, codecs = compress.Dims(a.Shape), compress.Dims(a.Chunks), a.DType, a.Codecs
 			if a.Format == 3 {
 				dtype = a.DataType
 			}
@@ -104,7 +86,7 @@ func info(ctx context.Context, stdout io.Writer, tr *tree.Tree, dec *decoders, s
 			}
 		}
 		if in.Shards != nil {
-			shards = convert.Dims(in.Shards)
+			shards = compress.Dims(in.Shards)
 		}
 		stored := fmt.Sprintf("%d chunks, %s", in.Chunks, bytesize.Format(in.Stored))
 		ratio := "-" // passed-through arrays are served as stored
@@ -134,6 +116,13 @@ func info(ctx context.Context, stdout io.Writer, tr *tree.Tree, dec *decoders, s
 	if err := w.Flush(); err != nil {
 		return err
 	}
+	return printMount(stdout, serving, transport)
+}
+
+// printMount writes zfuse info's lines of the serving path and transport
+// zfuse mount would use on this machine (fusemount.ProbeMount mounts an
+// empty file system to ask the kernel), and why not the ones asked for.
+func printMount(stdout io.Writer, serving fusemount.Serving, transport fusemount.Transport) error {
 	p, err := fusemount.ProbeMount("", serving, transport)
 	fmt.Fprintln(stdout)
 	if err != nil {
@@ -188,7 +177,7 @@ func versionOf(bi *debug.BuildInfo) string {
 	for _, s := range bi.Settings {
 		set[s.Key] = s.Value
 	}
-	parts := []string{cmpOr(bi.Main.Version, "(devel)")}
+	parts := []string{cmp.Or(bi.Main.Version, "(devel)")}
 	if rev := set["vcs.revision"]; rev != "" {
 		parts = append(parts, rev)
 		if t := set["vcs.time"]; t != "" {
@@ -205,12 +194,4 @@ func versionOf(bi *debug.BuildInfo) string {
 		parts = append(parts, set["GOOS"]+"/"+set["GOARCH"])
 	}
 	return strings.Join(parts, " ")
-}
-
-// cmpOr is s, or def when s is empty.
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

@@ -7,21 +7,21 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
-	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/zfuse/zfuse/mountlib"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/store/diskcache"
-	httpstore "github.com/zfuse/zfuse/store/http"
-	"github.com/zfuse/zfuse/store/remote"
-	s3store "github.com/zfuse/zfuse/store/s3"
+	"github.com/zfuse/zfuse/store/httpstore" // and store.Open opens http(s):// URLs
+	_ "github.com/zfuse/zfuse/store/s3store" // store.Open opens s3:// URLs
 	"github.com/zfuse/zfuse/tree"
 	"github.com/zfuse/zfuse/zarr"
 )
 
-// sourceFlags say how to reach a remote SOURCE. mount, cat and info take
-// them (addSourceFlags).
+// sourceFlags say how to reach a remote SOURCE. mount, cat, info and
+// compress take them (addSourceFlags); the disk cache is mount's, cat's
+// and info's, --refresh mount's.
 type sourceFlags struct {
 	s3Endpoint  string
 	s3Region    string
@@ -29,12 +29,12 @@ type sourceFlags struct {
 	maxInflight int
 	timeout     time.Duration
 	arrays      stringList
-	cacheDir    string         // --cache-dir: see withDiskCache
-	cacheSize   Size           // --cache-dir-size
-	cacheMaxAge time.Duration  // --cache-dir-max-age
-	refresh     time.Duration  // --refresh: 0, the store does not change while mounted
-	backoff     remote.Backoff // retries of remote stores (OnRetry: a metrics counter); not a flag
-	hook        store.Hook     // told of each request of the store (metrics); not a flag
+	cacheDir    string        // --cache-dir: see withDiskCache
+	cacheSize   Size          // --cache-dir-size
+	cacheMaxAge time.Duration // --cache-dir-max-age
+	refresh     time.Duration // --refresh: 0, the store does not change while mounted
+	onRetry     func(error)   // told of each retry of a remote store's request (metrics); not a flag
+	hook        store.Hook    // told of each request of the store (metrics); not a flag
 }
 
 // stringList is a repeatable string flag.
@@ -52,107 +52,47 @@ func addSourceFlags(fl *flag.FlagSet) *sourceFlags {
 	fl.Var((*countFlag)(&f.maxInflight), "http-max-inflight", "http(s):// and s3:// SOURCE (and compress's s3:// DEST): requests in flight at once")
 	fl.Var((*durationFlag)(&f.timeout), "http-timeout", "http(s):// and s3:// SOURCE: how long a server may stay silent, before it answers or within a body, before the request is tried again")
 	fl.Var(&f.arrays, "array", "http(s):// SOURCE without consolidated metadata: the path of an array or group to serve (repeatable); HTTP cannot list directories")
-	fl.StringVar(&f.cacheDir, "cache-dir", "", "http(s):// and s3:// SOURCE: keep stored (compressed) chunks in this directory across mounts, validated by ETag/Last-Modified; one mount per directory")
 	f.cacheSize = 10 << 30
-	fl.Var(&f.cacheSize, "cache-dir-size", "the most --cache-dir holds; least recently used chunks leave first")
-	fl.Var((*durationFlag)(&f.refresh), "refresh", "mount: for a store that changes while mounted, read metadata and listings again, and check each file's stored version (mtime, ETag) when it is next looked up, this long (e.g. 30s) after they were last read; a changed chunk is decoded again and served as a new file. 0: the store does not change while mounted, the fastest")
-	fl.Var((*durationFlag)(&f.cacheMaxAge), "cache-dir-max-age", "serve chunks in --cache-dir validated less than this long ago (e.g. 24h) with no request, even in a new mount; 0: each mount validates each chunk once (a request without a body)")
 	return f
 }
 
-// openSource opens SOURCE: "http://..." or "https://..." (range requests),
-// "s3://bucket/prefix" (an S3-compatible object store; credentials the
-// usual AWS way), or else a local directory.
-func openSource(ctx context.Context, arg string, f *sourceFlags, log *slog.Logger) (store.Store, error) {
-	scheme, _, remote := strings.Cut(arg, "://")
-	if !remote {
-		d, err := store.Dir(arg)
-		if err == nil {
-			d.SetHook(f.hook)
-		}
-		return d, err
-	}
-	switch strings.ToLower(scheme) {
-	case "http", "https":
-		if host, _, _ := strings.Cut(strings.SplitN(arg, "://", 2)[1], "/"); strings.Contains(host, "@") {
-			// The mount table and the logs show SOURCE.
-			return nil, fmt.Errorf("SOURCE %s: credentials in the URL would show in the mount table and the logs; put them in a query token or a proxy", redactSource(arg))
-		}
-		return httpstore.Open(ctx, httpstore.Config{URL: arg, Hints: f.arrays, MaxInFlight: f.maxInflight, Timeout: f.timeout, Backoff: f.backoff, Hook: f.hook, Refresh: f.refresh, Log: log})
-	case "s3":
-		bucket, prefix, err := s3store.ParseURL(arg)
-		if err != nil {
-			return nil, err
-		}
-		return s3store.Open(ctx, s3store.Config{
-			Bucket: bucket, Prefix: prefix,
-			Endpoint: f.s3Endpoint, Region: f.s3Region, PathStyle: f.s3PathStyle,
-			MaxInFlight: f.maxInflight, Timeout: f.timeout, Backoff: f.backoff, Hook: f.hook, Refresh: f.refresh, Log: log,
-		})
-	}
-	return nil, fmt.Errorf("SOURCE %s: unsupported scheme %q (want a directory, http://, https:// or s3://)", redactSource(arg), scheme)
+// addDiskCacheFlags defines --cache-dir and its limits: mount's, cat's and
+// info's (withDiskCache).
+func (f *sourceFlags) addDiskCacheFlags(fl *flag.FlagSet) {
+	fl.StringVar(&f.cacheDir, "cache-dir", "", "http(s):// and s3:// SOURCE: keep stored (compressed) chunks in this directory across mounts, validated by ETag/Last-Modified; one mount per directory")
+	fl.Var(&f.cacheSize, "cache-dir-size", "the most --cache-dir holds; least recently used chunks leave first")
+	fl.Var((*durationFlag)(&f.cacheMaxAge), "cache-dir-max-age", "serve chunks in --cache-dir validated less than this long ago (e.g. 24h) with no request, even in a new mount; 0: each mount validates each chunk once (a request without a body)")
 }
 
-// redactSource hides what may be a credential in a SOURCE URL (user:password@).
-func redactSource(arg string) string {
-	scheme, rest, ok := strings.Cut(arg, "://")
-	if !ok {
-		return arg
-	}
-	host, path, _ := strings.Cut(rest, "/")
-	if i := strings.LastIndexByte(host, '@'); i >= 0 {
-		host = "REDACTED@" + host[i+1:]
-	}
-	if path != "" {
-		path = "/" + path
-	}
-	return scheme + "://" + host + strings.SplitN(path, "?", 2)[0]
+// addRefreshFlag defines --refresh, zfuse mount's.
+func (f *sourceFlags) addRefreshFlag(fl *flag.FlagSet) {
+	fl.Var((*durationFlag)(&f.refresh), "refresh", "mount: for a store that changes while mounted, read metadata and listings again, and check each file's stored version (mtime, ETag) when it is next looked up, this long (e.g. 30s) after they were last read; a changed chunk is decoded again and served as a new file. 0: the store does not change while mounted, the fastest")
 }
 
-// displaySource is SOURCE as the mount table and the logs show it: an
-// absolute path for a directory, a URL without credentials or query for a
-// remote store.
-func displaySource(arg string) string {
-	if strings.Contains(arg, "://") {
-		return redactSource(arg)
+// options are the store.Options of these flags, logging to log.
+func (f *sourceFlags) options(log *slog.Logger) store.Options {
+	return store.Options{
+		Hints: f.arrays, MaxInFlight: f.maxInflight, Timeout: f.timeout,
+		S3:      store.S3Options{Endpoint: f.s3Endpoint, Region: f.s3Region, PathStyle: f.s3PathStyle},
+		Refresh: f.refresh, Hook: f.hook, OnRetry: f.onRetry, Log: log,
 	}
-	if abs, err := filepath.Abs(arg); err == nil {
-		return abs
-	}
-	return arg
 }
 
 // needArrays returns nil when tree holds an array; else an error saying
-// what SOURCE holds instead and, for an HTTP store, which cannot list
-// directories, how to name arrays. mount, info and compress refuse such a
-// SOURCE (exit 1): an empty result is not success.
+// what SOURCE holds instead (tree.NeedArray) and, for an HTTP store,
+// which cannot list directories, how to name arrays (noArrays).
 func needArrays(ctx context.Context, tr *tree.Tree, source string) error {
-	ok, err := tr.HasArray(ctx)
-	if err != nil || ok {
-		return err
-	}
-	return noArrays(ctx, tr, source)
+	return noArrays(tr.NeedArray(ctx), source)
 }
 
-// noArrays is the error of a SOURCE whose tree holds no array.
-func noArrays(ctx context.Context, tr *tree.Tree, source string) error {
-	groups, err := tr.Groups(ctx)
-	if err != nil {
+// noArrays is err, tree.NeedArray's or NoArray's, as zfuse says it of
+// SOURCE.
+func noArrays(err error, source string) error {
+	if !errors.Is(err, tree.ErrNoArray) {
 		return err
 	}
-	found := "no Zarr metadata (.zarray, zarr.json, .zgroup) in it"
-	if len(groups) > 0 {
-		var paths []string
-		for _, g := range groups[:min(len(groups), 3)] {
-			paths = append(paths, g.Path)
-		}
-		if len(groups) > 3 {
-			paths = append(paths, "...")
-		}
-		found = fmt.Sprintf("%d group%s (%s) and no array", len(groups), plural(len(groups)), strings.Join(paths, ", "))
-	}
-	msg := fmt.Sprintf("SOURCE %s holds no Zarr array: %s", displaySource(source), found)
-	if backendName(source) == "http" {
+	msg := fmt.Sprintf("SOURCE %s %v", mountlib.Display(source), err)
+	if store.Backend(source) == "http" {
 		msg += "; HTTP cannot list directories, so zfuse finds arrays in consolidated metadata (.zmetadata, or a zarr.json's consolidated_metadata): without it, name them with --array PATH"
 	}
 	return errors.New(msg)
@@ -164,19 +104,6 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
-}
-
-// backendName names the kind of store SOURCE is, for metrics: http, s3 or dir.
-func backendName(arg string) string {
-	scheme, _, remote := strings.Cut(arg, "://")
-	switch s := strings.ToLower(scheme); {
-	case !remote:
-		return "dir"
-	case s == "https":
-		return "http"
-	default:
-		return s
-	}
 }
 
 // withDiskCache puts a disk cache (--cache-dir) in front of src, a remote
@@ -197,7 +124,7 @@ func withDiskCache(src store.Store, arg string, f *sourceFlags, log *slog.Logger
 		return nil, nil, fmt.Errorf("--cache-dir and --refresh do not combine yet: the disk cache validates each value once per mount")
 	}
 	dc, err := diskcache.Open(diskcache.Config{
-		Dir: f.cacheDir, MaxBytes: int64(f.cacheSize), MaxAge: f.cacheMaxAge, Source: displaySource(arg), Log: log,
+		Dir: f.cacheDir, MaxBytes: int64(f.cacheSize), MaxAge: f.cacheMaxAge, Source: mountlib.Display(arg), Log: log,
 		Keep: func(key string) bool {
 			switch path.Base(key) {
 			case zarr.ArrayFile, zarr.GroupFile, zarr.AttrsFile, zarr.ConsolidatedFile, zarr.MetadataFile:

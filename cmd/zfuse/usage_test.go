@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -115,6 +116,39 @@ func TestUsageListsCommands(t *testing.T) {
 		if code := exitStatus(&stderr, run(context.Background(), []string{"help", c.name}, &stdout, &stderr)); code != 0 ||
 			!strings.HasPrefix(stdout.String(), "usage: zfuse "+c.name) {
 			t.Errorf("zfuse help %s: exit %d, stdout %q, stderr %q", c.name, code, stdout.String(), stderr.String())
+		}
+	}
+}
+
+// TestHelpListsOwnFlags: each command's help lists the flags it takes and
+// no other: the mount's lifecycle flags are mount's alone; the memory
+// plan, --serving and --transport mount's and info's.
+func TestHelpListsOwnFlags(t *testing.T) {
+	mountOnly := []string{"-background", "-d\t", "-metrics", "-stats-file", "-allow-other", "-allow-non-empty", "-refresh", "-kernel-readahead", "-cpu-profile"}
+	planned := []string{"-serving", "-transport", "-memory-limit", "-allow-over-limit"}
+	common := []string{"-as-v2", "-workers", "-decoder", "-cache-decoded", "-s3-endpoint", "-cache-dir", "-log-file", "-o "}
+	for _, tc := range []struct {
+		cmd      string
+		has, not []string
+	}{
+		{"mount", append(append(mountOnly, planned...), common...), nil},
+		{"info", append(planned, common...), mountOnly},
+		{"cat", common, append(mountOnly, planned...)},
+		{"compress", []string{"-s3-endpoint", "-http-timeout"}, []string{"-cache-dir", "-refresh"}},
+	} {
+		var stdout bytes.Buffer
+		if err := run(context.Background(), []string{"help", tc.cmd}, &stdout, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range tc.has {
+			if !strings.Contains(stdout.String(), "\n  "+f) {
+				t.Errorf("zfuse help %s does not list %s", tc.cmd, f)
+			}
+		}
+		for _, f := range tc.not {
+			if strings.Contains(stdout.String(), "\n  "+f) {
+				t.Errorf("zfuse help %s lists %s, which is not its flag", tc.cmd, f)
+			}
 		}
 	}
 }

@@ -2,19 +2,18 @@ package bench
 
 import (
 	"os"
-	"strings"
 	"testing"
 	"time"
 )
 
-// A cell is a line of a report, as callers define them.
-type cell struct{ chunk, via string }
+// A testCell is a line of a report, as callers define theirs (cell).
+type testCell struct{ chunk, via string }
 
 // TestBenchRatio: ratios pair the rounds (they ran side by side), and the
 // median is taken over rounds.
 func TestBenchRatio(t *testing.T) {
-	r := NewResults[cell]()
-	a, b := cell{"1MiB", "mount"}, cell{"1MiB", "self"}
+	r := NewResults[testCell]()
+	a, b := testCell{"1MiB", "mount"}, testCell{"1MiB", "self"}
 	for _, round := range [][2][]float64{{{2, 4}, {1, 1}}, {{3, 6}, {1, 2}}, {{1, 1}, {2, 1}}} {
 		r.Add(a, round[0])
 		r.Add(b, round[1])
@@ -26,30 +25,16 @@ func TestBenchRatio(t *testing.T) {
 	if med, lo, hi, ok := r.Ratio(a, b, 0); !ok || med != 2 || lo != 0.5 || hi != 3 {
 		t.Errorf("ratio: %v [%v-%v] %v; want 2 [0.5-3]", med, lo, hi, ok)
 	}
-	if _, _, _, ok := r.Ratio(a, cell{}, 0); ok {
-		t.Error("ratio with an unmeasured cell")
+	if _, _, _, ok := r.Ratio(a, testCell{}, 0); ok {
+		t.Error("ratio with an unmeasured testCell")
 	}
 	if _, _, _, ok := r.Epoch(a, 5); ok {
 		t.Error("an epoch that was not read")
 	}
 }
 
-func TestParseVmHWM(t *testing.T) {
-	for _, r := range []struct {
-		status string
-		want   int64
-		err    bool
-	}{
-		{"Name:\tzfuse\nVmPeak:\t  2000 kB\nVmHWM:\t   1234 kB\nVmRSS:\t 1000 kB\n", 1234 << 10, false},
-		{"VmHWM: 0 kB\n", 0, false},
-		{"Name:\tzfuse\n", 0, true},
-		{"VmHWM:\tlots kB\n", 0, true},
-	} {
-		got, err := ParseVmHWM(strings.NewReader(r.status))
-		if got != r.want || (err != nil) != r.err {
-			t.Errorf("ParseVmHWM(%q) = %d, %v; want %d, error %v", r.status, got, err, r.want, r.err)
-		}
-	}
+// TestVmHWM: a process's peak RSS, from its status.
+func TestVmHWM(t *testing.T) {
 	if n, err := VmHWM(os.Getpid()); err != nil || n <= 0 {
 		t.Errorf("VmHWM(self) = %d, %v", n, err)
 	}

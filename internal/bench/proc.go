@@ -1,14 +1,13 @@
 package bench
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/zfuse/zfuse/internal/procfs"
 )
 
 // CPUTime returns the CPU time (user and system) process pid has used.
@@ -42,25 +41,9 @@ func ParseCPUTime(stat string) (time.Duration, error) {
 
 // VmHWM returns the peak resident set size of process pid.
 func VmHWM(pid int) (int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	v, err := procfs.Status(pid, "VmHWM")
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
-	return ParseVmHWM(f)
-}
-
-// ParseVmHWM finds "VmHWM: N kB" in a /proc/PID/status.
-func ParseVmHWM(r io.Reader) (int64, error) {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10, err
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	return 0, errors.New("no VmHWM line")
+	return procfs.Bytes(v)
 }

@@ -1,9 +1,3 @@
-// Package bench is the harness of zfuse bench: the file tool that times
-// reading files (ReadEpochs), the process under measurement (Process,
-// LineLog, and what it used, from /proc), rates over rounds and epochs
-// with their medians, ranges and paired ratios (Results, RoundOrder), and
-// the tables of a report (Table, Target). It imports only the standard
-// library: its callers define what is measured and what the report says.
 package bench
 
 import "slices"

@@ -1,17 +1,22 @@
-// Package memlimit finds the memory a process may use: the limit of its
-// memory cgroup (v2 memory.max or memory.high, v1 memory.limit_in_bytes;
-// the lowest of its own cgroup's and its ancestors'), else the machine's
-// memory; and how much of that is in use.
+// Package memlimit fits a mount to the memory it may use. It finds the
+// limit (Find: the limit of its memory cgroup, v2 memory.max or
+// memory.high, v1 memory.limit_in_bytes, the lowest of its own cgroup's
+// and its ancestors'; else the machine's memory) and how much of that is
+// in use (Usage); it sizes the loader's budgets to fit (NewPlan, plan.go);
+// and it sheds them while the memory in use nears the limit (Watcher,
+// pressure.go).
 //
 // The one fact to know: it reads /proc and /sys through an fs.FS rooted at
 // "/" (os.DirFS("/") in production), so that tests give it fixture trees;
 // the paths it returns are relative to that root, as fs.FS paths are.
 //
-// It imports nothing else of zfuse.
+// Of zfuse it imports internal/mountinfo and internal/procfs, to read the
+// mount table and /proc/meminfo, and internal/bytesize, to say sizes as
+// the flags take them; what it sheds
+// is anything with the loader's SetBudgets.
 package memlimit
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"errors"
@@ -20,6 +25,9 @@ import (
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/zfuse/zfuse/internal/mountinfo"
+	"github.com/zfuse/zfuse/internal/procfs"
 )
 
 // ErrNoCgroup means the process has no memory cgroup that can be read:
@@ -110,36 +118,19 @@ func hasController(list, name string) bool {
 // the version given) from the mounts in mountinfo: a mount of that
 // hierarchy whose root is p or above it. For v2 the memory controller
 // need not be on in the cgroup itself: an ancestor's limit still applies.
-func locate(fsys fs.FS, mountinfo []byte, version int, p string) (Cgroup, error) {
-	for line := range strings.Lines(string(mountinfo)) {
-		// id parent major:minor root mountpoint options [optional...] - fstype source superoptions
-		f := strings.Fields(line)
-		sep := -1
-		for i, x := range f {
-			if x == "-" && i >= 6 {
-				sep = i
-				break
-			}
-		}
-		if sep < 0 || sep+3 > len(f) {
-			continue
-		}
-		fstype, super := f[sep+1], ""
-		if sep+3 < len(f) {
-			super = f[sep+3]
-		}
+func locate(fsys fs.FS, mi []byte, version int, p string) (Cgroup, error) {
+	for _, m := range mountinfo.Parse(mi) {
 		switch {
-		case version == 1 && fstype == "cgroup" && hasController(super, "memory"):
-		case version == 2 && fstype == "cgroup2":
+		case version == 1 && m.FSType == "cgroup" && hasController(m.SuperOptions, "memory"):
+		case version == 2 && m.FSType == "cgroup2":
 		default:
 			continue
 		}
-		root, mnt := unescape(f[3]), unescape(f[4])
-		rel, ok := under(p, root)
+		rel, ok := under(p, m.Root)
 		if !ok {
 			continue
 		}
-		mnt = strings.TrimPrefix(path.Clean(mnt), "/")
+		mnt := strings.TrimPrefix(path.Clean(m.MountPoint), "/")
 		dir := path.Join(mnt, rel)
 		if _, err := fs.Stat(fsys, cmp.Or(dir, ".")); err != nil {
 			continue
@@ -161,22 +152,6 @@ func under(p, root string) (string, bool) {
 		return p[len(root)+1:], true
 	}
 	return "", false
-}
-
-// unescape undoes mountinfo's octal escapes ("\040" for a space).
-func unescape(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if c, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(c))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // A Limit is the memory a process may use.
@@ -307,26 +282,17 @@ func statValue(b []byte, key string) int64 {
 
 // meminfo returns the field of proc/meminfo ("MemTotal: 24 kB"), in bytes.
 func meminfo(fsys fs.FS, field string) (int64, error) {
-	f, err := fsys.Open("proc/meminfo")
+	b, err := fs.ReadFile(fsys, "proc/meminfo")
 	if err != nil {
 		return 0, fmt.Errorf("memlimit: %w", err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok || k != field {
-			continue
-		}
-		num, unit, _ := strings.Cut(strings.TrimSpace(v), " ")
-		n, err := strconv.ParseInt(num, 10, 64)
-		if err != nil {
-			break
-		}
-		if unit == "kB" {
-			n <<= 10
-		}
-		return n, nil
+	v, ok := procfs.Value(b, field)
+	if !ok {
+		return 0, fmt.Errorf("memlimit: no %s in /proc/meminfo", field)
 	}
-	return 0, fmt.Errorf("memlimit: no %s in /proc/meminfo", field)
+	n, err := procfs.Bytes(v)
+	if err != nil {
+		return 0, fmt.Errorf("memlimit: /proc/meminfo: %w", err)
+	}
+	return n, nil
 }

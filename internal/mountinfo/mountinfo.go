@@ -1,11 +1,12 @@
-// Package mountinfo parses /proc/self/mountinfo (proc(5)): the one reader
-// of the kernel's mount table for the mount and the command line.
+// Package mountinfo parses /proc/self/mountinfo (proc(5)): the one parser
+// of the kernel's mount table, through which every package that reads it
+// does (fusemount, mountlib, warmup, memlimit, csidriver).
 //
 // The one fact to know: it never stats a mount point. A stale FUSE mount
 // (its server killed) or a stuck one would hang a stat, or fill the
 // kernel's attribute cache for the mount's root, so lookups compare
-// paths only; a caller that wants symlinks resolved resolves them itself
-// (Resolve does, for the parent directories only).
+// paths: At resolves the symlinks of the parent directories only (as
+// Resolve does), Top and Containing none.
 //
 // It imports nothing else of zfuse.
 package mountinfo
@@ -91,6 +92,38 @@ func Top(ms []Mount, mountPoint string) (Mount, bool) {
 		}
 	}
 	return Mount{}, false
+}
+
+// Containing returns the mount that path lies in: the top mount at path,
+// or at the deepest directory above it that is a mount point. path is
+// compared as it is: give it absolute and clean.
+func Containing(ms []Mount, path string) (Mount, bool) {
+	for d := path; ; d = filepath.Dir(d) {
+		if m, ok := Top(ms, d); ok {
+			return m, true
+		}
+		if d == filepath.Dir(d) {
+			return Mount{}, false
+		}
+	}
+}
+
+// At returns the top mount at dir, from /proc/self/mountinfo, and whether
+// there is one: dir made absolute, its parents' symlinks resolved as the
+// kernel names mount points (Resolve), dir itself not looked at. Call it
+// where the file system of dir's parents answers; where it may not (a
+// stuck mount), compare the absolute path with Containing instead.
+func At(dir string) (Mount, bool, error) {
+	abs, err := Resolve(dir)
+	if err != nil {
+		return Mount{}, false, err
+	}
+	ms, err := Read()
+	if err != nil {
+		return Mount{}, false, err
+	}
+	m, ok := Top(ms, abs)
+	return m, ok, nil
 }
 
 // Resolve makes dir absolute and resolves the symlinks of its parent

@@ -96,3 +96,38 @@ func TestResolve(t *testing.T) {
 		}
 	}
 }
+
+// TestContaining: the mount a path lies in is the top one at the deepest
+// mount point at or above it, paths compared as they are.
+func TestContaining(t *testing.T) {
+	ms := Parse([]byte(`1 0 8:1 / / rw - ext4 /dev/sda1 rw
+2 1 0:40 / /mnt rw - tmpfs tmpfs rw
+3 2 0:52 / /mnt/era5 ro - fuse.zfuse /data/era5.zarr ro
+4 2 0:53 / /mnt/era5 ro - fuse.zfuse /data/other.zarr ro
+`))
+	for path, want := range map[string]string{
+		"/mnt/era5/t2m/0.0.0": "0:53", // the top of the two at /mnt/era5
+		"/mnt/era5":           "0:53",
+		"/mnt/era5x":          "0:40",
+		"/home/user":          "8:1",
+		"/":                   "8:1",
+	} {
+		if m, ok := Containing(ms, path); !ok || m.Dev != want {
+			t.Errorf("Containing(%q) = %v, %v; want %s", path, m.Dev, ok, want)
+		}
+	}
+	if _, ok := Containing(ms[1:], "/home"); ok {
+		t.Error("a path under no mount point was found")
+	}
+}
+
+// TestAt: the mount at a directory, from this process's mount table: none
+// at a temporary directory (no mount point), the root's at "/".
+func TestAt(t *testing.T) {
+	if _, ok, err := At(t.TempDir()); err != nil || ok {
+		t.Errorf("At(a temporary directory): %v, %v", ok, err)
+	}
+	if m, ok, err := At("/"); err != nil || !ok || m.MountPoint != "/" {
+		t.Errorf("At(/): %+v, %v, %v", m, ok, err)
+	}
+}

@@ -127,7 +127,8 @@ const layout = "zfuse-cache-v1"
 
 // Open opens (or creates) the cache directory, takes its lock, forgets
 // temporary files a crash left behind, and indexes the entries there,
-// oldest use first by modification time; it evicts what exceeds MaxBytes.
+// oldest use first by access time (a use sets it: touch); it evicts what
+// exceeds MaxBytes.
 func Open(cfg Config, inner store.Versioner) (*Store, error) {
 	if cfg.MaxBytes <= 0 {
 		return nil, fmt.Errorf("diskcache: size %d: want more than 0 bytes", cfg.MaxBytes)

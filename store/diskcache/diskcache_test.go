@@ -17,7 +17,7 @@ import (
 
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/store/diskcache"
-	httpstore "github.com/zfuse/zfuse/store/http"
+	"github.com/zfuse/zfuse/store/httpstore"
 )
 
 // A server is Go's file server over a directory (Last-Modified, If-Modified-
@@ -207,7 +207,8 @@ func TestRanges(t *testing.T) {
 }
 
 // TestEvict: entries stay within the budget, the least recently used
-// leave first, and that order survives reopening (it is the files' mtime).
+// leave first, and that order survives reopening (it is the files' access
+// times).
 func TestEvict(t *testing.T) {
 	dir, vals := writeStore(t, 10)
 	srv := serve(t, dir)

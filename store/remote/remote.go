@@ -108,22 +108,42 @@ func (b Backoff) Retried(err error) {
 	}
 }
 
+// WithDefaults returns b with its unset fields at their defaults: 5
+// attempts, waits from 100 ms up to 2 s.
+func (b Backoff) WithDefaults() Backoff {
+	if b.Attempts <= 0 {
+		b.Attempts = 5
+	}
+	if b.Base <= 0 {
+		b.Base = 100 * time.Millisecond
+	}
+	if b.Max <= 0 {
+		b.Max = 2 * time.Second
+	}
+	return b
+}
+
+// Wait returns the wait before retry n (1 for the first): Base doubled
+// for each retry before it, at most Max, half of it fixed and half
+// random, which spreads the retries of many readers. b's unset fields are
+// their defaults.
+func (b Backoff) Wait(n int) time.Duration {
+	b = b.WithDefaults()
+	d := b.Base
+	for i := 1; i < n && d < b.Max; i++ {
+		d *= 2
+	}
+	d = min(d, b.Max)
+	return d/2 + rand.N(d/2+1)
+}
+
 // Do calls op until it succeeds, fails with an error not marked Retryable,
-// ctx ends, or the attempts are used up. Waits grow exponentially from Base
-// to Max with full jitter, and are at least what a RetryableAfter error
-// asks for. The error of the last try is returned, saying how many tries
-// were made when there was more than one.
+// ctx ends, or the attempts are used up, waiting Wait between tries, and
+// at least what a RetryableAfter error asks for. The error of the last
+// try is returned, saying how many tries were made when there was more
+// than one.
 func (b Backoff) Do(ctx context.Context, op func(ctx context.Context) error) error {
-	attempts, wait, most := b.Attempts, b.Base, b.Max
-	if attempts <= 0 {
-		attempts = 5
-	}
-	if wait <= 0 {
-		wait = 100 * time.Millisecond
-	}
-	if most <= 0 {
-		most = 2 * time.Second
-	}
+	attempts := b.WithDefaults().Attempts
 	for try := 1; ; try++ {
 		err := op(ctx)
 		if err == nil || !IsRetryable(err) {
@@ -136,8 +156,7 @@ func (b Backoff) Do(ctx context.Context, op func(ctx context.Context) error) err
 			return err
 		}
 		b.Retried(err)
-		// Half fixed, half random: spreads the retries of many readers.
-		d := wait/2 + rand.N(wait/2+1)
+		d := b.Wait(try)
 		var r errRetry
 		if errors.As(err, &r) {
 			d = max(d, r.after)
@@ -149,7 +168,6 @@ func (b Backoff) Do(ctx context.Context, op func(ctx context.Context) error) err
 			t.Stop()
 			return err
 		}
-		wait = min(2*wait, most)
 	}
 }
 

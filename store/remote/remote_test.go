@@ -396,3 +396,23 @@ func FuzzContentRange(f *testing.F) {
 		}
 	})
 }
+
+// TestBackoffWait: the wait before retry n doubles from Base up to Max,
+// half of it random; unset fields are the defaults (100 ms, 2 s).
+func TestBackoffWait(t *testing.T) {
+	b := remote.Backoff{Base: 10 * time.Millisecond, Max: 50 * time.Millisecond}
+	for n, full := range map[int]time.Duration{1: 10, 2: 20, 3: 40, 4: 50, 9: 50} {
+		full *= time.Millisecond
+		for range 20 {
+			if d := b.Wait(n); d < full/2 || d > full {
+				t.Errorf("Wait(%d) = %v, want within [%v, %v]", n, d, full/2, full)
+			}
+		}
+	}
+	if d := (remote.Backoff{}).Wait(1); d < 50*time.Millisecond || d > 100*time.Millisecond {
+		t.Errorf("default Wait(1) = %v", d)
+	}
+	if got := (remote.Backoff{}).WithDefaults(); got.Attempts != 5 || got.Base != 100*time.Millisecond || got.Max != 2*time.Second {
+		t.Errorf("WithDefaults = %+v", got)
+	}
+}
