@@ -25,6 +25,7 @@ var allowed = map[string][]string{
 	"cache":       {"internal/flight", "internal/bytesize"},
 	"store":       {"internal/flight"},
 	"zarr":        {"codec"},
+	"netcdf":      {},
 	"readahead":   {"cache", "codec", "store", "zarr", "internal/bytesize"},
 	"tree":        {"readahead", "zarr", "store", "codec", "internal/flight"},
 	"fusemount":   {"tree", "readahead", "zarr", "store", "internal/mountinfo", "internal/uring"},
