@@ -27,7 +27,7 @@ var allowed = map[string][]string{
 	"zarr":        {"codec"},
 	"netcdf":      {},
 	"readahead":   {"cache", "codec", "store", "zarr", "internal/bytesize"},
-	"tree":        {"readahead", "zarr", "store", "codec", "internal/flight"},
+	"tree":        {"readahead", "zarr", "store", "codec", "netcdf", "internal/flight"},
 	"fusemount":   {"tree", "readahead", "zarr", "store", "internal/mountinfo", "internal/uring"},
 	"convert":     {"tree", "zarr", "codec", "store", "readahead"},
 	"csidriver":   {"internal/mountinfo", "internal/bytesize"},

@@ -17,7 +17,9 @@
 // metadata (and shard indexes), not mirrored: a sharded array is presented
 // unsharded. The views are presentations of the same tree: with
 // Config.AsV2, v3 nodes are presented as v2 ones instead; with
-// Config.AsNpy, every array is one .npy file (npy.go).
+// Config.AsNpy, every array is one .npy file (npy.go); with Config.AsNc,
+// every group is one netCDF file (nc.go). Config.Native presents every
+// array in C order, little-endian (layout.go).
 // A directory holding both .zarray and zarr.json presents its v2 view, and
 // serves zarr.json only where it describes the same decoded chunks
 // (mixed.go).
@@ -61,8 +63,18 @@ type Config struct {
 	// shown (a Warn line, and zfuse info, say so). It does not combine
 	// with AsV2.
 	AsNpy bool
-	// RootName is the name, without extension, of the files of an array
-	// at the store root under AsNpy. "" means "array".
+	// AsNc presents every group as one netCDF classic file, NAME.nc,
+	// holding the group's arrays as variables, for netCDF readers (nc.go).
+	// Arrays with no netCDF type are left out (a Warn line, and zfuse
+	// info, say so). It does not combine with AsV2, AsNpy or Native.
+	AsNc bool
+	// Native presents every array in C order, little-endian, whatever
+	// its stored order and byte order: metadata says so, and chunks are
+	// converted while decoded (layout.go).
+	Native bool
+	// RootName is the name, without extension, of the file of an array
+	// at the store root under AsNpy, and of the root group's file under
+	// AsNc. "" means "array".
 	RootName string
 	// Log receives Warn lines for arrays passed through and Error lines for
 	// failed requests. Nil means discard.
@@ -92,6 +104,8 @@ type Tree struct {
 	log      *slog.Logger  // immutable
 	asV2     bool          // immutable
 	asNpy    bool          // immutable
+	asNc     bool          // immutable
+	native   bool          // immutable
 	rootName string        // immutable: RootName under AsNpy
 	refresh  time.Duration // immutable; 0: metadata is kept for ever
 
@@ -99,6 +113,7 @@ type Tree struct {
 	failed failures               // failed requests logged lately (errno)
 	dirs   sync.Map               // directory key -> loaded[*dirMeta]
 	metas  sync.Map               // .zmetadata key -> loaded[[]byte], presented
+	ncs    ncFiles                // under AsNc: each group's netCDF file (nc.go)
 }
 
 // A loaded value is metadata as read at a time.
@@ -131,14 +146,14 @@ func New(cfg Config) *Tree {
 	if cfg.Chunks == nil {
 		indexes = &storeIndexes{store: cfg.Store}
 	}
-	if cfg.AsV2 && cfg.AsNpy {
-		panic("tree: Config.AsV2 and AsNpy are both set")
+	if n := btoi(cfg.AsV2) + btoi(cfg.AsNpy) + btoi(cfg.AsNc); n > 1 || (cfg.AsNc && cfg.Native) {
+		panic("tree: Config.AsV2, AsNpy, AsNc and Native conflict")
 	}
 	root := cfg.RootName
 	if root == "" {
 		root = "array"
 	}
-	return &Tree{store: cfg.Store, chunks: cfg.Chunks, indexes: indexes, log: log, asV2: cfg.AsV2, asNpy: cfg.AsNpy, rootName: root, refresh: max(cfg.Refresh, 0)}
+	return &Tree{store: cfg.Store, chunks: cfg.Chunks, indexes: indexes, log: log, asV2: cfg.AsV2, asNpy: cfg.AsNpy, asNc: cfg.AsNc, native: cfg.Native, rootName: root, refresh: max(cfg.Refresh, 0)}
 }
 
 // An array is one array directory as the tree presents it.
@@ -195,6 +210,9 @@ func (t *Tree) Child(ctx context.Context, dir *Node, name string) (*Node, error)
 	}
 	if t.asNpy {
 		return t.npyChild(ctx, dir, name)
+	}
+	if t.asNc {
+		return t.ncChild(ctx, dir, name)
 	}
 	return t.zarrChild(ctx, dir, name)
 }
@@ -292,6 +310,9 @@ func doubtful(err error) bool {
 func (t *Tree) Children(ctx context.Context, dir *Node) ([]*Node, error) {
 	if t.asNpy {
 		return t.npyChildren(ctx, dir)
+	}
+	if t.asNc {
+		return t.ncChildren(ctx, dir)
 	}
 	return t.zarrChildren(ctx, dir)
 }
@@ -478,6 +499,10 @@ func (t *Tree) loadArray(ctx context.Context, dir string) (*v2array, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	t.relayout(ctx, dir, x.array) // layout.go: under Native
+	if x.why != nil {
+		return x, nil
 	}
 	if x.meta, err = zarr.RewriteV2Array(b, x.a); err != nil {
 		return nil, &fs.PathError{Op: "rewrite", Path: key, Err: err}

@@ -82,13 +82,19 @@ func (t *Tree) loadV3(ctx context.Context, dir string) (*dirMeta, error) {
 		m.arr = &array{path: storePath(dir), a: a, why: a.PassThrough}
 	}
 	x := m.arr
+	if x.why == nil {
+		t.relayout(ctx, dir, x) // layout.go: under Native
+	}
 	if x.why == nil && t.asV2 {
-		files, err := zarr.V2Files(b, nil)
+		var files map[string][]byte
+		v, err := x.a.AsV2()
 		if err == nil {
-			x.a, err = a.AsV2()
+			files, err = zarr.V2Files(b, self(v))
 		}
 		if err != nil {
 			x.why = err
+		} else {
+			x.a = v
 		}
 		m.files = files
 	}
@@ -101,7 +107,7 @@ func (t *Tree) loadV3(ctx context.Context, dir string) (*dirMeta, error) {
 		t.log.WarnContext(ctx, t.passedThrough(), "key", dir, "err", x.why)
 		return m, t.loadNpy(ctx, dir, m, b)
 	case !t.asV2:
-		r, err := zarr.RewriteV3(b, nil)
+		r, err := zarr.RewriteV3(b, self(x.a))
 		if err != nil {
 			return nil, &fs.PathError{Op: "rewrite", Path: key, Err: err}
 		}
