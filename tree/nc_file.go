@@ -130,13 +130,16 @@ type ncCand struct {
 
 // buildNc builds the netCDF file of the directory dir (of the store root
 // when it is an array): nil when dir is neither a group nor holds an
-// array.
+// array, or is an array below the root.
 func (t *Tree) buildNc(ctx context.Context, dir *Node) (*ncFile, error) {
 	b := &ncBuilder{t: t, dir: dir.key, arrays: map[string]ncArray{}}
 	var members []*Node
-	if dir.arr != nil {
+	switch {
+	case dir.arr != nil && dir.key != ".": // an array is a variable of its group's file
+		return nil, nil
+	case dir.arr != nil:
 		members = []*Node{dir}
-	} else {
+	default:
 		ns, err := t.list(ctx, dir)
 		if err != nil {
 			return nil, err
