@@ -335,3 +335,26 @@ func TestNetCDFRefresh(t *testing.T) {
 		t.Errorf("the old cf2.nc, held open, read %d bytes that are not the old file's", n)
 	}
 }
+
+// TestLayoutNative: zfuse mount --layout native presents order F and
+// big-endian arrays as C order, little-endian, so that netCDF-C's NCZarr,
+// which ignores both (4.9.0 reads such arrays through a plain mount as
+// other values, exit 0), reads the values zarr-python reads; zarr-python
+// reads the same values either way. Under --as-v2 a v3 store's big-endian arrays are
+// little-endian too.
+func TestLayoutNative(t *testing.T) {
+	dir := cf(t)
+	src := filepath.Join(dir, "layout.zarr")
+	m := mount(t, src, "--layout", "native")
+	ncPy(t, "native", src, m.Dir)
+	t.Run("v3 --as-v2", func(t *testing.T) {
+		src := conformance(t, "zarrita.js/fixtures/v3/data.zarr")
+		m := mount(t, src, "--as-v2", "--layout", "native")
+		known := map[string]testutil.Values{}
+		for _, p := range []string{"1d.contiguous.f4.be", "1d.contiguous.f4.le", "3d.chunked.mixed.i2.F", "1d.contiguous.compressed.sharded.f4"} {
+			known[p] = testutil.ZarritaV3[p]
+		}
+		ncPy(t, "nativev2", m.Dir, writeWant(t, known))
+	})
+	noErrors(t, m)
+}

@@ -37,8 +37,20 @@ usage: /usr/bin/python3 nccheck.py COMMAND ARGS...
                              fill values, a bool and a string variable,
                              coordinates; CDF-5 for its int64 times) and
                              OUT/cf2.zarr (every type CDF-2 has: times as
-                             float64), and big.zarr, 16x64x64 float32 in
+                             float64), layout.zarr (order F and big-endian
+                             arrays) and big.zarr, 16x64x64 float32 in
                              8x32x32 chunks, for the C reader
+  native ORIG MOUNT          every array of ORIG (writecf's layout.zarr:
+                             order F, big-endian, both) through MOUNT, a
+                             --layout native mount: its .zarray says order C
+                             and a little-endian dtype, zarr-python reads
+                             the same values as from ORIG, and so does
+                             netCDF-C's NCZarr (netCDF4-python), which
+                             reads them wrong through a plain mount
+  nativev2 MOUNT WANT        every array of WANT (as for values) through
+                             MOUNT, a --as-v2 --layout native mount of a v3
+                             store: zarr-python reads those values, its
+                             dtype little-endian
   slab ORIG ARRAY START COUNT  print, one a line as %.9g, the elements of
                              zarr-python's ORIG/ARRAY in the hyperslab
                              START (comma-separated) of COUNT, as
@@ -329,10 +341,50 @@ def write_cf(out):
     ds2 = ds.drop_vars("station")
     ds2.time.encoding.update(dtype="f8", units="hours since 2000-01-01")
     ds2.to_zarr(os.path.join(out, "cf2.zarr"), mode="w")
+    g = zarr.open_group(os.path.join(out, "layout.zarr"), mode="w")
+    for name, dtype, order in [("f", "<f8", "F"), ("b", ">i4", "C"), ("fb", ">i2", "F"), ("fb3", ">f4", "F")]:
+        shape = (5, 7, 3) if name == "fb3" else (5, 7)
+        a = g.create_dataset(name, data=np.arange(np.prod(shape)).reshape(shape).astype(dtype), chunks=(2, 3, 2)[:len(shape)],
+                             order=order, compressor=zarr.Zlib(1))
+        a.attrs["_ARRAY_DIMENSIONS"] = ["y", "x", "z"][:len(shape)]
     z = zarr.open(os.path.join(out, "big.zarr"), mode="w", shape=(16, 64, 64), chunks=(8, 32, 32), dtype="<f4",
                   compressor=zarr.Blosc("lz4", 5, 1))
     z[...] = (np.arange(16 * 64 * 64, dtype="f4") / 7).reshape(16, 64, 64)
     z.attrs["_ARRAY_DIMENSIONS"] = ["time", "y", "x"]
+
+
+def check_native(orig, mount):
+    url = "file://" + os.path.abspath(mount) + "#mode=zarr,file"
+    d = netCDF4.Dataset(url)
+    d.set_auto_mask(False)
+    for rel in layout(orig)[""]:
+        def one(rel=rel):
+            want = open_array(orig, rel)[...]
+            with open(os.path.join(mount, rel, ".zarray")) as f:
+                meta = json.load(f)
+            if meta["order"] != "C" or meta["dtype"][0] == ">":
+                return f".zarray says order {meta['order']}, dtype {meta['dtype']}"
+            if e := same(want.astype(want.dtype.newbyteorder("=")), zarr.open(mount, mode="r")[rel][...].astype(want.dtype.newbyteorder("="))):
+                return "zarr-python: " + e
+            if e := same(want.astype(want.dtype.newbyteorder("=")), np.asarray(d.variables[rel][...])):
+                return "NCZarr: " + e
+        checked(f"{rel} native", one)
+    d.close()
+
+
+def check_native_v2(mount, want_file):
+    with open(want_file) as f:
+        want = json.load(f)
+    root = zarr.open(mount, mode="r")
+    for path, w in sorted(want.items()):
+        def one(path=path, w=w):
+            z = root[path]
+            if z.dtype.byteorder == ">":
+                return f"dtype {z.dtype}"
+            got = np.asarray(z[...])
+            if list(got.shape) != w["shape"] or not np.array_equal(got.astype("f8").ravel(), np.asarray(w["data"], dtype="f8")):
+                return f"values {got.ravel()[:8]}, want {w['data'][:8]}"
+        checked(path, one)
 
 
 def slab(orig, array, start, count):
@@ -357,6 +409,10 @@ def main():
         check_xarray(*args)
     elif cmd == "writecf":
         write_cf(*args)
+    elif cmd == "native":
+        check_native(*args)
+    elif cmd == "nativev2":
+        check_native_v2(*args)
     elif cmd == "slab":
         slab(*args)
     else:
