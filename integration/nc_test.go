@@ -149,7 +149,7 @@ func TestNetCDFConformance(t *testing.T) {
 // the root file (netcdf4 engine; the scipy engine too for the CDF-2 one)
 // gives exactly the dataset xr.open_zarr gives; ncdump, CDO and NCO read
 // it, and a C program's nc_get_vara_float reads a hyperslab of a variable
-// as zarr-python reads it.
+// as zarr-python reads it; over HTTP (nginx) the file is the same.
 func TestNetCDFXarray(t *testing.T) {
 	dir := cf(t)
 	src, src2 := filepath.Join(dir, "cf.zarr"), filepath.Join(dir, "cf2.zarr")
@@ -221,6 +221,14 @@ func TestNetCDFXarray(t *testing.T) {
 			}
 		}
 		noErrors(t, mb)
+	})
+	t.Run("http", func(t *testing.T) {
+		_, base := startNginx(t, dir)
+		r := mount(t, base+"/cf.zarr", "--as-nc")
+		got, err := os.ReadFile(filepath.Join(r.Dir, "cf.nc"))
+		if want := testutil.Must(os.ReadFile(file)); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("cf.nc over HTTP: %d bytes, %v; the local mount's has %d", len(got), err, len(want))
+		}
 	})
 	noErrors(t, m)
 	noErrors(t, m2)
