@@ -199,3 +199,60 @@ func TestNcRoot(t *testing.T) {
 		t.Errorf("t2m.nc: %x, %v\nwant %x", b, err, want)
 	}
 }
+
+// TestNcV3: a v3 group's file: dimensions from dimension_names (a null
+// one NAME_dimK), shared by name, and renamed where a name comes with
+// another length; _FillValue from xarray's base64 attribute, else the
+// fill value (NaT for a datetime); datetimes as int64 with CF units;
+// big-endian chunks served as stored, little-endian ones swapped;
+// attributes in stored order, a bad name left out; arrays with a
+// zero-length dimension or a name netCDF refuses left out.
+func TestNcV3(t *testing.T) {
+	root := t.TempDir()
+	w := func(key, doc string) { testutil.WriteFile(t, root, key, []byte(doc)) }
+	array := func(dtype string, shape string, endian string, fill, extra string) string {
+		return `{"zarr_format": 3, "node_type": "array", "shape": ` + shape + `, "data_type": ` + dtype + `,
+			"chunk_grid": {"name": "regular", "configuration": {"chunk_shape": ` + shape + `}},
+			"chunk_key_encoding": {"name": "default"}, "fill_value": ` + fill + `,
+			"codecs": [{"name": "bytes", "configuration": {"endian": "` + endian + `"}}]` + extra + `}`
+	}
+	w("zarr.json", `{"zarr_format": 3, "node_type": "group", "attributes": {"title": "v3", "z_first": 1, "a_second": [1.5, 2]}}`)
+	w("t/zarr.json", array(`"float32"`, "[2, 3]", "big", "0",
+		`, "attributes": {"_FillValue": "AAAAAAAA+H8=", "units": "K", "bad/name": 1}, "dimension_names": ["time", null]`))
+	tvals := []byte{}
+	for i := range 6 {
+		tvals = binary.BigEndian.AppendUint32(tvals, math.Float32bits(float32(i)+0.5))
+	}
+	w("t/c/0/0", string(tvals))
+	w("d/zarr.json", array(`{"name": "numpy.datetime64", "configuration": {"unit": "s", "scale_factor": 1}}`, "[2]", "little", `"NaT"`,
+		`, "dimension_names": ["time"]`))
+	w("d/c/0", string(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, 0), 3600)))
+	w("x/zarr.json", array(`"int16"`, "[3]", "little", "0", `, "dimension_names": ["time"]`))
+	w("x/c/0", "\x01\x00\x02\x00\x03\x00")
+	w("e/zarr.json", array(`"int8"`, "[0]", "little", "0", ""))
+	w("-bad/zarr.json", array(`"int8"`, "[1]", "little", "0", ""))
+	tr, logs := treeOver(t, dirStore(t, root), func(c *Config) { c.AsNc, c.RootName = true, "g" })
+	i64, f4, i2 := netcdf.Int64, netcdf.Float, netcdf.Short
+	nan := binary.BigEndian.AppendUint32(nil, math.Float32bits(float32(math.NaN())))
+	f := netcdf.File{Format: netcdf.CDF5,
+		Dims: []netcdf.Dim{{Name: "time", Len: 2}, {Name: "t_dim1", Len: 3}, {Name: "time_3", Len: 3}},
+		Attrs: []netcdf.Attr{netcdf.Text("title", "v3"), {Name: "z_first", Type: netcdf.Int, Values: be(netcdf.Int, 1)},
+			{Name: "a_second", Type: netcdf.Double, Values: append(be(i64, int64(math.Float64bits(1.5))), be(i64, int64(math.Float64bits(2)))...)}},
+		Vars: []netcdf.Var{
+			{Name: "d", Dims: []int{0}, Type: i64, Attrs: []netcdf.Attr{{Name: "_FillValue", Type: i64, Values: be(i64, math.MinInt64)},
+				netcdf.Text("units", "seconds since 1970-01-01"), netcdf.Text("calendar", "proleptic_gregorian")}},
+			{Name: "t", Dims: []int{0, 1}, Type: f4, Attrs: []netcdf.Attr{{Name: "_FillValue", Type: f4, Values: nan}, netcdf.Text("units", "K")}},
+			{Name: "x", Dims: []int{2}, Type: i2, Attrs: []netcdf.Attr{{Name: "_FillValue", Type: i2, Values: be(i2, 0)}}},
+		}}
+	want := ncWant(t, &f, append(be(i64, 0), be(i64, 3600)...), tvals, []byte{0, 1, 0, 2, 0, 3})
+	got, err := tr.ReadFile(context.Background(), "g.nc")
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("g.nc: %v\n%x\nwant\n%x", err, got, want)
+	}
+	for _, line := range []string{`msg="array left out of the netCDF file" key=-bad`, `msg="array left out of the netCDF file" key=e`,
+		`msg="attribute left out of the netCDF file" key=t attribute=bad/name`, `"dimension renamed in the netCDF file: another array`} {
+		if !strings.Contains(logs.String(), line) {
+			t.Errorf("no log line %s in\n%s", line, logs)
+		}
+	}
+}
