@@ -19,7 +19,8 @@ ZARRITA ?= $(or $(ZFUSE_ZARRITA),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/zfuse/za
 
 # deps: the Debian packages the tests need (run as root on Debian 12):
 # fuse3 for fusermount3, zarr-python 2.13 / numcodecs 0.11 to write fixture
-# stores and read through mounts, xarray to open mounts as datasets, fsspec
+# stores and read through mounts, xarray to open mounts as datasets (with
+# dask, as xarray users compute: zfuse bench's dask reader too), fsspec
 # and aiohttp for zarr-python over HTTP (zfuse bench's zarr-http reader), PyYAML
 # to parse the Kubernetes examples of docs/ (integration/compress_scale_test.go).
 # The remote-store tests serve stores from 127.0.0.1: nginx-light for HTTP
@@ -37,7 +38,7 @@ ZARRITA ?= $(or $(ZFUSE_ZARRITA),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/zfuse/za
 deps:
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-		fuse3 python3-zarr python3-numcodecs python3-numpy python3-xarray python3-fsspec python3-aiohttp python3-yaml
+		fuse3 python3-zarr python3-numcodecs python3-numpy python3-xarray python3-dask python3-fsspec python3-aiohttp python3-yaml
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 		netcdf-bin python3-netcdf4 gdal-bin python3-gdal python3-torch
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
@@ -49,6 +50,10 @@ deps:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm
 	test "$$(node -p 'require("$(ZARRITA)/node_modules/zarrita/package.json").version' 2>/dev/null)" = 0.7.5 || \
 		npm install --prefix "$(ZARRITA)" --no-audit --no-fund zarrita@0.7.5
+	# FUSE over io_uring (Linux 6.14+), zfuse's faster transport: the
+	# kernel offers it once root enables it; the transport tests need it.
+	# Kernels without it (Debian 12's 6.1) have no such file.
+	if [ -w /sys/module/fuse/parameters/enable_uring ]; then echo Y > /sys/module/fuse/parameters/enable_uring; fi
 
 # check: formatting, vet, and the import table (deps_test.go).
 check:
@@ -64,12 +69,14 @@ check:
 # (internal/testutil.Need).
 # The integration tests run on each serving path (zfuse mount --serving):
 # the default (no-open), passthrough, and open (the last fallback), set for
-# every mount by ZFUSE_SERVING, so that all stay byte-exact. fusemount's
-# own tests mount on every path.
+# every mount by ZFUSE_SERVING, so that all stay byte-exact; the first two
+# on the default transport (FUSE over io_uring where the kernel offers it),
+# the last over /dev/fuse (ZFUSE_TRANSPORT=dev), the fallback of both.
+# fusemount's own tests mount on every path and both transports.
 test: check
 	$(GO) test -race -count=1 -timeout 30m ./...
 	ZFUSE_SERVING=passthrough $(GO) test -race -count=1 -timeout 30m ./integration/
-	ZFUSE_SERVING=open $(GO) test -race -count=1 -timeout 30m ./integration/
+	ZFUSE_SERVING=open ZFUSE_TRANSPORT=dev $(GO) test -race -count=1 -timeout 30m ./integration/
 
 # unit: the fast tests only (-short skips mounts and Python fixtures).
 unit:

@@ -47,10 +47,12 @@ const (
 	readRemote = "zarr-http"  // zarr-python, plane by plane, from a store served over HTTP with --latency (bench_remote.go)
 	readNpy    = "npy"        // the array's .npy file under --as-npy, read whole in order (1 MiB reads)
 	readMap    = "npy-map"    // the first eighth of the array along axis 0 through np.load(mmap_mode='r') of its .npy file
+	readPy     = "files-py"   // Python's open().read() of each chunk file, in grid order: zarr-python's reads without its decode
+	readDask   = "dask"       // the array's mean with dask (da.from_zarr, dask's threads)
 )
 
 // allReaders are the readers of the matrix, in order.
-var allReaders = []string{readGrid, readList, readZarr, readLoader, readRemote, readNpy, readMap}
+var allReaders = []string{readGrid, readList, readPy, readZarr, readDask, readLoader, readRemote, readNpy, readMap}
 
 // The sources a reader reads.
 const (
@@ -274,7 +276,7 @@ func (b *bencher) round(ctx context.Context, set *storeSet) error {
 			return err
 		}
 		for _, codec := range b.codecs {
-			if reader == readZarr || reader == readLoader {
+			if reader == readZarr || reader == readLoader || reader == readDask {
 				if err := b.direct(ctx, set, reader, viaSelf, codec+".zarr"); err != nil {
 					return err
 				}
@@ -431,6 +433,10 @@ func (b *bencher) read(ctx context.Context, set *storeSet, reader, root string, 
 		return bench.ReadEpochs(ctx, root, names, b.epochs, after)
 	case readZarr, readRemote: // root: a directory, or for zarr-http a URL
 		return b.python3(ctx, after, "zarr", root, strconv.Itoa(b.epochs))
+	case readPy:
+		return b.python3(ctx, after, "files", root, strconv.Itoa(b.epochs))
+	case readDask:
+		return b.python3(ctx, after, "dask", root, strconv.Itoa(b.epochs))
 	case readNpy, readMap:
 		// The store is an array at its root: its .npy file is the one
 		// file at the mount's root that ends in .npy.

@@ -14,6 +14,14 @@
   bench.py npymap PATH EPOCHS      map the .npy file at PATH with np.load(mmap_mode='r') and copy
                                    the first eighth of the array along axis 0 out of the map,
                                    EPOCHS times; print each epoch's seconds and bytes
+  bench.py files PATH EPOCHS       read each chunk file of the array at PATH in grid order with
+                                   Python's open().read(), as zarr-python reads a chunk (without its
+                                   decode and copy), EPOCHS times; print each epoch's seconds and bytes
+  bench.py dask PATH EPOCHS        the mean of the array at PATH with dask (da.from_zarr, its threads),
+                                   EPOCHS times; print each epoch's seconds and bytes
+
+With ZFUSE_BENCH_SYNC set, each reader stops after each epoch until zfuse bench has counted
+what the mount answered (epoch_done).
 """
 import json
 import os
@@ -77,6 +85,42 @@ def read_zarr(path, epochs):
     print(json.dumps(out))
 
 
+def chunk_keys(path):
+    """The chunk keys of the v2 array at path, in grid (C) order."""
+    with open(f"{path}/.zarray") as f:
+        meta = json.load(f)
+    grid = [-(-s // c) for s, c in zip(meta["shape"], meta["chunks"])]
+    sep = meta.get("dimension_separator") or "."
+    return [sep.join(map(str, i)) for i in np.ndindex(*grid)]
+
+
+def read_files(path, epochs):
+    keys = chunk_keys(path)
+    out = []
+    for _ in range(epochs):
+        t = time.perf_counter()
+        n = 0
+        for k in keys:
+            with open(f"{path}/{k}", "rb") as f:
+                n += len(f.read())
+        out.append({"seconds": time.perf_counter() - t, "bytes": n})
+        epoch_done(len(out))
+    print(json.dumps(out))
+
+
+def read_dask(path, epochs):
+    import dask.array as da
+
+    out = []
+    for _ in range(epochs):
+        t = time.perf_counter()
+        a = da.from_zarr(path)
+        a.mean().compute()
+        out.append({"seconds": time.perf_counter() - t, "bytes": a.nbytes})
+        epoch_done(len(out))
+    print(json.dumps(out))
+
+
 def read_loader(path, epochs, workers):
     import torch
     from torch.utils.data import DataLoader, Dataset
@@ -130,5 +174,9 @@ if __name__ == "__main__":
         read_loader(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     elif cmd == "npymap":
         read_npymap(sys.argv[2], int(sys.argv[3]))
+    elif cmd == "files":
+        read_files(sys.argv[2], int(sys.argv[3]))
+    elif cmd == "dask":
+        read_dask(sys.argv[2], int(sys.argv[3]))
     else:
         sys.exit(__doc__)

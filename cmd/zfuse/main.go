@@ -34,6 +34,9 @@ import (
 var daemon *parentPipe
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == statProbe { // mountpoint.go: this process is statWithin's child
+		os.Exit(probeStat(os.Args[2]))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	daemon = backgroundChild()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)

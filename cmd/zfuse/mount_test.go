@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -74,5 +75,26 @@ func statsSignalAtMount(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMain lets the test binary be statWithin's child, as zfuse is:
+// checkMountpoint runs this executable to stat a mountpoint.
+func TestMain(m *testing.M) {
+	if len(os.Args) == 3 && os.Args[1] == statProbe {
+		os.Exit(probeStat(os.Args[2]))
+	}
+	os.Exit(m.Run())
+}
+
+// TestStatWithin: a directory answers, a missing path is ENOENT, from the
+// child that stats for statWithin.
+func TestStatWithin(t *testing.T) {
+	dir := t.TempDir()
+	if fi, err := statWithin(dir, 10*time.Second); err != nil || !fi.IsDir() {
+		t.Errorf("statWithin(%s) = %v, %v; want a directory", dir, fi, err)
+	}
+	if _, err := statWithin(filepath.Join(dir, "nosuch"), 10*time.Second); !errors.Is(err, syscall.ENOENT) {
+		t.Errorf("statWithin of a missing path: %v, want ENOENT", err)
 	}
 }

@@ -3,11 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -72,35 +74,82 @@ func checkMountpoint(log *slog.Logger, dir string) error {
 }
 
 // statWithin stats dir, giving up after d with an error wrapping
-// os.ErrDeadlineExceeded (the stat goes on, in a goroutine that ends with
-// the process or when the server answers). It asks the file system
-// itself (statx AT_STATX_FORCE_SYNC): a FUSE mount whose server died
-// answers ENOTCONN only to a request that reaches it, and the kernel
-// answers a plain stat from the attributes it cached while the server was
-// alive (after an ls, say).
+// os.ErrDeadlineExceeded. It asks the file system itself (statx
+// AT_STATX_FORCE_SYNC): a FUSE mount whose server died answers ENOTCONN
+// only to a request that reaches it, and the kernel answers a plain stat
+// from the attributes it cached while the server was alive (after an ls,
+// say). The stat runs in a child process (this binary again: probeStat),
+// left behind when it does not answer: a thread of this process waiting
+// there would keep it from exiting. Over FUSE over io_uring the kernel
+// hands a request to the stuck server at once, and the wait for its
+// answer can then be neither interrupted nor killed; the child waits for
+// the server, or for its connection to be aborted.
 func statWithin(dir string, d time.Duration) (fs.FileInfo, error) {
-	type result struct {
-		fi  fs.FileInfo
-		err error
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
 	}
-	ch := make(chan result, 1)
+	// The answer comes through a pipe of our own: exec's StdoutPipe is
+	// closed by Wait, which runs on its own here (the child may never end).
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, statProbe, dir) // stdin and stderr: /dev/null
+	cmd.Stdout = w
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	go cmd.Wait() // reaped when it ends, whenever that is
+	ch := make(chan string, 1)
 	go func() {
-		var st unix.Statx_t
-		if err := unix.Statx(unix.AT_FDCWD, dir, unix.AT_STATX_FORCE_SYNC, unix.STATX_TYPE, &st); err != nil {
-			ch <- result{nil, &fs.PathError{Op: "statx", Path: dir, Err: err}}
-			return
-		}
-		fi, err := os.Stat(dir)
-		ch <- result{fi, err}
+		defer r.Close()
+		b, _ := io.ReadAll(r)
+		ch <- strings.TrimSpace(string(b))
 	}()
 	t := time.NewTimer(d)
 	defer t.Stop()
+	var answer string
 	select {
-	case r := <-ch:
-		return r.fi, r.err
+	case answer = <-ch:
 	case <-t.C:
+		cmd.Process.Kill() // ends it, unless it waits in the kernel
 		return nil, fmt.Errorf("stat %s: no answer within %v: %w", dir, d, os.ErrDeadlineExceeded)
 	}
+	if n, ok := strings.CutPrefix(answer, "errno "); ok {
+		e, err := strconv.Atoi(n)
+		if err != nil {
+			return nil, fmt.Errorf("stat %s: the probe said %q", dir, answer)
+		}
+		return nil, &fs.PathError{Op: "statx", Path: dir, Err: syscall.Errno(e)}
+	}
+	if answer != "ok" {
+		return nil, fmt.Errorf("stat %s: the probe said %q", dir, answer)
+	}
+	return os.Stat(dir) // answered: the kernel has the attributes now
+}
+
+// statProbe is the first argument that makes this binary statWithin's
+// child, probeStat.
+const statProbe = "__zfuse-stat-probe"
+
+// probeStat is statWithin's child: it stats dir through to its file
+// system and prints "ok", or "errno N".
+func probeStat(dir string) int {
+	var st unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, dir, unix.AT_STATX_FORCE_SYNC, unix.STATX_TYPE, &st); err != nil {
+		var e syscall.Errno
+		if !errors.As(err, &e) {
+			e = syscall.EIO
+		}
+		fmt.Printf("errno %d\n", int(e))
+		return 0
+	}
+	fmt.Println("ok")
+	return 0
 }
 
 // unmountStale unmounts the dead FUSE mount at dir: fusermount3 -u, and
