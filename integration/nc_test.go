@@ -149,7 +149,8 @@ func TestNetCDFConformance(t *testing.T) {
 // the root file (netcdf4 engine; the scipy engine too for the CDF-2 one)
 // gives exactly the dataset xr.open_zarr gives; ncdump, CDO and NCO read
 // it, and a C program's nc_get_vara_float reads a hyperslab of a variable
-// as zarr-python reads it; over HTTP (nginx) the file is the same.
+// as zarr-python reads it; through a memory map and over HTTP (nginx)
+// the file is the same.
 func TestNetCDFXarray(t *testing.T) {
 	dir := cf(t)
 	src, src2 := filepath.Join(dir, "cf.zarr"), filepath.Join(dir, "cf2.zarr")
@@ -221,6 +222,22 @@ func TestNetCDFXarray(t *testing.T) {
 			}
 		}
 		noErrors(t, mb)
+	})
+	t.Run("mmap", func(t *testing.T) {
+		want := testutil.Must(os.ReadFile(file))
+		f, err := os.Open(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		b, err := syscall.Mmap(int(f.Fd()), 0, len(want), syscall.PROT_READ, syscall.MAP_SHARED)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer syscall.Munmap(b)
+		if !bytes.Equal(b, want) {
+			t.Errorf("cf.nc through a memory map differs from its reads")
+		}
 	})
 	t.Run("http", func(t *testing.T) {
 		_, base := startNginx(t, dir)
