@@ -77,8 +77,8 @@ func (t *Tree) ncFileOf(ctx context.Context, dir *Node) (*ncFile, error) {
 	})
 }
 
-// ncNode is the file f of the directory dir (of the group at dir.key),
-// named name, in the directory holding it, parent.
+// ncNode is the node of the netCDF file f, named name in the directory
+// parent.
 func ncNode(parent string, name string, f *ncFile) *Node {
 	return &Node{key: join(parent, name), kind: kindNc, data: f.layout.Header, size: f.layout.Size,
 		stored: f.layout.Size, version: f.version, nc: f}

@@ -410,10 +410,9 @@ func (b *ncBuilder) finish(ctx context.Context) (*ncFile, error) {
 	return nf, nil
 }
 
-// attrs returns the attributes of the JSON object doc (of the group or
-// array in the directory key) as netCDF attributes of a file of format
-// f, leaving out the names netCDF has no place for. typ, when not 0, is
-// the variable's type, which ncTyped attributes take where they fit it.
+// attrs returns the attributes of the JSON object doc (of the group in
+// the directory key) as the global attributes of a file of format f
+// (convert).
 func (b *ncBuilder) attrs(ctx context.Context, key string, doc []byte, f netcdf.Format) []netcdf.Attr {
 	if len(doc) == 0 {
 		return nil
@@ -426,8 +425,11 @@ func (b *ncBuilder) attrs(ctx context.Context, key string, doc []byte, f netcdf.
 	return b.convert(ctx, key, ms, 0, f, nil)
 }
 
-// convert turns the stored attributes ms into netCDF ones (see attrs),
-// after those in head, whose names it leaves out of ms.
+// convert turns the stored attributes ms (of the group or array in the
+// directory key) into netCDF attributes of a file of format f, after
+// those in head, whose names it leaves out of ms, and leaves out the
+// names netCDF has no place for. typ, when not 0, is the variable's type,
+// which ncTyped attributes take where they fit it.
 func (b *ncBuilder) convert(ctx context.Context, key string, ms []netcdf.JSONAttr, typ netcdf.Type, f netcdf.Format, head []netcdf.Attr) []netcdf.Attr {
 	out := head
 	seen := map[string]bool{}
