@@ -30,8 +30,8 @@ import (
 //	datetime64, timedelta64        int64 (CDF-5), units "seconds since 1970-01-01" (per
 //	                               the numpy unit, days to nanoseconds; calendar
 //	                               "proleptic_gregorian"), or "seconds", unless the
-//	                               array has its own units; _FillValue NaT unless
-//	                               it has a fill value
+//	                               array has its own units; _FillValue NaT, whatever
+//	                               its fill value (numpy's missing time)
 //
 // Unsigned types are CDF-5's own, not CDF-2's signed types with _Unsigned:
 // readers that do not decode CF conventions (ncdump, CDO, C and Fortran
@@ -520,6 +520,12 @@ func (b *ncBuilder) varAttrs(ctx context.Context, c *ncCand, typ netcdf.Type, f 
 // fillValue returns the _FillValue of c's variable, one value of typ,
 // big-endian; nil for none (see the file comment).
 func (b *ncBuilder) fillValue(ctx context.Context, c *ncCand, typ netcdf.Type) []byte {
+	if c.dt.Kind == 'M' || c.dt.Kind == 'm' {
+		// numpy's missing value, whatever the fill value: CF readers
+		// must mask it (xarray cannot decode it as a time), and keep
+		// every time zarr-python reads.
+		return nat
+	}
 	raw, hasAttr := c.attr("_FillValue")
 	if c.x.a.Format == 3 && hasAttr {
 		if v := xarrayFill(raw, c.dt, typ); v != nil {
@@ -542,9 +548,6 @@ func (b *ncBuilder) fillValue(ctx context.Context, c *ncCand, typ netcdf.Type) [
 		if a, ok := netcdf.AsType("_FillValue", raw, typ); ok && a.Len() == 1 {
 			return a.Values
 		}
-	}
-	if c.dt.Kind == 'M' || c.dt.Kind == 'm' {
-		return nat
 	}
 	return nil
 }
