@@ -25,7 +25,8 @@ import (
 //	int8, int16, int32, int64      byte, short, int, int64 (CDF-5)
 //	uint8, uint16, uint32, uint64  ubyte, ushort, uint, uint64 (CDF-5)
 //	float32, float64               float, double
-//	bool                           byte (CDF-2) or ubyte (CDF-5) of 0 and 1, dtype = "bool"
+//	bool                           byte (CDF-2) or ubyte (CDF-5) of 0 and 1, dtype = "bool",
+//	                               no _FillValue (masking false values would hide them)
 //	S<n> (fixed-width bytes)       char, with a last dimension NAME_strlen of n
 //	datetime64, timedelta64        int64 (CDF-5), units "seconds since 1970-01-01" (per
 //	                               the numpy unit, days to nanoseconds; calendar
@@ -520,11 +521,16 @@ func (b *ncBuilder) varAttrs(ctx context.Context, c *ncCand, typ netcdf.Type, f 
 // fillValue returns the _FillValue of c's variable, one value of typ,
 // big-endian; nil for none (see the file comment).
 func (b *ncBuilder) fillValue(ctx context.Context, c *ncCand, typ netcdf.Type) []byte {
-	if c.dt.Kind == 'M' || c.dt.Kind == 'm' {
+	switch c.dt.Kind {
+	case 'M', 'm':
 		// numpy's missing value, whatever the fill value: CF readers
 		// must mask it (xarray cannot decode it as a time), and keep
 		// every time zarr-python reads.
 		return nat
+	case 'b':
+		// A bool's fill value is no missing value: masking it would
+		// hide every false (or true) value.
+		return nil
 	}
 	raw, hasAttr := c.attr("_FillValue")
 	if c.x.a.Format == 3 && hasAttr {

@@ -210,8 +210,8 @@ def check_var(name, z, attrs, d, cdf5):
         unit = CF_TIME[np.datetime_data(z.dtype)[0]]
         if v.getncattr("units") != f"{unit} since 1970-01-01":
             return f"units {v.getncattr('units')!r}"
-    if z.dtype.kind == "b" and v.getncattr("dtype") != "bool":
-        return "no dtype = bool"
+    if z.dtype.kind == "b" and (v.getncattr("dtype") != "bool" or "_FillValue" in have):
+        return f"attributes {have}: want dtype = bool and no _FillValue"
     for k, a in attrs.items():
         if k in ("_ARRAY_DIMENSIONS", "_FillValue"):
             continue
