@@ -379,7 +379,7 @@ func (b *ncBuilder) finish(ctx context.Context) (*ncFile, error) {
 		why := error(nil)
 		if len(dims.list) > netcdf.MaxDims {
 			why = fmt.Errorf("its dimensions would take the file past netCDF-C's limit of %d", netcdf.MaxDims)
-		} else if _, err := (&netcdf.File{Format: format, Dims: dims.list, Vars: []netcdf.Var{v}}).Encode(); err != nil {
+		} else if err := checkVar(format, dims.list, v); err != nil {
 			why = err
 		}
 		if why != nil {
@@ -409,6 +409,23 @@ func (b *ncBuilder) finish(ctx context.Context) (*ncFile, error) {
 	nf.layout = l
 	nf.version = ncVersion(l.Header, arrays)
 	return nf, nil
+}
+
+// checkVar reports what keeps v, whose dimensions are in dims, from a
+// file of format f: it encodes a file of v and its own dimensions alone.
+func checkVar(f netcdf.Format, dims []netcdf.Dim, v netcdf.Var) error {
+	one := netcdf.File{Format: f, Vars: []netcdf.Var{v}}
+	one.Vars[0].Dims = make([]int, len(v.Dims))
+	at := map[int]int{}
+	for i, d := range v.Dims {
+		if _, ok := at[d]; !ok {
+			at[d] = len(one.Dims)
+			one.Dims = append(one.Dims, dims[d])
+		}
+		one.Vars[0].Dims[i] = at[d]
+	}
+	_, err := one.Encode()
+	return err
 }
 
 // attrs returns the attributes of the JSON object doc (of the group in

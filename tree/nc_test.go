@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io/fs"
 	"math"
 	"math/rand/v2"
@@ -254,5 +255,35 @@ func TestNcV3(t *testing.T) {
 		if !strings.Contains(logs.String(), line) {
 			t.Errorf("no log line %s in\n%s", line, logs)
 		}
+	}
+}
+
+// TestNcLimits: netCDF-C's limits hold: arrays whose dimensions would take
+// the file past 1024 are left out, with a Warn line; an attribute name
+// longer than 256 bytes is left out; the file netCDF-C would read stays.
+func TestNcLimits(t *testing.T) {
+	s := testutil.EmptyV2Store(t)
+	s.Write(t, ".zgroup", []byte(`{"zarr_format": 2}`))
+	s.Write(t, ".zattrs", []byte(`{"`+strings.Repeat("n", 300)+`": 1, "ok": 2}`))
+	for i := range netcdf.MaxDims + 6 {
+		s.Write(t, fmt.Sprintf("a%04d/.zarray", i), []byte(`{"zarr_format": 2, "shape": [1], "chunks": [1], "dtype": "|u1",
+			"compressor": null, "fill_value": null, "order": "C", "filters": null}`))
+	}
+	tr, logs := newTestTree(t, s, func(c *Config) { c.AsNc, c.RootName = true, "g" })
+	files, err := tr.NcFiles(context.Background())
+	if err != nil || len(files) != 1 || len(files[0].Vars) != netcdf.MaxDims {
+		t.Fatalf("NcFiles: %v, %v; want one file of %d variables", len(files), err, netcdf.MaxDims)
+	}
+	for i := netcdf.MaxDims; i < netcdf.MaxDims+6; i++ {
+		if !strings.Contains(logs.String(), fmt.Sprintf(`msg="array left out of the netCDF file" key=a%04d err="its dimensions would take`, i)) {
+			t.Errorf("no Warn line says a%04d is left out", i)
+		}
+	}
+	if !strings.Contains(logs.String(), `msg="attribute left out of the netCDF file" key=.`) {
+		t.Errorf("no Warn line says the long attribute name is left out:\n%.2000s", logs)
+	}
+	b, err := tr.ReadFile(context.Background(), "g.nc")
+	if err != nil || !bytes.Contains(b, []byte("\x00\x00\x00\x02ok\x00\x00")) || bytes.Contains(b, []byte("nnnn")) {
+		t.Errorf("g.nc: %d bytes, %v; want the attribute ok and not the long one", len(b), err)
 	}
 }
