@@ -72,21 +72,29 @@ check:
 # every mount by ZFUSE_SERVING, so that all stay byte-exact; the first two
 # on the default transport (FUSE over io_uring where the kernel offers it),
 # the last over /dev/fuse (ZFUSE_TRANSPORT=dev), the fallback of both.
-# fusemount's own tests mount on every path and both transports.
+# fusemount's own tests mount on every path and both transports. Each pass
+# runs, and reports, even when an earlier one failed (a failure on one path
+# says nothing of the others); the last line names the passes that failed,
+# and the target fails if any did.
 test: check
-	$(GO) test -race -count=1 -timeout 30m ./...
-	ZFUSE_SERVING=passthrough $(GO) test -race -count=1 -timeout 30m ./integration/
-	ZFUSE_SERVING=open ZFUSE_TRANSPORT=dev $(GO) test -race -count=1 -timeout 30m ./integration/
+	failed=; \
+	$(GO) test -race -count=1 -timeout 30m ./... || failed="$$failed ./..."; \
+	ZFUSE_SERVING=passthrough $(GO) test -race -count=1 -timeout 30m ./integration/ || failed="$$failed ZFUSE_SERVING=passthrough"; \
+	ZFUSE_SERVING=open ZFUSE_TRANSPORT=dev $(GO) test -race -count=1 -timeout 30m ./integration/ || failed="$$failed ZFUSE_SERVING=open,ZFUSE_TRANSPORT=dev"; \
+	if [ -n "$$failed" ]; then echo "make test: failed:$$failed"; exit 1; fi
 
 # unit: the fast tests only (-short skips mounts and Python fixtures).
 unit:
 	$(GO) test -race -short ./...
 
 # integration: real mounts, one package at a time (-p 1), and again with
-# GOMAXPROCS=1, where scheduling bugs show that hide elsewhere.
+# GOMAXPROCS=1, where scheduling bugs show that hide elsewhere; the second
+# pass runs even when the first failed, as in test.
 integration:
-	$(GO) test -race -count=1 -p 1 -timeout 20m ./integration/...
-	GOMAXPROCS=1 $(GO) test -race -count=1 -p 1 -timeout 20m ./integration/...
+	failed=; \
+	$(GO) test -race -count=1 -p 1 -timeout 20m ./integration/... || failed="$$failed default"; \
+	GOMAXPROCS=1 $(GO) test -race -count=1 -p 1 -timeout 20m ./integration/... || failed="$$failed GOMAXPROCS=1"; \
+	if [ -n "$$failed" ]; then echo "make integration: failed:$$failed"; exit 1; fi
 
 # fuzz: every fuzz target of the module (the packages whose tests have a
 # func FuzzX), each on top of its seed corpus (f.Add, testdata/fuzz/) for

@@ -84,6 +84,10 @@ func (c *LRU[V]) Has(key string) bool {
 	return ok
 }
 
+// Loading reports whether a Load is producing the value of key: a caller
+// that would produce it too (a prefetch) need not, a Load will find it.
+func (c *LRU[V]) Loading(key string) bool { return c.flight.Running(key) }
+
 // add keeps v under key, replacing any value there, and evicts the least
 // recently used values until the budget holds (v itself excepted).
 func (c *LRU[V]) add(key string, v V) {

@@ -62,6 +62,9 @@ func NewPlan(ctx context.Context, tr *tree.Tree, src store.Store, o Options, log
 	p := &Plan{}
 	var asV3 []string // arrays stored as v2 that --shard writes as v3
 	for _, in := range infos {
+		if in.Unreadable != nil {
+			return nil, fmt.Errorf("SOURCE: %s: its metadata could not be read: %w", in.Path, in.Unreadable)
+		}
 		pa, err := planOne(ctx, src, in, o, log)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", in.Path, err)

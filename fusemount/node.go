@@ -179,14 +179,14 @@ func (m *mount) attr(n *tree.Node, out *fuse.Attr) {
 }
 
 // inode returns the inode for n below parent, reusing one the kernel
-// already knows, unless the Tree refreshes (tree.Config.Refresh) and that one
-// serves another version of the file (replaced): without Refresh the store
-// does not change while mounted, and an inode is kept for the mount's life.
+// already knows, unless the Tree refreshes (tree.Config.Refresh), or n may
+// change (tree.Node.MayChange), and that one serves another version of
+// the file (replaced): otherwise an inode is kept for the mount's life.
 // A new version gets a new inode (a new node id): the kernel keeps a page
 // cache per inode, so none of the old version's pages can complete a read
 // of the new one, under every serving path.
 func (m *mount) inode(ctx context.Context, parent *fusefs.Inode, t *tree.Tree, n *tree.Node) *fusefs.Inode {
-	if ch := parent.GetChild(n.Name()); ch != nil && (t.Refresh() == 0 || !m.replaced(ctx, t, ch, n)) {
+	if ch := parent.GetChild(n.Name()); ch != nil && ((t.Refresh() == 0 && !n.MayChange()) || !m.replaced(ctx, t, ch, n)) {
 		return ch
 	}
 	if n.IsDir() {
@@ -252,7 +252,7 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		return nil, d.t.Errno(ctx, "lookup", path.Join(dn.Path(), name), err)
 	}
 	d.m.attr(n, &out.Attr)
-	if n.Unconfirmed() {
+	if n.Unconfirmed() || n.MayChange() { // looked up again at its next use
 		out.SetEntryTimeout(unconfirmedTimeout)
 	}
 	return d.m.inode(ctx, d.EmbeddedInode(), d.t, n), 0

@@ -103,23 +103,35 @@ func choose(srv *fuse.Server, want Serving) (got Serving, why string) {
 	return Open, strings.Join(whys, "; ")
 }
 
-// ProbeServing reports the serving path a mount asking for want would use
-// here, and why it is not the one asked for (see Mount), by mounting an
-// empty file system on a temporary directory under dir ("" for the
-// system's) and asking the kernel. It is what zfuse info says.
-func ProbeServing(dir string, want Serving) (Serving, string, error) {
+// A Probe is what a mount would get here: its serving path and its
+// transport, each with why it is not the one asked for ("" when it is).
+type Probe struct {
+	Serving      Serving
+	ServingWhy   string
+	Transport    Transport
+	TransportWhy string
+}
+
+// ProbeMount reports the serving path and the transport a mount asking for
+// serving and transport would use here (see Mount), by mounting an empty
+// file system on a temporary directory under dir ("" for the system's) and
+// asking the kernel. It is what zfuse info says.
+func ProbeMount(dir string, serving Serving, transport Transport) (Probe, error) {
 	tmp, err := os.MkdirTemp(dir, "zfuse-probe-")
 	if err != nil {
-		return 0, "", err
+		return Probe{}, err
 	}
 	defer os.Remove(tmp)
-	srv, err := fusefs.Mount(tmp, &fusefs.Inode{}, &fusefs.Options{MountOptions: fuse.MountOptions{
-		FsName: "zfuse-probe", Name: "zfuse", Options: []string{"ro"}}})
+	c, err := Serve(tmp, &fusefs.Inode{}, &fusefs.Options{MountOptions: fuse.MountOptions{
+		FsName: "zfuse-probe", Name: "zfuse", Options: []string{"ro"}}}, transport, nil)
 	if err != nil {
-		return 0, "", fmt.Errorf("probing the serving path: %w", err)
+		return Probe{}, fmt.Errorf("probing the serving path: %w", err)
 	}
-	got, why := choose(srv, want)
-	return got, why, srv.Unmount()
+	p := Probe{Transport: c.Transport, TransportWhy: c.Why}
+	p.Serving, p.ServingWhy = choose(c.Server, serving)
+	err = c.Unmount()
+	c.Wait()
+	return p, err
 }
 
 // probePassthrough registers a memfd as a backing file and unregisters it.

@@ -35,7 +35,12 @@ const (
 	fault429         = "429"          // 429 with Retry-After: 1
 	faultHang        = "hang"         // accepts the request and never answers
 	faultETag        = "etag"         // a value served before comes back changed, with a new ETag
+	// faultMix is one of mixKinds for each request faulted: what an
+	// object store under load answers when many nodes mount at once.
+	faultMix = "mix"
 )
+
+var mixKinds = []string{faultResetBefore, faultShortBody, fault5xx, fault429, faultHang}
 
 var allFaults = []string{faultLatency, faultResetBefore, faultResetBody, faultShortBody, faultLongBody,
 	faultWrongRange, faultNoRange, fault5xx, fault429, faultHang, faultETag}
@@ -132,6 +137,8 @@ func (p *faultProxy) decide(id string) string {
 		return fault5xx
 	case draw >= p.rate:
 		return ""
+	case p.kind == faultMix:
+		return mixKinds[p.rng.IntN(len(mixKinds))]
 	case p.kind == fault5xx:
 		p.burst = 1 + p.rng.IntN(4) // this one and up to four more
 	}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -183,11 +184,16 @@ type proxy struct {
 	delay atomic.Int64 // nanoseconds
 	deny  atomic.Value // string: requests for paths ending in it get 403
 	srv   *http.Server
+	// inflight counts the requests being answered; peak is the most at
+	// once since the last takePeak.
+	inflight, peak atomic.Int64
 
 	mu       sync.Mutex
 	counts   map[string]int
 	statuses map[string]int  // "GET 304" -> responses, for values
 	failOnce map[string]bool // paths whose next GET fails
+	failN    map[string]int  // paths whose next GETs fail, and how many more
+	log      []string        // "METHOD /path" of each request, with an S3 listing's "?prefix=P"
 }
 
 func startProxy(t testing.TB, target string) *proxy {
@@ -200,13 +206,21 @@ func startProxy(t testing.TB, target string) *proxy {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 1024
 	rp.Transport = tr
-	p := &proxy{counts: map[string]int{}, statuses: map[string]int{}, failOnce: map[string]bool{}}
+	p := &proxy{counts: map[string]int{}, statuses: map[string]int{}, failOnce: map[string]bool{}, failN: map[string]int{}}
 	p.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		p.counts[r.Method+" "+r.URL.Path]++
-		fail := r.Method == http.MethodGet && p.failOnce[r.URL.Path]
+		l := r.Method + " " + r.URL.Path
+		if q := r.URL.Query(); q.Has("prefix") {
+			l += "?prefix=" + q.Get("prefix")
+		}
+		p.log = append(p.log, l)
+		fail := r.Method == http.MethodGet && (p.failOnce[r.URL.Path] || p.failN[r.URL.Path] > 0)
 		if fail {
 			delete(p.failOnce, r.URL.Path)
+			if p.failN[r.URL.Path]--; p.failN[r.URL.Path] <= 0 {
+				delete(p.failN, r.URL.Path)
+			}
 		}
 		p.mu.Unlock()
 		rec := &statusRecorder{w, http.StatusOK}
@@ -224,6 +238,13 @@ func startProxy(t testing.TB, target string) *proxy {
 		if fail {
 			http.Error(rec, "try again", http.StatusServiceUnavailable)
 			return
+		}
+		n := p.inflight.Add(1)
+		defer p.inflight.Add(-1)
+		for {
+			if old := p.peak.Load(); n <= old || p.peak.CompareAndSwap(old, n) {
+				break
+			}
 		}
 		if d := time.Duration(p.delay.Load()); d > 0 {
 			time.Sleep(d) // the emulated latency itself
@@ -268,6 +289,28 @@ func (p *proxy) failFirst(path string) {
 	defer p.mu.Unlock()
 	p.failOnce[path] = true
 }
+
+// failFor has the next n GETs of path fail with 503 (0: none).
+func (p *proxy) failFor(path string, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failN[path] = n
+}
+
+// requests returns the requests since the last call, each as "METHOD
+// /path" (an S3 listing's with "?prefix=P"), sorted, and forgets them.
+func (p *proxy) requests() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := p.log
+	p.log = nil
+	slices.Sort(out)
+	return out
+}
+
+// takePeak returns the most requests answered at once since the last
+// call, and starts counting again.
+func (p *proxy) takePeak() int64 { return p.peak.Swap(p.inflight.Load()) }
 
 // takeStatuses returns the responses to requests for values since the
 // last call (or reset), by "METHOD status", and forgets them.

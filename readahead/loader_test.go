@@ -73,10 +73,12 @@ func deflate(t testing.TB, b []byte) []byte {
 }
 
 // counting is a Store that counts reads per key, of whole values and of
-// ranges. When gate is set, every read waits for it to be closed.
+// ranges. When gate is set, every read (of gateKey only, when that is
+// set) waits for it to be closed.
 type counting struct {
 	store.Store // the values: List, Stat and Close are its
 	gate        chan struct{}
+	gateKey     string
 
 	mu    sync.Mutex
 	reads map[string]int
@@ -101,7 +103,7 @@ func (c *counting) count(ctx context.Context, key string) error {
 	c.mu.Lock()
 	c.reads[key]++
 	c.mu.Unlock()
-	if c.gate != nil {
+	if c.gate != nil && (c.gateKey == "" || c.gateKey == key) {
 		select {
 		case <-c.gate:
 		case <-ctx.Done():
@@ -392,6 +394,43 @@ func TestLoaderSharedLoad(t *testing.T) {
 		wg.Wait()
 		if st := l.Stats(); st.StoreReads != 1 || st.Decode[a.Codecs].Chunks != 1 {
 			t.Errorf("stats %v: want one store read and one decode", st)
+		}
+	})
+}
+
+// TestLoaderNoCompressedTierReadsOnce: without a compressed tier, a chunk
+// a reader is loading is not read from the store again by a prefetch that
+// another reader's pattern plans meanwhile.
+func TestLoaderNoCompressedTierReadsOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := zlibArray(t, []int{100 * 512}, []int{512})
+		s := fixture(t, a, "temp", nil)
+		s.gate, s.gateKey = make(chan struct{}), "temp/"+a.ChunkKey([]int{9})
+		l := New(Config{Store: s, DecodedBudget: 1 << 20, CompressedBudget: 0, ReadaheadBudget: 1 << 20})
+		defer l.Close()
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if err := readChunk(t, l, a, "temp", 9, 1); err != nil {
+				t.Error(err)
+			}
+		})
+		synctest.Wait()           // reader 1 waits on the store for chunk 9
+		for i := range int64(9) { // reader 2's sequential pattern plans chunk 9
+			if err := readChunk(t, l, a, "temp", i, 2); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		s.mu.Lock()
+		n := s.reads[s.gateKey]
+		s.mu.Unlock()
+		if n != 1 {
+			t.Errorf("chunk 9 read %d times from the store, want once", n)
+		}
+		close(s.gate)
+		wg.Wait()
+		if err := readChunk(t, l, a, "temp", 9, 2); err != nil {
+			t.Error(err)
 		}
 	})
 }

@@ -19,6 +19,18 @@ import "iter"
 // any other read ends it, and there is no prefetch until a new pattern is
 // seen, so random reads prefetch nothing.
 //
+// Readers of Zarr arrays index axis 0 (a sample, a time step): zarr-python's
+// a[i] reads the chunks of slab i (those with grid coordinate i on axis 0)
+// one after the other. A reader that has read one slab whole, in order, is
+// taken to read whole slabs: at the first chunk of each slab it begins,
+// with no pattern holding, the rest of that slab is planned (up to
+// MaxWindow chunks). That serves readers that jump from slab to slab at
+// random (a shuffled DataLoader), which no pattern covers; a reader of one
+// chunk per slab (a slice a[i, :10]) never confirms, and is planned
+// nothing. While such a reader jumps (it did not go on from a slab it read
+// whole to the next), a pattern it follows inside a slab plans no further
+// than the slab's end: what lies beyond is another reader's, or no one's.
+//
 // While a pattern holds, the Policy keeps Window chunks planned ahead of the
 // furthest read. The window starts at MinWindow and doubles, up to
 // MaxWindow, each time the plan is topped up and each time the reader had to
@@ -35,6 +47,7 @@ type Policy struct {
 // A State is what a Policy remembers about one reader. The zero State is a
 // reader that has read nothing.
 type State struct {
+	slabs   slabs    // the reader's reads of whole slabs; kept when a pattern ends
 	recent  [3]int64 // last distinct reads while no pattern holds, oldest first
 	n       int      // valid entries of recent
 	step    int64    // the pattern's step; 0 while no pattern holds
@@ -55,7 +68,53 @@ func (s State) Window() int64 { return s.window }
 type Access struct {
 	Index  int64 // linear index of the chunk read
 	Len    int64 // number of chunks in the grid; plans stay in [0, Len)
+	Slab   int64 // chunks in a slab (one grid index of axis 0); 0 or 1: no slabs (a 1-D grid)
 	Waited bool  // the chunk was not ready: the reader waited for a load or decode
+}
+
+// slabs is what a State remembers of a reader's reads of whole slabs.
+type slabs struct {
+	cur   int64 // 1 + the slab being read in order from its first chunk; 0: none
+	next  int64 // the offset in it of the next chunk an in-order read takes
+	whole int   // slabs read whole in order, up to maxWhole; one confirms
+	done  int64 // 1 + the last slab read whole; 0: none
+	onto  bool  // the slab being read began right after the one read whole before it
+}
+
+// jumps reports whether the reader reads whole slabs but not one after the
+// other.
+func (t slabs) jumps() bool { return t.whole > 0 && !t.onto }
+
+const maxWhole = 4
+
+// read records read a and returns the rest of a's slab to plan, when a is
+// the first chunk of a slab and the reader has read whole slabs; else an
+// empty plan.
+func (t slabs) read(a Access, max int64) (slabs, Plan) {
+	if a.Slab <= 1 || a.Len%a.Slab != 0 {
+		return t, Plan{}
+	}
+	slab, off := a.Index/a.Slab, a.Index%a.Slab
+	switch {
+	case off == 0:
+		t.cur, t.next, t.onto = slab+1, 1, t.done == slab && slab > 0
+		if t.whole > 0 {
+			return t, Plan{From: a.Index + 1, Step: 1, N: min(a.Slab-1, max)}
+		}
+	case t.cur == slab+1 && off == t.next:
+		if t.next++; t.next == a.Slab {
+			t.cur, t.whole, t.done = 0, min(t.whole+1, maxWhole), slab+1
+		}
+	case t.cur == slab+1 && off < t.next:
+		// A chunk of this slab again (one read per FUSE request).
+	default:
+		// Out of order: not a whole slab; trust in slabs wanes.
+		t.cur, t.whole = 0, t.whole-1
+		if t.whole < 0 {
+			t.whole = 0
+		}
+	}
+	return t, Plan{}
 }
 
 // A Plan is the chunks to prefetch: N indices From, From+Step, ... It is
@@ -96,13 +155,29 @@ func (p Policy) withDefaults() Policy {
 // to prefetch now. Reads outside [0, a.Len) are ignored.
 func (p Policy) Next(s State, a Access) (State, Plan) {
 	p = p.withDefaults()
-	i := a.Index
-	if i < 0 || i >= a.Len {
+	if a.Index < 0 || a.Index >= a.Len {
 		return s, Plan{}
 	}
+	var slab Plan
+	s.slabs, slab = s.slabs.read(a, p.MaxWindow)
+	end := a.Len
+	if s.slabs.jumps() {
+		end = (a.Index/a.Slab + 1) * a.Slab
+	}
+	s, pl := p.pattern(s, a, end)
+	if s.step == 0 && pl.N == 0 {
+		pl = slab
+	}
+	return s, pl
+}
+
+// pattern is Next for the patterns of constant step; a forward one plans
+// nothing at or past end.
+func (p Policy) pattern(s State, a Access, end int64) (State, Plan) {
+	i := a.Index
 	if s.step != 0 {
 		if !s.continues(i, p.Slack) {
-			return State{recent: [3]int64{i}, n: 1}, Plan{} // random: start over
+			return State{slabs: s.slabs, recent: [3]int64{i}, n: 1}, Plan{} // random: start over
 		}
 		if (i-s.head)/s.step > 0 {
 			s.head = i
@@ -113,7 +188,7 @@ func (p Policy) Next(s State, a Access) (State, Plan) {
 		if a.Waited && !s.cut {
 			s.window = min(2*s.window, p.MaxWindow)
 		}
-		return p.refill(s, a.Len)
+		return p.refill(s, a.Len, end)
 	}
 	for _, r := range s.recent[:s.n] {
 		if r == i {
@@ -140,7 +215,7 @@ func (p Policy) Next(s State, a Access) (State, Plan) {
 	}
 	s.planned, s.window, s.refills = s.head, p.MinWindow, 0
 	s.n = 0
-	return p.refill(s, a.Len)
+	return p.refill(s, a.Len, end)
 }
 
 // continues reports whether i lies on the pattern within slack steps of head.
@@ -173,8 +248,9 @@ func evenlySpaced(xs []int64) (step, lo, hi int64, ok bool) {
 }
 
 // refill tops the plan up to window chunks ahead of head once half of it
-// has been consumed, growing the window on every refill but the first.
-func (p Policy) refill(s State, n int64) (State, Plan) {
+// has been consumed, growing the window on every refill but the first; a
+// forward plan stays below end, a backward one at or above 0.
+func (p Policy) refill(s State, n, end int64) (State, Plan) {
 	ahead := (s.planned - s.head) / s.step
 	if ahead > s.window/2 {
 		return s, Plan{}
@@ -187,7 +263,7 @@ func (p Policy) refill(s State, n int64) (State, Plan) {
 	// room: steps left in the grid beyond planned.
 	var room int64
 	if s.step > 0 {
-		room = (n - 1 - s.planned) / s.step
+		room = (min(n, end) - 1 - s.planned) / s.step
 	} else {
 		room = s.planned / -s.step
 	}

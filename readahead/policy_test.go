@@ -234,3 +234,56 @@ func TestPolicyFor(t *testing.T) {
 		})
 	}
 }
+
+// planSlabs is plan for a grid of slabs of slab chunks each.
+func planSlabs(p Policy, n, slab int64, reads []read) []int64 {
+	states := map[uint32]State{}
+	var got []int64
+	for _, r := range reads {
+		s, pl := p.Next(states[r.pid], Access{Index: r.i, Len: n, Slab: slab, Waited: r.waited})
+		states[r.pid] = s
+		got = slices.AppendSeq(got, pl.All())
+	}
+	return got
+}
+
+// TestPolicySlabs: a reader that read one slab whole, in order, gets the
+// rest of each slab it begins planned at its first chunk, wherever it
+// jumps (a shuffled DataLoader reading a[i] for random i); one that reads
+// slabs partly, or out of order, does not.
+func TestPolicySlabs(t *testing.T) {
+	// 10 slabs of 8 chunks (a grid of 10×2×4).
+	const n, slab = 80, 8
+	whole := func(s int64) []int64 { return span(s*slab, s*slab+slab-1, 1) }
+	tests := []struct {
+		name  string
+		reads []read
+		want  []int64
+	}{
+		// Slab 3 read whole: its +1 pattern plans ahead (into slab 4:
+		// the reader is not known yet); then slabs 7 and 1 are each
+		// planned whole at their first chunk, and their +1 patterns plan
+		// again what they cover (the Loader takes a chunk once), never
+		// past the slab's end.
+		{"whole slabs at random", seq(cat(whole(3), whole(7), whole(1))...),
+			cat(span(27, 28, 1), span(29, 31, 1), span(32, 37, 1), span(57, 63, 1), span(59, 60, 1), span(61, 63, 1), span(9, 15, 1), span(11, 12, 1), span(13, 15, 1))},
+		// Slabs read one after the other: the +1 pattern plans on across
+		// slab ends.
+		{"whole slabs in order", seq(cat(whole(0), whole(1), whole(2))...),
+			span(3, 49, 1)},
+		// The first chunk of each slab only (a[i, :128, :128]): nothing.
+		{"the first chunk of each slab", seq(24, 56, 8, 40, 72, 16), nil},
+		// Half of each slab, then a jump: never whole, so the first chunk
+		// of slab 1 plans nothing (the +1 patterns inside each half plan
+		// as they would anywhere).
+		{"half slabs", seq(24, 25, 26, 27, 56, 57, 58, 59, 8), cat(span(27, 28, 1), span(29, 31, 1), span(59, 60, 1), span(61, 63, 1))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := planSlabs(Policy{}, n, slab, tt.reads)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("planned %v\nwant    %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -194,7 +194,7 @@ func (l *Loader) readPlacedLocked(a *zarr.Array, path string, st *stream, i int6
 func (l *Loader) planLocked(a *zarr.Array, path string, st *stream, i int64, waited bool, pol Policy) {
 	st.last = time.Now()
 	policy := pol
-	s, pl := policy.Next(st.state, Access{Index: i, Len: a.NumChunks(), Waited: waited})
+	s, pl := policy.Next(st.state, Access{Index: i, Len: a.NumChunks(), Slab: slabLen(a), Waited: waited})
 	st.state = s
 	st.gridRun = run(st.gridRun, s)
 	if s.Step() == 0 && st.named.Step() == 0 {
@@ -229,7 +229,7 @@ func (l *Loader) planLocked(a *zarr.Array, path string, st *stream, i int64, wai
 	for k := range pl.N {
 		i := index(pl.Index(k))
 		r := ref(a, path, a.Coords(i))
-		if l.decoded.Has(r.id) {
+		if l.decoded.Has(r.id) || l.decoded.Loading(r.id) { // a reader's load has it (without a compressed tier, a prefetch would read it again)
 			continue
 		}
 		e, res := l.staging.reserve(r.id, a.ChunkLen())
@@ -253,6 +253,16 @@ func (l *Loader) planLocked(a *zarr.Array, path string, st *stream, i int64, wai
 	}
 	l.log.Debug("prefetch", "key", batch[0].ref.stored, "n", len(batch), "named", named)
 	l.wg.Go(func() { l.prefetch(a, path, batch) })
+}
+
+// slabLen returns the chunks of one grid index of a's axis 0 (Access.Slab),
+// 0 for a 1-D grid.
+func slabLen(a *zarr.Array) int64 {
+	g := a.Grid()
+	if len(g) < 2 || g[0] <= 0 {
+		return 0
+	}
+	return a.NumChunks() / int64(g[0])
 }
 
 // markPlaced chooses which chunks of batch to place: all but every

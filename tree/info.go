@@ -42,6 +42,12 @@ type ArrayInfo struct {
 	// stored" (the array is passed through), or "hidden: " and why; ""
 	// when there is none.
 	ZarrJSON string
+	// Unreadable, when non-nil, says why the directory's metadata could
+	// not be read (after the store's retries): it may be an array or a
+	// group. A mount presents it as a directory, and looking into it
+	// fails (EIO) until its metadata can be read; the other fields are
+	// zero.
+	Unreadable error
 }
 
 // Prefix returns the array's key prefix in the store, as
@@ -55,6 +61,10 @@ func (i ArrayInfo) Prefix() string { return storePath(i.Path) }
 func (t *Tree) Arrays(ctx context.Context) ([]ArrayInfo, error) {
 	var out []ArrayInfo
 	err := t.walkDirs(ctx, func(dir *Node) error {
+		if err := dir.m.err; err != nil {
+			out = append(out, ArrayInfo{Path: dir.key, Unreadable: err})
+			return nil
+		}
 		x := dir.arr
 		if x == nil {
 			return nil
@@ -90,23 +100,46 @@ func (t *Tree) Arrays(ctx context.Context) ([]ArrayInfo, error) {
 	return out, err
 }
 
-// errFound ends HasArray's walk.
-var errFound = errors.New("tree: found")
-
 // HasArray reports whether the tree holds an array (one passed through, or
-// not shown under --as-v2, too), walking directories as Arrays does until
-// it finds one; it reads no shard index and counts no chunks.
+// not shown under --as-v2, too), or may hold one: a directory whose
+// metadata cannot be read, or cannot be listed, may. It reads the
+// metadata of one directory at a time, in path order, until it finds one,
+// reads no shard index and counts no chunks: a store of many arrays costs
+// a listing and a directory or two.
 func (t *Tree) HasArray(ctx context.Context) (bool, error) {
-	err := t.walkDirs(ctx, func(dir *Node) error {
-		if dir.arr != nil {
-			return errFound
-		}
-		return nil
-	})
-	if err == errFound {
+	root, err := t.Root(ctx)
+	if err != nil {
+		return false, err
+	}
+	return t.hasArray(ctx, root)
+}
+
+// hasArray is HasArray below dir.
+func (t *Tree) hasArray(ctx context.Context, dir *Node) (bool, error) {
+	if dir.arr != nil || dir.m.err != nil || (dir.m.cons != nil && dir.m.cons.holdsArray()) {
 		return true, nil
 	}
-	return false, err
+	es, err := t.store.List(ctx, dir.key)
+	if doubtful(err) {
+		t.log.WarnContext(ctx, "cannot list a directory: it may hold arrays", "key", dir.key, "err", err)
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, e := range es {
+		if !e.Dir || dir.m.serves(e.Name) {
+			continue
+		}
+		n, err := t.node(ctx, dir, e)
+		if err != nil {
+			return false, err
+		}
+		if ok, err := t.hasArray(ctx, n); ok || err != nil {
+			return ok, err
+		}
+	}
+	return false, nil
 }
 
 // A GroupInfo describes one group of the store, for zfuse compress.
@@ -122,7 +155,7 @@ func (t *Tree) Groups(ctx context.Context) ([]GroupInfo, error) {
 	var out []GroupInfo
 	err := t.walkDirs(ctx, func(dir *Node) error {
 		switch {
-		case dir.arr != nil || dir.m == nil:
+		case dir.arr != nil || dir.m == nil || dir.m.err != nil:
 		case dir.m.format == 3:
 			out = append(out, GroupInfo{Path: dir.key, Format: 3})
 		default: // v2 groups are plain directories of the tree
@@ -140,7 +173,9 @@ func (t *Tree) Groups(ctx context.Context) ([]GroupInfo, error) {
 
 // walkDirs calls visit for the root and every directory below it that is
 // not inside an array (arrays are leaves: their directories hold chunks),
-// in path order.
+// in path order: each as its own documents make it (Tree.own), and a
+// directory whose metadata cannot be read with it (dirMeta.err), which
+// is a leaf too.
 func (t *Tree) walkDirs(ctx context.Context, visit func(dir *Node) error) error {
 	root, err := t.Root(ctx)
 	if err != nil {
@@ -148,7 +183,12 @@ func (t *Tree) walkDirs(ctx context.Context, visit func(dir *Node) error) error 
 	}
 	var walk func(dir *Node) error
 	walk = func(dir *Node) error {
-		if err := visit(dir); err != nil || dir.arr != nil {
+		if c, err := t.current(ctx, dir, ""); err == nil {
+			dir = c
+		} else if dir.m == nil || dir.m.err == nil {
+			return err
+		}
+		if err := visit(dir); err != nil || dir.arr != nil || dir.m.err != nil {
 			return err
 		}
 		ns, err := t.list(ctx, dir)

@@ -1,8 +1,6 @@
 package tree
 
 import (
-	"context"
-
 	"github.com/zfuse/zfuse/zarr"
 )
 
@@ -19,15 +17,15 @@ import (
 
 // relayout makes x's array the one Native presents, for an array
 // presented raw; it does nothing without Native. It cannot fail for a raw
-// array; if it did, the array would be passed through, with a Warn line.
-func (t *Tree) relayout(ctx context.Context, dir string, x *array) {
+// array; if it did, the array would be passed through, and the tree say
+// why when it keeps it (Tree.warn).
+func (t *Tree) relayout(x *array) {
 	if !t.native || x.why != nil || x.a == nil {
 		return
 	}
 	a, err := x.a.Relayout(false)
 	if err != nil {
 		x.why = err
-		t.log.WarnContext(ctx, t.passedThrough(), "key", dir, "err", err)
 		return
 	}
 	x.a = a

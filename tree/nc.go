@@ -71,7 +71,7 @@ func (t *Tree) ncFileOf(ctx context.Context, dir *Node) (*ncFile, error) {
 		at := time.Now()
 		f, err := t.buildNc(ctx, dir)
 		if err == nil {
-			t.ncs.m.Store(dir.key, loaded[*ncFile]{f, at})
+			t.ncs.m.Store(dir.key, loaded[*ncFile]{v: f, at: at})
 		}
 		return f, err
 	})

@@ -164,7 +164,18 @@ func (t *Tree) buildNc(ctx context.Context, dir *Node) (*ncFile, error) {
 		if n.key == "." {
 			name = t.rootName
 		}
-		if err := b.add(ctx, n.key, name, n.arr); err != nil {
+		x := n.arr
+		if m := n.m; m != nil && m.provisional { // a variable is made from its array's own documents
+			own, err := t.own(ctx, n.key, m)
+			if err == nil && own.provisional {
+				err = &fs.PathError{Op: "lookup", Path: n.key, Err: errOwnUnread}
+			}
+			if err != nil {
+				return nil, err
+			}
+			x = own.arr
+		}
+		if err := b.add(ctx, n.key, name, x); err != nil {
 			return nil, err
 		}
 	}

@@ -27,6 +27,9 @@ type Node struct {
 	// unconfirmed: presented though the store could not say whether it
 	// exists (Tree.unconfirmed); the kernel is to ask again soon.
 	unconfirmed bool
+	// presents: consolidated metadata, presented as a tree that trusts it
+	// presents each array (consolidated.go); it may be presented anew.
+	presents bool
 }
 
 // kind says how a path's bytes are produced.
@@ -65,6 +68,14 @@ func (n *Node) Version() string { return n.version }
 // succeed as the store does by then, and whoever caches the entry should
 // look it up again at its next use.
 func (n *Node) Unconfirmed() bool { return n.unconfirmed }
+
+// MayChange reports whether n, a metadata file, may serve other bytes at
+// its next lookup although the store does not change: consolidated
+// metadata that a tree trusting it (Config.TrustConsolidated) presents
+// anew where an array's own documents turn out to say otherwise. Whoever
+// caches it should look it up again at its next use, and serve what that
+// lookup finds where it has changed (Changed).
+func (n *Node) MayChange() bool { return n.presents }
 
 // IsChunk reports whether n is a chunk file: one chunk of an array
 // presented raw, decoded when read.

@@ -64,7 +64,7 @@ func (t *Tree) loadNpy(ctx context.Context, dir string, m *dirMeta, doc []byte) 
 	f := &npyFile{version: "meta:" + hex.EncodeToString(sum[:16]), why: m.arr.why}
 	m.npy = f
 	if f.why != nil {
-		return nil // logged as it was found
+		return nil
 	}
 	a := m.arr.a
 	var zattrs []byte
@@ -82,8 +82,7 @@ func (t *Tree) loadNpy(ctx context.Context, dir string, m *dirMeta, doc []byte) 
 		f.attrs, err = a.NpyAttrs(zattrs)
 	}
 	if err != nil {
-		f.why = err
-		t.log.WarnContext(ctx, t.passedThrough(), "key", dir, "err", err)
+		f.why = err // logged as the array is kept (Tree.warn)
 	}
 	return nil
 }
@@ -131,6 +130,10 @@ func npyNodes(dir *Node, name string, m *dirMeta) []*Node {
 
 // npyChild is child under AsNpy.
 func (t *Tree) npyChild(ctx context.Context, dir *Node, name string) (*Node, error) {
+	dir, err := t.current(ctx, dir, "")
+	if err != nil {
+		return nil, err
+	}
 	if dir.arr != nil { // the store root is an array: its two files
 		for _, n := range npyNodes(dir, t.rootName, dir.m) {
 			if n.Name() == name {
@@ -148,6 +151,11 @@ func (t *Tree) npyChild(ctx context.Context, dir *Node, name string) (*Node, err
 			continue
 		}
 		m, err := t.dirMeta(ctx, join(dir.key, base))
+		if err == nil && m.provisional && m.arr != nil { // its .npy file is made from its own documents
+			if m, err = t.own(ctx, join(dir.key, base), m); err == nil && m.provisional {
+				err = &fs.PathError{Op: "lookup", Path: join(dir.key, name), Err: errOwnUnread}
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -168,12 +176,24 @@ func (t *Tree) npyChild(ctx context.Context, dir *Node, name string) (*Node, err
 	return n, err
 }
 
-// npyChildren is children under AsNpy.
+// errOwnUnread means the own documents of an array, which its .npy file
+// is made from, could not be read yet (Tree.own logged why).
+var errOwnUnread = errors.New("tree: the array's own metadata could not be read yet")
+
+// npyChildren is children under AsNpy. An array whose own documents
+// cannot be read yet is left out (Tree.own logged it).
 func (t *Tree) npyChildren(ctx context.Context, dir *Node) ([]*Node, error) {
+	dir, err := t.current(ctx, dir, "")
+	if err != nil {
+		return nil, err
+	}
 	if dir.arr != nil { // the store root is an array
 		return npyNodes(dir, t.rootName, dir.m), nil
 	}
 	ns, err := t.list(ctx, dir)
+	if err == nil {
+		err = t.openArrays(ctx, ns) // their .npy files are made from their own documents
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,10 @@
 // decoded size from metadata (stat never decodes) and read decoded bytes;
 // consolidated .zmetadata is rewritten entry by entry, each as the tree
 // presents its array (Tree.presenter); everything else, and every file of
-// an array that cannot be presented raw, is served as stored.
+// an array that cannot be presented raw, is served as stored. A tree over
+// a remote store trusts consolidated metadata (Config.TrustConsolidated,
+// consolidated.go): the directories it describes are made from its
+// entries until their own documents are read.
 //
 // A directory holding zarr.json is a v3 group or array (v3.go): zarr.json is
 // served rewritten, and a v3 array's chunk tree is computed from its
@@ -26,7 +29,9 @@
 package tree
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"log/slog"
@@ -34,6 +39,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -85,6 +91,18 @@ type Config struct {
 	// does not change while the Tree uses it: metadata is read once and
 	// kept.
 	Refresh time.Duration
+	// TrustConsolidated presents what consolidated metadata (a v2
+	// .zmetadata, a v3 group's consolidated zarr.json) describes as it
+	// describes it, as zarr-python does, without reading each array's
+	// own documents first: a tree over a remote store then starts and
+	// lists a store of thousands of arrays in a few requests. An array's
+	// own documents are read when something inside its directory is
+	// first looked up or listed; where they differ, they win, and the
+	// consolidated metadata is presented anew (consolidated.go). Without
+	// it, each array's own documents are read before the consolidated
+	// metadata that holds a copy of them is presented, as suits a local
+	// store, where they cost a file read each.
+	TrustConsolidated bool
 }
 
 // A Tree decides what each path of the presented tree serves. Metadata is
@@ -108,18 +126,25 @@ type Tree struct {
 	native   bool          // immutable
 	rootName string        // immutable: RootName under AsNpy
 	refresh  time.Duration // immutable; 0: metadata is kept for ever
+	trust    bool          // immutable: Config.TrustConsolidated
 
 	loads  flight.Group[*dirMeta] // one metadata load per directory at a time
 	failed failures               // failed requests logged lately (errno)
+	keepMu sync.Mutex             // held while dirs is changed (keep)
 	dirs   sync.Map               // directory key -> loaded[*dirMeta]
 	metas  sync.Map               // .zmetadata key -> loaded[[]byte], presented
 	ncs    ncFiles                // under AsNc: each group's netCDF file (nc.go)
+	// gen counts the directories whose own documents turned out to
+	// differ from what consolidated metadata said of them (own): what
+	// presents consolidated metadata is presented anew once it grows.
+	gen atomic.Int64
 }
 
-// A loaded value is metadata as read at a time.
+// A loaded value is metadata as read at a time, when t.gen was gen.
 type loaded[V any] struct {
-	v  V
-	at time.Time
+	v   V
+	at  time.Time
+	gen int64
 }
 
 // Fresh reports whether what was read or looked up at at is still
@@ -153,7 +178,8 @@ func New(cfg Config) *Tree {
 	if root == "" {
 		root = "array"
 	}
-	return &Tree{store: cfg.Store, chunks: cfg.Chunks, indexes: indexes, log: log, asV2: cfg.AsV2, asNpy: cfg.AsNpy, asNc: cfg.AsNc, native: cfg.Native, rootName: root, refresh: max(cfg.Refresh, 0)}
+	return &Tree{store: cfg.Store, chunks: cfg.Chunks, indexes: indexes, log: log, asV2: cfg.AsV2, asNpy: cfg.AsNpy, asNc: cfg.AsNc, native: cfg.Native, rootName: root, refresh: max(cfg.Refresh, 0),
+		trust: cfg.TrustConsolidated}
 }
 
 // An array is one array directory as the tree presents it.
@@ -162,6 +188,7 @@ type array struct {
 	a    *zarr.Array // as presented (for v3 under AsV2: its v2 view); nil when the metadata does not parse
 	why  error       // non-nil: passed through unchanged (or, under AsV2, not shown), and why
 	v3   bool        // a raw v3 array, whose chunk tree is computed from its metadata (v3.go)
+	doc  []byte      // its stored metadata document (.zarray, zarr.json), canonical JSON (sameArray)
 }
 
 // raw reports whether chunks are served decoded.
@@ -179,6 +206,27 @@ type dirMeta struct {
 	// what is served of it (mixed.go): "rewritten too", "as stored", or
 	// "hidden: " and why; "" when there is none.
 	zarrJSON string
+	// presents: files hold consolidated metadata presented as the tree
+	// presented each array when t.gen was gen (a v3 group's zarr.json;
+	// under AsV2 its .zmetadata): stale once t.gen has grown.
+	presents bool
+	gen      int64
+
+	// With Config.TrustConsolidated (consolidated.go):
+	cons        *consolidated // the consolidated metadata the directory holds, describing those below it; nil if none
+	provisional bool          // made from an entry of consolidated metadata above: its own documents are not read yet
+	tried       time.Time     // provisional: when reading its own documents last failed; zero if never
+	// flat, for a legacy array found nested ("0/0") once its own
+	// documents were read, is the array as its consolidated entry
+	// presented it before, with "0.0" keys: chunks are found under those
+	// names too (Tree.flatChunk), for readers of that presentation.
+	flat *zarr.Array
+
+	// err: the directory's metadata could not be read (a server error
+	// after the store's retries). It is presented as a directory all the
+	// same; looking into it reads its metadata again, and fails with err
+	// while that fails.
+	err error
 }
 
 // plainDir is the dirMeta of directories without metadata.
@@ -220,6 +268,10 @@ func (t *Tree) Child(ctx context.Context, dir *Node, name string) (*Node, error)
 // zarrChild is child in the Zarr views (not AsNpy), for a valid name.
 func (t *Tree) zarrChild(ctx context.Context, dir *Node, name string) (*Node, error) {
 	key := join(dir.key, name)
+	dir, err := t.current(ctx, dir, name)
+	if err != nil {
+		return nil, err
+	}
 	if m := dir.m; m != nil {
 		if m.skip != nil || name == m.hide {
 			return nil, notExist(key)
@@ -231,7 +283,17 @@ func (t *Tree) zarrChild(ctx context.Context, dir *Node, name string) (*Node, er
 	if x := dir.arr; x != nil && x.v3 {
 		return t.v3Child(ctx, dir, name)
 	}
-	e, err := t.store.Stat(ctx, key)
+	var e store.Entry
+	if dir.arr == nil && t.knownDir(key) {
+		e.Dir = true // no request
+	} else {
+		e, err = t.store.Stat(ctx, key)
+	}
+	if errors.Is(err, fs.ErrNotExist) && dir.m != nil && dir.m.flat != nil {
+		if n, err := t.flatChunk(ctx, dir, name); n != nil || err != nil {
+			return n, err
+		}
+	}
 	if err != nil {
 		if n := t.unconfirmed(ctx, dir, name, err); n != nil {
 			return n, nil
@@ -327,6 +389,10 @@ func (t *Tree) zarrChildren(ctx context.Context, dir *Node) ([]*Node, error) {
 // list is zarrChildren with the directories that AsV2 does not show (for
 // zfuse info).
 func (t *Tree) list(ctx context.Context, dir *Node) ([]*Node, error) {
+	dir, err := t.current(ctx, dir, "")
+	if err != nil {
+		return nil, err
+	}
 	var out []*Node
 	if m := dir.m; m != nil {
 		if m.skip != nil {
@@ -347,27 +413,58 @@ func (t *Tree) list(ctx context.Context, dir *Node) ([]*Node, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, e := range es {
-			if m := dir.m; m != nil && m.serves(e.Name) {
-				continue
-			}
-			n, err := t.node(ctx, dir, e)
-			if errors.Is(err, fs.ErrNotExist) { // a chunk beyond the grid (node)
-				continue
-			}
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, n)
+		if m := dir.m; m != nil {
+			es = slices.DeleteFunc(es, func(e store.Entry) bool { return m.serves(e.Name) })
 		}
+		ns, err := t.nodes(ctx, dir, es)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ns...)
 	}
 	slices.SortFunc(out, func(a, b *Node) int { return strings.Compare(a.Name(), b.Name()) })
 	return out, nil
 }
 
+// listConcurrency bounds the directories whose metadata a listing reads
+// at once (nodes): a remote store answers each in a round trip.
+const listConcurrency = 32
+
+// nodes returns the nodes of the store entries es inside dir, leaving out
+// chunks beyond the grid (node). The metadata of the directories among
+// them is read concurrently: listing a group of many arrays without
+// consolidated metadata is a round trip or two, not one per array.
+func (t *Tree) nodes(ctx context.Context, dir *Node, es []store.Entry) ([]*Node, error) {
+	out := make([]*Node, len(es))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(listConcurrency)
+	for i, e := range es {
+		load := func(ctx context.Context) error {
+			n, err := t.node(ctx, dir, e)
+			if errors.Is(err, fs.ErrNotExist) { // a chunk beyond the grid (node)
+				return nil
+			}
+			out[i] = n
+			return err
+		}
+		if !e.Dir || dir.arr != nil { // no metadata to read
+			if err := load(ctx); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		g.Go(func() error { return load(gctx) })
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(out, func(n *Node) bool { return n == nil }), nil
+}
+
 // metaNode is the file name in dir served from memory.
 func metaNode(dir *Node, name string, b []byte) *Node {
-	n := &Node{key: join(dir.key, name), kind: kindMeta, data: b, size: int64(len(b)), stored: int64(len(b)), arr: dir.arr}
+	n := &Node{key: join(dir.key, name), kind: kindMeta, data: b, size: int64(len(b)), stored: int64(len(b)), arr: dir.arr,
+		presents: dir.m != nil && dir.m.presents}
 	if dir.arr != nil {
 		n.rel = join(dir.rel, name)
 	}
@@ -388,6 +485,9 @@ func (t *Tree) node(ctx context.Context, dir *Node, e store.Entry) (*Node, error
 		n.kind = kindDir
 	case e.Dir:
 		m, err := t.dirMeta(ctx, key)
+		if doubtful(err) {
+			m, err = t.unreadable(ctx, key, err), nil
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -410,68 +510,170 @@ func (t *Tree) node(ctx context.Context, dir *Node, e store.Entry) (*Node, error
 		if err != nil {
 			return nil, err
 		}
-		n.kind, n.data, n.size = kindMeta, b, int64(len(b))
+		n.kind, n.data, n.size, n.presents = kindMeta, b, int64(len(b)), t.trust
 	}
 	return n, nil
+}
+
+// unreadable is the metadata of the directory dir, whose metadata could
+// not be read (err): a directory all the same, whose lookups read its
+// metadata again (current). It is logged, and not kept.
+func (t *Tree) unreadable(ctx context.Context, dir string, err error) *dirMeta {
+	if t.failed.first(dir, err, time.Now()) {
+		t.log.WarnContext(ctx, "cannot read a directory's metadata: presented, and looking into it tries again", "key", dir, "err", err)
+	}
+	return &dirMeta{err: err}
+}
+
+// current returns the directory dir as what is inside it, name ("" for
+// all of it), is to be found: dir itself, unless what the tree made of it
+// was provisional (from consolidated metadata, where name is served from
+// the directory's own documents: own), unreadable (read again), or
+// presents consolidated metadata from before a correction (gen).
+func (t *Tree) current(ctx context.Context, dir *Node, name string) (*Node, error) {
+	m := dir.m
+	switch {
+	case m == nil: // inside an array
+		return dir, nil
+	case m.err != nil:
+		cur, err := t.dirMeta(ctx, dir.key)
+		if err == nil && cur.provisional && cur.needsOwn(name) {
+			cur, err = t.own(ctx, dir.key, cur)
+		}
+		if err != nil {
+			return nil, err
+		}
+		m = cur
+	case m.provisional && m.needsOwn(name):
+		cur, err := t.own(ctx, dir.key, m)
+		if err != nil {
+			return nil, err
+		}
+		m = cur
+	case m.presents && m.gen != t.gen.Load():
+		cur, err := t.dirMeta(ctx, dir.key)
+		if err != nil {
+			return nil, err
+		}
+		m = cur
+	default:
+		return dir, nil
+	}
+	n := *dir
+	n.arr, n.m = m.arr, m
+	return &n, nil
 }
 
 // dirMeta returns what the metadata of directory dir makes of it. It is
 // loaded once and kept (for Config.Refresh, if set).
 func (t *Tree) dirMeta(ctx context.Context, dir string) (*dirMeta, error) {
-	if v, ok := t.dirs.Load(dir); ok && t.Fresh(v.(loaded[*dirMeta]).at) {
-		return v.(loaded[*dirMeta]).v, nil
+	if m, ok := t.kept(dir); ok {
+		return m, nil
 	}
 	// An interrupted LOOKUP returns at once (EINTR); the load goes on,
 	// for the others waiting and for the next LOOKUP.
 	return t.loads.Do(ctx, dir, func(ctx context.Context) (*dirMeta, error) {
-		if v, ok := t.dirs.Load(dir); ok && t.Fresh(v.(loaded[*dirMeta]).at) {
-			return v.(loaded[*dirMeta]).v, nil
+		if m, ok := t.kept(dir); ok {
+			return m, nil
 		}
 		at := time.Now()
-		m, err := t.loadDir(ctx, dir)
-		if err == nil {
-			t.dirs.Store(dir, loaded[*dirMeta]{m, at})
+		m := t.described(ctx, dir) // consolidated.go: trusting consolidated metadata
+		if m == nil {
+			var err error
+			if m, err = t.loadDir(ctx, dir); err != nil {
+				return nil, err
+			}
 		}
-		return m, err
+		return t.keep(ctx, dir, m, at), nil
 	})
 }
 
-// loadDir reads a directory's metadata: .zarray (v2; and what is served of
-// a zarr.json beside it, mixed.go), else zarr.json (v3, v3.go), else none.
-func (t *Tree) loadDir(ctx context.Context, dir string) (*dirMeta, error) {
-	x, err := t.loadArray(ctx, dir)
-	if err != nil {
-		return nil, err
+// kept returns what the tree holds of directory dir's metadata, if that
+// is still believed (Config.Refresh) and presents no consolidated
+// metadata from before a correction.
+func (t *Tree) kept(dir string) (*dirMeta, bool) {
+	v, ok := t.dirs.Load(dir)
+	if !ok {
+		return nil, false
 	}
-	if x != nil {
-		m := &dirMeta{arr: x.array, format: 2, files: map[string][]byte{zarr.ArrayFile: x.meta}}
+	l := v.(loaded[*dirMeta])
+	m := l.v
+	return m, t.Fresh(l.at) && (!m.presents || m.gen == t.gen.Load())
+}
+
+// keep records m, read at at, as what directory dir's metadata makes of
+// it, and returns what it records: where the tree held the same array
+// (sameArray) before, m with that array, so that the nodes made before
+// and after (the chunk files the kernel keeps, readahead's streams) share
+// one *zarr.Array, after a refresh too. An array newly held is logged
+// where it is not presented raw (warn).
+func (t *Tree) keep(ctx context.Context, dir string, m *dirMeta, at time.Time) *dirMeta {
+	t.keepMu.Lock()
+	defer t.keepMu.Unlock()
+	if v, ok := t.dirs.Load(dir); ok && sameArray(v.(loaded[*dirMeta]).v, m) {
+		if old := v.(loaded[*dirMeta]).v; m.arr != nil && m.arr != old.arr {
+			c := *m
+			c.arr = old.arr
+			m = &c
+		}
+	} else {
+		t.warn(ctx, dir, m)
+	}
+	t.dirs.Store(dir, loaded[*dirMeta]{m, at, 0})
+	return m
+}
+
+// warn logs, once per array the tree holds, why the array of m, the
+// metadata of directory dir, is not presented raw.
+func (t *Tree) warn(ctx context.Context, dir string, m *dirMeta) {
+	switch x := m.arr; {
+	case x == nil:
+	case m.skip != nil:
+		t.log.WarnContext(ctx, "v3 array not shown under --as-v2", "key", dir, "err", m.skip)
+	case x.why != nil:
+		t.log.WarnContext(ctx, t.passedThrough(), "key", dir, "err", x.why)
+	case m.npy != nil && m.npy.why != nil:
+		t.log.WarnContext(ctx, t.passedThrough(), "key", dir, "err", m.npy.why)
+	}
+}
+
+// loadDir reads a directory's own metadata: .zarray (v2; and what is
+// served of a zarr.json beside it, mixed.go), else zarr.json (v3, v3.go),
+// else none; with Config.TrustConsolidated, the .zmetadata of a directory
+// that is no array or v3 node, which describes those below it.
+func (t *Tree) loadDir(ctx context.Context, dir string) (*dirMeta, error) {
+	key := join(dir, zarr.ArrayFile)
+	b, err := t.store.ReadKey(ctx, key)
+	switch {
+	case err == nil:
+		m, err := t.v2Meta(ctx, dir, b, false)
+		if err != nil {
+			return nil, err
+		}
 		if err := t.besideV2(ctx, dir, m); err != nil { // mixed.go: a zarr.json beside the .zarray
 			return nil, err
 		}
-		return m, t.loadNpy(ctx, dir, m, x.stored)
-	}
-	return t.loadV3(ctx, dir)
-}
-
-// v2array is a v2 array and its .zarray as served, and as stored.
-type v2array struct {
-	*array
-	meta, stored []byte
-}
-
-// loadArray reads and parses dir/.zarray; nil if there is none. Arrays
-// that cannot be presented raw, or whose metadata is invalid, are passed
-// through with one Warn line.
-func (t *Tree) loadArray(ctx context.Context, dir string) (*v2array, error) {
-	key := join(dir, zarr.ArrayFile)
-	b, err := t.store.ReadKey(ctx, key)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+		return m, nil
+	case !errors.Is(err, fs.ErrNotExist):
 		return nil, err
 	}
-	x := &v2array{array: &array{path: storePath(dir)}, meta: b, stored: b}
+	m, err := t.loadV3(ctx, dir)
+	if err != nil || m != plainDir || !t.trust {
+		return m, err
+	}
+	return t.loadConsolidated(ctx, dir) // consolidated.go
+}
+
+// v2Meta is the metadata of the v2 array directory dir whose .zarray holds
+// b. Arrays that cannot be presented raw, or whose metadata is invalid,
+// are passed through. A provisional one (from consolidated metadata) is
+// not resolved against the directory (ResolveSeparator) and has no .npy
+// file (npy.go): those need the directory's own documents.
+func (t *Tree) v2Meta(ctx context.Context, dir string, b []byte, provisional bool) (*dirMeta, error) {
+	key := join(dir, zarr.ArrayFile)
+	x := &array{path: storePath(dir), doc: canonicalJSON(b)}
+	m := &dirMeta{arr: x, format: 2, provisional: provisional}
+	var err error
 	x.a, err = zarr.ParseV2(b)
 	switch {
 	case err != nil && errors.Is(err, zarr.ErrInvalid):
@@ -482,12 +684,39 @@ func (t *Tree) loadArray(ctx context.Context, dir string) (*v2array, error) {
 		x.why = x.a.PassThrough
 	}
 	if x.why != nil {
-		t.log.WarnContext(ctx, t.passedThrough(), "key", dir, "err", x.why)
-		return x, nil
+		m.files = map[string][]byte{zarr.ArrayFile: b}
+		if provisional {
+			return m, nil
+		}
+		return m, t.loadNpy(ctx, dir, m, b)
 	}
-	// A legacy array's keys may be nested ("0/0"): zarr decides from the
-	// directory's listing, and every key comes from the array it returns.
-	x.a, err = x.a.ResolveSeparator(func() ([]string, error) {
+	if !provisional {
+		if x.a, err = t.resolve(ctx, dir, x.a); err != nil {
+			return nil, err
+		}
+	}
+	t.relayout(x)     // layout.go: under Native
+	if x.why != nil { // it cannot fail for an array presented raw
+		m.files = map[string][]byte{zarr.ArrayFile: b}
+		return m, nil
+	}
+	meta, err := zarr.RewriteV2Array(b, x.a)
+	if err != nil {
+		return nil, &fs.PathError{Op: "rewrite", Path: key, Err: err}
+	}
+	m.files = map[string][]byte{zarr.ArrayFile: meta}
+	if provisional {
+		return m, nil
+	}
+	return m, t.loadNpy(ctx, dir, m, b)
+}
+
+// resolve returns a, the array of directory dir, as its store keys its
+// chunks: a legacy array's keys may be nested ("0/0"), which zarr decides
+// from the directory's listing, and every key comes from the array it
+// returns.
+func (t *Tree) resolve(ctx context.Context, dir string, a *zarr.Array) (*zarr.Array, error) {
+	return a.ResolveSeparator(func() ([]string, error) {
 		es, err := t.store.List(ctx, dir)
 		var dirs []string
 		for _, e := range es {
@@ -497,32 +726,21 @@ func (t *Tree) loadArray(ctx context.Context, dir string) (*v2array, error) {
 		}
 		return dirs, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	t.relayout(ctx, dir, x.array) // layout.go: under Native
-	if x.why != nil {
-		return x, nil
-	}
-	if x.meta, err = zarr.RewriteV2Array(b, x.a); err != nil {
-		return nil, &fs.PathError{Op: "rewrite", Path: key, Err: err}
-	}
-	return x, nil
 }
 
 // consolidated returns the presented .zmetadata at key: rewritten entry by
 // entry as the tree presents each array (presenter), or as stored (with a
 // Warn line) when it does not parse.
 func (t *Tree) consolidated(ctx context.Context, key string) ([]byte, error) {
-	if v, ok := t.metas.Load(key); ok && t.Fresh(v.(loaded[[]byte]).at) {
+	if v, ok := t.metas.Load(key); ok && t.Fresh(v.(loaded[[]byte]).at) && v.(loaded[[]byte]).gen == t.gen.Load() {
 		return v.(loaded[[]byte]).v, nil
 	}
-	at := time.Now()
-	b, err := t.store.ReadKey(ctx, key)
+	at, gen := time.Now(), t.gen.Load()
+	b, err := t.storedConsolidated(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	present, err := t.presenter(ctx, path.Dir(key), b)
+	b, present, err := t.presenter(ctx, path.Dir(key), b)
 	if err != nil {
 		return nil, err
 	}
@@ -531,24 +749,34 @@ func (t *Tree) consolidated(ctx context.Context, key string) ([]byte, error) {
 	} else {
 		b = r
 	}
-	if t.refresh > 0 {
-		t.metas.Store(key, loaded[[]byte]{b, at})
+	if t.refresh > 0 || t.trust {
+		t.metas.Store(key, loaded[[]byte]{b, at, gen})
 		return b, nil
 	}
-	v, _ := t.metas.LoadOrStore(key, loaded[[]byte]{b, at})
+	v, _ := t.metas.LoadOrStore(key, loaded[[]byte]{b, at, gen})
 	return v.(loaded[[]byte]).v, nil
 }
 
 // presenter returns how the tree presents the arrays that the
 // consolidated metadata doc, stored in the directory dir, holds copies of
-// the metadata of (zarr.Presenter): it loads each array's directory, a
-// few at a time, so that each entry describes what its directory serves
-// (an array whose own .zarray is invalid is passed through, whatever its
-// entry says). On a remote store that is a request per array, the first
-// time the document is read.
-func (t *Tree) presenter(ctx context.Context, dir string, doc []byte) (zarr.Presenter, error) {
+// the metadata of (zarr.Presenter), so that each entry describes what its
+// directory serves (an array whose own .zarray is invalid is passed
+// through, whatever its entry says): it loads each array's directory, a
+// few at a time. On a remote store that would be a request per array, the
+// first time the document is read: with Config.TrustConsolidated, an
+// array whose own documents the tree has not read is presented as its
+// entry describes it (consolidated.go), with no request, and doc comes
+// back with the entries of arrays whose own documents say otherwise
+// replaced by those (zarr.PatchConsolidated).
+func (t *Tree) presenter(ctx context.Context, dir string, doc []byte) ([]byte, zarr.Presenter, error) {
 	dirs := zarr.ConsolidatedArrays(doc)
 	arrays := make([]*zarr.Array, len(dirs))
+	var c *consolidated
+	if t.trust {
+		c = parseConsolidated(dir, "", doc)
+	}
+	var mu sync.Mutex
+	own := map[string]json.RawMessage{} // guarded by mu
 	var g errgroup.Group
 	g.SetLimit(16)
 	for i, d := range dirs {
@@ -557,17 +785,32 @@ func (t *Tree) presenter(ctx context.Context, dir string, doc []byte) (zarr.Pres
 			if d != "." {
 				key = join(dir, d)
 			}
-			m, err := t.dirMeta(ctx, key)
-			if err == nil && m.skip == nil && m.arr != nil && m.arr.raw() {
+			m, err := t.entryMeta(ctx, key, c)
+			if err != nil {
+				return err
+			}
+			if m.skip == nil && m.arr != nil && m.arr.raw() {
 				arrays[i] = m.arr.a
 			}
-			return err
+			if c != nil && !m.provisional && m.arr != nil && json.Valid(m.arr.doc) {
+				if e, _ := c.describes(d); e != nil && !bytes.Equal(canonicalJSON(e), m.arr.doc) {
+					mu.Lock()
+					own[d] = m.arr.doc
+					mu.Unlock()
+				}
+			}
+			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return func(d string) *zarr.Array {
+	if len(own) > 0 {
+		if p, err := zarr.PatchConsolidated(doc, own); err == nil {
+			doc = p
+		}
+	}
+	return doc, func(d string) *zarr.Array {
 		i, ok := slices.BinarySearch(dirs, d)
 		if !ok {
 			return nil

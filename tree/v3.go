@@ -58,32 +58,41 @@ func atoiBelow(s string, n int) (int, bool) {
 }
 
 // loadV3 reads dir/zarr.json: a v3 group or array, or a plain directory
-// when there is none.
+// (plainDir) when there is none.
 func (t *Tree) loadV3(ctx context.Context, dir string) (*dirMeta, error) {
-	key := join(dir, zarr.MetadataFile)
-	b, err := t.store.ReadKey(ctx, key)
+	b, err := t.store.ReadKey(ctx, join(dir, zarr.MetadataFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return plainDir, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	m := &dirMeta{format: 3}
+	return t.v3Meta(ctx, dir, b, false)
+}
+
+// v3Meta is the metadata of the directory dir whose zarr.json holds b. A
+// provisional one (from consolidated metadata) presents no files and, for
+// a group, no consolidated metadata of its own: those are served from the
+// directory's own documents (Tree.own).
+func (t *Tree) v3Meta(ctx context.Context, dir string, b []byte, provisional bool) (*dirMeta, error) {
+	m := &dirMeta{format: 3, provisional: provisional}
 	if t.asV2 {
 		m.hide = zarr.MetadataFile
 	}
 	a, g, err := zarr.ParseV3(b)
 	switch {
+	case err == nil && g != nil && provisional:
+		return m, nil
 	case err == nil && g != nil:
 		return t.v3Group(ctx, dir, b, m)
 	case err != nil: // all of ParseV3's errors say the metadata is invalid
-		m.arr = &array{path: storePath(dir), why: err}
+		m.arr = &array{path: storePath(dir), why: err, doc: canonicalJSON(b)}
 	default:
-		m.arr = &array{path: storePath(dir), a: a, why: a.PassThrough}
+		m.arr = &array{path: storePath(dir), a: a, why: a.PassThrough, doc: canonicalJSON(b)}
 	}
 	x := m.arr
 	if x.why == nil {
-		t.relayout(ctx, dir, x) // layout.go: under Native
+		t.relayout(x) // layout.go: under Native
 	}
 	if x.why == nil && t.asV2 {
 		var files map[string][]byte
@@ -101,27 +110,36 @@ func (t *Tree) loadV3(ctx context.Context, dir string) (*dirMeta, error) {
 	switch {
 	case x.why != nil && t.asV2:
 		m.skip, m.files = x.why, nil
-		t.log.WarnContext(ctx, "v3 array not shown under --as-v2", "key", dir, "err", x.why)
+		return m, nil
+	case x.why != nil && provisional:
 		return m, nil
 	case x.why != nil:
-		t.log.WarnContext(ctx, t.passedThrough(), "key", dir, "err", x.why)
 		return m, t.loadNpy(ctx, dir, m, b)
-	case !t.asV2:
+	case !t.asV2 && !provisional:
 		r, err := zarr.RewriteV3(b, self(x.a))
 		if err != nil {
-			return nil, &fs.PathError{Op: "rewrite", Path: key, Err: err}
+			return nil, &fs.PathError{Op: "rewrite", Path: join(dir, zarr.MetadataFile), Err: err}
 		}
 		m.files = map[string][]byte{zarr.MetadataFile: r}
 	}
 	x.v3 = true
+	if provisional {
+		return m, nil
+	}
 	return m, t.loadNpy(ctx, dir, m, b)
 }
 
 // v3Group completes m for the group in dir whose zarr.json holds b. Its
 // consolidated metadata describes each array as the tree presents it
-// (Tree.presenter).
+// (Tree.presenter), and, with Config.TrustConsolidated, the directories
+// below (m.cons).
 func (t *Tree) v3Group(ctx context.Context, dir string, b []byte, m *dirMeta) (*dirMeta, error) {
-	present, err := t.presenter(ctx, dir, b)
+	m.gen = t.gen.Load()
+	if t.trust {
+		m.cons = parseConsolidated(dir, join(dir, zarr.MetadataFile), b)
+		m.presents = m.cons != nil
+	}
+	b, present, err := t.presenter(ctx, dir, b)
 	if err != nil {
 		return nil, err
 	}

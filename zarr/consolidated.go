@@ -77,6 +77,72 @@ func ConsolidatedArrays(doc []byte) []string {
 	return slices.Compact(dirs)
 }
 
+// ConsolidatedEntries returns the entries of the consolidated metadata in
+// doc, a v2 .zmetadata or a v3 group's zarr.json: each copy of a metadata
+// document by its key relative to doc's directory (".zgroup",
+// "sub/arr/.zarray"), or each copy of a zarr.json by its node's directory
+// relative to doc's ("sub/arr"), flattened across depths; v3 says which.
+// Keys are as stored (callers check them with fs.ValidPath). ok is false
+// where doc holds no consolidated metadata. The values are shared with
+// doc: callers must not modify them.
+func ConsolidatedEntries(doc []byte) (entries map[string]json.RawMessage, v3, ok bool) {
+	if e, err := v2Entries(doc); err == nil {
+		return e, false, true
+	}
+	if _, g, err := ParseV3(doc); err == nil && g != nil && g.Consolidated != nil {
+		return g.Consolidated, true, true
+	}
+	return nil, false, false
+}
+
+// PatchConsolidated returns the consolidated metadata doc (a v2 .zmetadata
+// or a v3 group's zarr.json) with the copy of each array document in
+// docs, by the array's directory relative to doc's ("." for doc's own, in
+// a .zmetadata), replaced by that document (a .zarray, a zarr.json): where
+// an array's own document says otherwise than its copy, consolidated
+// metadata presented with it describes what the array's directory serves.
+// Directories doc holds no copy for are left out. The result is for
+// RewriteV2Consolidated, RewriteV3 or V2Files, which lay it out.
+func PatchConsolidated(doc []byte, docs map[string]json.RawMessage) ([]byte, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(sanitizeJSON(doc), &top); err != nil || top == nil {
+		return nil, fmt.Errorf("%w: consolidated metadata is not a JSON object", ErrInvalid)
+	}
+	outer, field := top, "metadata" // .zmetadata
+	var cm map[string]json.RawMessage
+	if _, err := v2Entries(doc); err != nil { // a zarr.json
+		if err := json.Unmarshal(top["consolidated_metadata"], &cm); err != nil || cm == nil {
+			return nil, fmt.Errorf("%w: no consolidated metadata", ErrInvalid)
+		}
+		outer = cm
+	}
+	var entries map[string]json.RawMessage
+	if err := json.Unmarshal(outer[field], &entries); err != nil || entries == nil {
+		return nil, fmt.Errorf("%w: no consolidated metadata", ErrInvalid)
+	}
+	for dir, d := range docs {
+		key := dir
+		if cm == nil && dir == "." {
+			key = ArrayFile
+		} else if cm == nil {
+			key = dir + "/" + ArrayFile
+		}
+		if _, ok := entries[key]; ok {
+			entries[key] = d
+		}
+	}
+	var err error
+	if outer[field], err = json.Marshal(entries); err != nil {
+		return nil, err
+	}
+	if cm != nil {
+		if top["consolidated_metadata"], err = json.Marshal(cm); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(top)
+}
+
 // isArrayDoc reports whether the zarr.json doc describes an array.
 func isArrayDoc(doc []byte) bool {
 	var m struct {

@@ -94,7 +94,7 @@ func TestBenchFloor(t *testing.T) {
 		t.Errorf("opening for writing: %v, want EROFS", err)
 	}
 	want := "serving=open"
-	if s, _, err := fusemount.ProbeServing("", fusemount.NoOpen); err == nil && s == fusemount.NoOpen {
+	if p, err := fusemount.ProbeMount("", fusemount.NoOpen, fusemount.TransportAuto); err == nil && p.Serving == fusemount.NoOpen {
 		want = "serving=no-open"
 	}
 	if !strings.Contains(log.String(), want) {

@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/zfuse/zfuse/fusemount"
@@ -190,14 +191,15 @@ func runTree(ctx context.Context, cmd string, f *treeFlags, args []string, stdou
 	loader, closeLoader := lf.loader(src, dec, log)
 	defer closeLoader()
 	tr := tree.New(tree.Config{Store: src, Chunks: m.chunks(loader), Log: log, AsV2: bool(f.asV2), AsNpy: bool(f.asNpy),
-		AsNc: bool(f.asNc), Native: f.layout == "native", RootName: npyRootName(fl.Arg(0)), Refresh: sf.refresh})
+		AsNc: bool(f.asNc), Native: f.layout == "native", RootName: npyRootName(fl.Arg(0)), Refresh: sf.refresh,
+		TrustConsolidated: strings.Contains(fl.Arg(0), "://")})
 	switch cmd {
 	case "mount":
 		return runMount(ctx, f, log, tr, plan, m, dec, loader, disk)
 	case "cat":
 		return cat(ctx, stdout, tr, fl.Arg(1))
 	}
-	if err := info(ctx, stdout, tr, dec, lf.serving, fl.Arg(0), viewFlag(bool(f.asV2), bool(f.asNpy), bool(f.asNc))); err != nil {
+	if err := info(ctx, stdout, tr, dec, lf.serving, lf.transport, fl.Arg(0), viewFlag(bool(f.asV2), bool(f.asNpy), bool(f.asNc))); err != nil {
 		return err
 	}
 	return plan.print(stdout)

@@ -84,10 +84,10 @@ func npyRootName(source string) string {
 // CDF-5), variables and size. Under --layout native, PRESENTED says so
 // of the arrays it relays.
 //
-// A last line says which serving path zfuse mount --serving would use on
-// this machine (fusemount.ProbeServing mounts an empty file system to ask the
-// kernel), and why not the one asked for.
-func info(ctx context.Context, stdout io.Writer, tr *tree.Tree, dec *decoders, serving fusemount.Serving, source, view string) error {
+// Two last lines say which serving path and transport zfuse mount would
+// use on this machine (fusemount.ProbeMount mounts an empty file system to
+// ask the kernel), and why not the ones asked for.
+func info(ctx context.Context, stdout io.Writer, tr *tree.Tree, dec *decoders, serving fusemount.Serving, transport fusemount.Transport, source, view string) error {
 	arrays, err := tr.Arrays(ctx)
 	if err != nil {
 		return err
@@ -123,6 +123,8 @@ func info(ctx context.Context, stdout io.Writer, tr *tree.Tree, dec *decoders, s
 		}
 		how, decoder := "raw", decoderOf(in.Array, dec)
 		switch {
+		case in.Unreadable != nil:
+			format, stored, how = "?", "?", "metadata could not be read: "+in.Unreadable.Error()
 		case in.Hidden != nil:
 			how, decoder = "not shown ("+view+"): "+in.Hidden.Error(), "-"
 		case in.Npy != "":
@@ -146,17 +148,23 @@ func info(ctx context.Context, stdout io.Writer, tr *tree.Tree, dec *decoders, s
 	if err := ncInfo(ctx, stdout, tr); err != nil {
 		return err
 	}
-	got, why, err := fusemount.ProbeServing("", serving)
+	p, err := fusemount.ProbeMount("", serving, transport)
 	fmt.Fprintln(stdout)
-	switch {
-	case err != nil:
+	if err != nil {
 		_, err = fmt.Fprintf(stdout, "serving path (zfuse mount --serving %s): unknown: %v\n", serving, err)
-	case why != "":
-		_, err = fmt.Fprintf(stdout, "serving path (zfuse mount --serving %s): %s (%s)\n", serving, got, why)
-	default:
-		_, err = fmt.Fprintf(stdout, "serving path (zfuse mount --serving %s): %s\n", serving, got)
+		return err
 	}
+	fmt.Fprintf(stdout, "serving path (zfuse mount --serving %s): %s%s\n", serving, p.Serving, because(p.ServingWhy))
+	_, err = fmt.Fprintf(stdout, "transport (zfuse mount --transport %s): %s%s\n", transport, p.Transport, because(p.TransportWhy))
 	return err
+}
+
+// because is " (why)", or "" when there is no why.
+func because(why string) string {
+	if why == "" {
+		return ""
+	}
+	return " (" + why + ")"
 }
 
 // decoderOf says what decodes a's chunks and why, as the loader decides

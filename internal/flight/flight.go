@@ -76,6 +76,15 @@ func (g *Group[V]) Forget(key string) {
 	g.mu.Unlock()
 }
 
+// Running reports whether a load for key is running (a Do would wait for
+// it, not call load).
+func (g *Group[V]) Running(key string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, ok := g.calls[key]
+	return ok
+}
+
 // Forgets counts the Forget calls so far. A load during which it changed
 // may have loaded a value forgotten meanwhile: a cache does not keep it.
 func (g *Group[V]) Forgets() int64 { return g.forgets.Load() }

@@ -3,11 +3,16 @@ package httpstore_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io/fs"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/zfuse/zfuse/internal/testutil"
 	"github.com/zfuse/zfuse/store"
 	httpstore "github.com/zfuse/zfuse/store/http"
 	"github.com/zfuse/zfuse/store/remote"
@@ -113,5 +118,38 @@ func TestHook(t *testing.T) {
 		}
 		t.Cleanup(func() { hs.Close() })
 		return hs
+	})
+}
+
+// TestOpenPatient: a root document the server fails for longer than one
+// read's tries (503, eight times) does not fail Open: it is read again in
+// rounds, each logged, and Open succeeds; a document still failing after
+// StartBackoff's rounds fails it.
+func TestOpenPatient(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &remotetest.Server{Values: map[string][]byte{".zgroup": []byte(`{"zarr_format":2}`)}, Key: ".zgroup",
+			Fault: func(r *http.Request) *http.Response {
+				return remotetest.Answer(r, http.StatusServiceUnavailable, nil, 0)
+			}}
+		log, logs := testutil.Logger()
+		open := func() error {
+			hs, err := httpstore.Open(t.Context(), httpstore.Config{URL: "http://store.invalid", Transport: srv, Log: log,
+				Backoff: remote.Backoff{Attempts: 3, Base: time.Millisecond}})
+			if err == nil {
+				hs.Close()
+			}
+			return err
+		}
+		srv.SetFaults(8)
+		if err := open(); err != nil {
+			t.Fatalf("Open with .zgroup failing 8 times, 3 tries a read: %v", err)
+		}
+		if !strings.Contains(logs.String(), "trying again") || !strings.Contains(logs.String(), "key=http://store.invalid") {
+			t.Errorf("no Warn line for the rounds:\n%s", logs)
+		}
+		srv.SetFaults(1 << 20)
+		if err := open(); err == nil || errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Open with .zgroup failing for good: %v, want an error", err)
+		}
 	})
 }

@@ -63,6 +63,12 @@ type Config struct {
 	// connections kept per host are at least as many.
 	MaxInFlight int
 	Backoff     remote.Backoff // retries; the zero value uses its defaults
+	// StartBackoff is how patiently Open reads the metadata documents
+	// at the root and at each hint, which decide what the store is:
+	// rounds of reads (each retried as Backoff says) while they fail
+	// with a remote.Transient error, each logged; zero fields take
+	// remote.Start's values.
+	StartBackoff remote.Backoff
 	// Timeout is how long a server may stay silent, before its response
 	// headers or within a body, before the attempt is given up (and
 	// retried); 0 means 15s. See remote.Watchdog.
@@ -113,8 +119,8 @@ var (
 )
 
 // Open returns a Store for the server at cfg.URL. It reads the metadata at
-// the root and at each hint, and fails if the server cannot be reached or
-// no metadata is found.
+// the root and at each hint (patiently: cfg.StartBackoff), and fails if
+// the server cannot be reached or no metadata is found.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	u, err := parseBase(cfg.URL)
 	if err != nil {
@@ -140,11 +146,15 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s.facts = remote.NewFacts(0, s.log)
 	s.facts.Refresh(s.refresh)
-	found, err := s.probe(ctx, ".")
+	var found bool
+	err = remote.Patiently(ctx, cfg.StartBackoff, s.log, s.Name(), func(ctx context.Context) (err error) {
+		found, err = s.probe(ctx, ".")
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("httpstore: %s: %w", s.Name(), err)
 	}
-	f, err := s.probeHints(ctx, cfg.Hints)
+	f, err := s.probeHints(ctx, cfg.Hints, cfg.StartBackoff)
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +211,7 @@ func newClient(cfg Config, inflight int) *http.Client {
 
 // probeHints probes each hint and every directory above it, warning of a
 // hint without metadata; it reports whether any of them holds metadata.
-func (s *Store) probeHints(ctx context.Context, hints []string) (bool, error) {
+func (s *Store) probeHints(ctx context.Context, hints []string, patience remote.Backoff) (bool, error) {
 	found := false
 	for _, h := range hints {
 		h = strings.Trim(path.Clean("/"+h), "/")
@@ -212,7 +222,11 @@ func (s *Store) probeHints(ctx context.Context, hints []string) (bool, error) {
 			return false, fmt.Errorf("httpstore: hint %q: %w", h, store.ErrOutside)
 		}
 		for d := h; d != "."; d = path.Dir(d) {
-			f, err := s.probe(ctx, d)
+			var f bool
+			err := remote.Patiently(ctx, patience, s.log, s.Name()+"/"+d, func(ctx context.Context) (err error) {
+				f, err = s.probe(ctx, d)
+				return err
+			})
 			if err != nil {
 				return false, fmt.Errorf("httpstore: %s: %w", s.Name(), err)
 			}

@@ -9,8 +9,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/zfuse/zfuse/internal/testutil"
 	"github.com/zfuse/zfuse/store"
 	"github.com/zfuse/zfuse/store/remote"
 	"github.com/zfuse/zfuse/store/remote/remotetest"
@@ -192,5 +194,42 @@ func TestHook(t *testing.T) {
 			t.Fatal(err)
 		}
 		return s
+	})
+}
+
+// TestRootPatient: the first read of a metadata document at the root
+// outlasts a server failing it (503) for longer than one read's tries:
+// it is read again in rounds, each logged; a chunk is not, and later
+// reads of that document are not either.
+func TestRootPatient(t *testing.T) {
+	fakeCredentials(t)
+	synctest.Test(t, func(t *testing.T) {
+		srv := &remotetest.Server{Prefix: bucket + "/", Key: "st/.zmetadata",
+			Values: map[string][]byte{"st/.zmetadata": []byte(`{"metadata": {}}`), "st/a/0": []byte("chunk")},
+			Fault: func(r *http.Request) *http.Response {
+				return remotetest.Answer(r, http.StatusServiceUnavailable, nil, 0)
+			}}
+		log, logs := testutil.Logger()
+		s, err := s3store.Open(t.Context(), s3store.Config{Bucket: bucket, Prefix: "st", Endpoint: "http://s3.invalid", PathStyle: true,
+			Region: "us-east-1", Transport: srv, Log: log, Backoff: remote.Backoff{Attempts: 3, Base: time.Millisecond}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.SetFaults(8)
+		if _, err := s.ReadKey(t.Context(), ".zmetadata"); err != nil {
+			t.Fatalf(".zmetadata failing 8 times, 3 tries a read: %v", err)
+		}
+		if !strings.Contains(logs.String(), "trying again") {
+			t.Errorf("no Warn line for the rounds:\n%s", logs)
+		}
+		srv.SetFaults(8)
+		if _, err := s.ReadKey(t.Context(), ".zmetadata"); err == nil {
+			t.Errorf("a later read of .zmetadata failing 8 times: no error, want it impatient")
+		}
+		srv.Key = "st/a/0"
+		srv.SetFaults(8)
+		if _, err := s.ReadKey(t.Context(), "a/0"); err == nil {
+			t.Errorf("a chunk failing 8 times: no error, want it impatient")
+		}
 	})
 }

@@ -34,6 +34,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -67,6 +68,13 @@ type Config struct {
 	// connections kept are at least as many.
 	MaxInFlight int
 	Backoff     remote.Backoff // retries; the zero value uses its defaults
+	// StartBackoff is how patiently the store reads what decides what it
+	// is: Open's listing, and the first read of each metadata document
+	// at the root (.zmetadata, .zarray, .zgroup, .zattrs, zarr.json):
+	// rounds of reads (each retried as Backoff says) while they fail
+	// with a remote.Transient error, each logged; zero fields take
+	// remote.Start's values.
+	StartBackoff remote.Backoff
 	// Timeout is how long a server may stay silent, before its response
 	// headers or within a body, before the attempt is given up (and
 	// retried); 0 means 15s. See remote.Watchdog.
@@ -111,8 +119,11 @@ type Store struct {
 	hook     store.Hook     // Config.Hook
 	log      *slog.Logger
 	facts    *remote.Facts
-	name     string // s3://bucket/prefix, for logs
-	partSize int64  // WriteKey: larger values are uploaded in parts of this size
+	name     string         // s3://bucket/prefix, for logs
+	partSize int64          // WriteKey: larger values are uploaded in parts of this size
+	start    remote.Backoff // Config.StartBackoff
+
+	answered sync.Map // root metadata documents answered once (rootMeta): read impatiently since
 }
 
 var (
@@ -154,12 +165,17 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		facts:    remote.NewFacts(0, log),
 		name:     "s3://" + cfg.Bucket + "/" + strings.TrimSuffix(prefix, "/"),
 		partSize: cfg.PartSize,
+		start:    cfg.StartBackoff,
 	}
 	if s.partSize <= 0 {
 		s.partSize = DefaultPartSize
 	}
 	s.facts.Refresh(cfg.Refresh)
-	if _, err := s.list(ctx, ".", 1); err != nil {
+	err = remote.Patiently(ctx, cfg.StartBackoff, log, s.name, func(ctx context.Context) error {
+		_, err := s.list(ctx, ".", 1)
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("s3store: %s: %w", s.name, err)
 	}
 	log.InfoContext(ctx, "s3 store opened", "url", s.name, "endpoint", redact(cfg.Endpoint), "region", awsCfg.Region, "path_style", cfg.PathStyle)
@@ -346,6 +362,33 @@ func (s *Store) readVersion(ctx context.Context, key string, off, n int64, have 
 	if err := remote.CheckKey(ctx, "read", key); err != nil {
 		return nil, "", err
 	}
+	if _, ok := s.answered.Load(key); ok || !rootMeta(key) {
+		return s.fetch(ctx, key, off, n, have)
+	}
+	// The first read of a document that decides what the store is.
+	var b []byte
+	var version string
+	err := remote.Patiently(ctx, s.start, s.log, s.name+"/"+key, func(ctx context.Context) (err error) {
+		b, version, err = s.fetch(ctx, key, off, n, have)
+		return err
+	})
+	if !remote.Transient(err) && ctx.Err() == nil {
+		s.answered.Store(key, true)
+	}
+	return b, version, err
+}
+
+// rootMeta reports whether key is a metadata document at the store root.
+func rootMeta(key string) bool {
+	switch key {
+	case ".zmetadata", ".zarray", ".zgroup", ".zattrs", "zarr.json":
+		return true
+	}
+	return false
+}
+
+// fetch is readVersion's GetObject, with retries.
+func (s *Store) fetch(ctx context.Context, key string, off, n int64, have string) ([]byte, string, error) {
 	if x, ok := s.facts.Get(key); ok && x.Missing {
 		return nil, "", &fs.PathError{Op: "s3 GET", Path: key, Err: fs.ErrNotExist}
 	}
