@@ -30,13 +30,19 @@ ZARRITA ?= $(or $(ZFUSE_ZARRITA),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/zfuse/za
 # and zarrita@0.7.5 from npm into $(ZARRITA), unless it is there already.
 # The reader tests (integration/readers_test.go) read mounts with netCDF-C
 # (netcdf-bin's ncdump, python3-netcdf4), GDAL (gdal-bin's gdal_translate,
-# python3-gdal) and a PyTorch DataLoader (python3-torch).
+# python3-gdal) and a PyTorch DataLoader (python3-torch). The netCDF view's
+# tests (integration/nc_test.go) read its files with CDO (cdo), NCO's ncks
+# (nco), xarray's scipy engine (python3-scipy) and a C program built
+# against netCDF-C (gcc, libnetcdf-dev); netcdf-bin's ncgen writes the
+# files netcdf/'s header tests compare with.
 deps:
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 		fuse3 python3-zarr python3-numcodecs python3-numpy python3-xarray python3-dask python3-fsspec python3-aiohttp python3-yaml
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 		netcdf-bin python3-netcdf4 gdal-bin python3-gdal python3-torch
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		cdo nco python3-scipy gcc libnetcdf-dev
 	$(GO) mod download
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nginx-light
 	$(GO) install github.com/versity/versitygw/cmd/versitygw@v1.8.0

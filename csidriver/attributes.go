@@ -27,7 +27,7 @@ const podInfoPrefix = "csi.storage.k8s.io/"
 // mountFlags are the flags of zfuse mount that a volume may set, and
 // whether each is a boolean flag (its value then must parse as one).
 var mountFlags = map[string]bool{
-	"as-v2": true, "as-npy": true, "s3-path-style": true, "allow-over-limit": true,
+	"as-v2": true, "as-npy": true, "as-nc": true, "s3-path-style": true, "allow-over-limit": true, "layout": false,
 	"cache-decoded": false, "cache": false, "cache-compressed": false, "readahead": false,
 	"memory-limit": false, "workers": false, "decoder": false, "serving": false, "transport": false, "refresh": false,
 	"s3-endpoint": false, "s3-region": false, "http-max-inflight": false, "http-timeout": false,

@@ -59,13 +59,16 @@ func (t *Tree) Open(ctx context.Context, n *Node, pid uint32) (*readahead.File, 
 
 // Forget drops every decoded copy kept of what the file n served, which
 // has changed in the store (Config.Refresh): its chunk, or, for a .npy
-// file, the chunks of its array. Files Open returned stay valid.
+// file, the chunks of its array, for a netCDF file those of its
+// variables. Files Open returned stay valid.
 func (t *Tree) Forget(n *Node) {
 	switch n.kind {
 	case kindChunk:
 		t.chunks.Forget(n.ref(0))
 	case kindNpy:
 		t.forgetNpy(n)
+	case kindNc:
+		t.forgetNc(n)
 	}
 }
 
@@ -76,10 +79,12 @@ func (t *Tree) Forget(n *Node) {
 // which p puts prefetched chunks before their first read. Under AsNpy no
 // chunk is a file of its own: .npy files are read through the page cache,
 // from chunks on the heap, and no chunk has a page cache of its own to be
-// placed in (npy.go). A mount calls it once, before it serves.
+// placed in (npy.go); so under AsNc (nc.go). A mount calls it once,
+// before it serves.
 func (t *Tree) SetServing(passthrough bool, p readahead.Placer) {
-	t.chunks.SetFiles(passthrough && !t.asNpy)
-	if !passthrough && !t.asNpy {
+	flat := t.asNpy || t.asNc
+	t.chunks.SetFiles(passthrough && !flat)
+	if !passthrough && !flat {
 		t.chunks.SetPlacer(p)
 	}
 }

@@ -32,6 +32,10 @@ type ArrayInfo struct {
 	// attributes are beside it, with .json for .npy); "" otherwise, and
 	// when the array is not shown.
 	Npy string
+	// Nc, under --as-nc, is the path of the netCDF file that holds the
+	// array as the variable NcVar of type NcType ("" when it is left out,
+	// and Hidden says why).
+	Nc, NcVar, NcType string
 	// ZarrJSON, for a v2 array whose directory also holds zarr.json (an
 	// array converted in place), says what is served of zarr.json:
 	// "rewritten too" (it describes the chunks the .zarray does), "as
@@ -78,6 +82,11 @@ func (t *Tree) Arrays(ctx context.Context) ([]ArrayInfo, error) {
 				name = t.rootName
 			}
 			info.Npy = join(path.Dir(dir.key), name) + npyExt
+		}
+		if t.asNc {
+			if err := t.ncInfo(ctx, dir, &info); err != nil {
+				return err
+			}
 		}
 		if info.Hidden != nil {
 			info.PassThrough = nil

@@ -23,6 +23,7 @@ type Node struct {
 	rel     string   // path relative to arr's directory ("" for the directory itself)
 	coords  []int    // kindChunk: grid coordinates; kindDir in a v3 array: the coordinates its path fixes
 	m       *dirMeta // kindDir: what the directory's own metadata makes of it; nil inside arrays
+	nc      *ncFile  // kindNc: the group's netCDF file
 	// unconfirmed: presented though the store could not say whether it
 	// exists (Tree.unconfirmed); the kernel is to ask again soon.
 	unconfirmed bool
@@ -40,6 +41,7 @@ const (
 	kindChunk              // a chunk of a raw array: decoded on read
 	kindStored             // any other file: the stored bytes
 	kindNpy                // an array's .npy file (AsNpy): its header, then its chunks decoded on read (npy.go)
+	kindNc                 // a group's netCDF file (AsNc): its header, then its variables' chunks decoded on read (nc.go)
 )
 
 // Path returns the presented path of n from the root: "." for the root,

@@ -1,7 +1,6 @@
 package tree
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/zfuse/zfuse/readahead"
 	"github.com/zfuse/zfuse/zarr"
@@ -219,15 +217,10 @@ func (t *Tree) npyChildren(ctx context.Context, dir *Node) ([]*Node, error) {
 	return out, nil
 }
 
-// piecesPool holds the slices readNpy maps its ranges into: a 1 MiB read
-// of an array in small chunks is thousands of pieces.
-var piecesPool = sync.Pool{New: func() any { return new([]zarr.Piece) }}
-
 // readNpy copies the bytes of the .npy file n in [off, off+len(dest)) into
 // dest and returns them (fewer only at the end): the header from memory,
-// the rest from the chunks that hold it, each chunk's pieces in one
-// Chunks.ReadPieces, chunks that do not exist as the fill value. A chunk
-// that fails fails the read.
+// the rest from the chunks that hold it (readFlat). A chunk that fails
+// fails the read.
 func (t *Tree) readNpy(ctx context.Context, n *Node, dest []byte, off int64, pid uint32) ([]byte, error) {
 	if off >= n.size {
 		return dest[:0], nil
@@ -240,28 +233,8 @@ func (t *Tree) readNpy(ctx context.Context, n *Node, dest []byte, off int64, pid
 	if k == len(dest) {
 		return dest, nil
 	}
-	x := n.arr
-	data := dest[k:]
-	buf := piecesPool.Get().(*[]zarr.Piece)
-	defer piecesPool.Put(buf)
-	ps := x.a.Pieces((*buf)[:0], off+int64(k)-int64(len(n.data)), int64(len(data)))
-	*buf = ps
-	slices.SortStableFunc(ps, func(p, q zarr.Piece) int { return cmp.Compare(p.Chunk, q.Chunk) })
-	for i := 0; i < len(ps); {
-		j := i + 1
-		for j < len(ps) && ps[j].Chunk == ps[i].Chunk {
-			j++
-		}
-		_, err := t.chunks.ReadPieces(ctx, readahead.Ref{Array: x.a, Path: x.path, Coords: x.a.Coords(ps[i].Chunk), PID: pid}, data, ps[i:j])
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			for _, p := range ps[i:j] {
-				x.a.FillPiece(data[p.At:p.At+p.N], p)
-			}
-		case err != nil:
-			return nil, err
-		}
-		i = j
+	if err := t.readFlat(ctx, n.arr.path, n.arr.a, dest[k:], off+int64(k)-int64(len(n.data)), pid); err != nil {
+		return nil, err
 	}
 	return dest, nil
 }

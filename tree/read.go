@@ -37,6 +37,8 @@ func (t *Tree) ReadAt(ctx context.Context, n *Node, dest []byte, off int64, pid 
 		return dest[:k], presentedErr(n, err)
 	case kindNpy:
 		return t.readNpy(ctx, n, dest, off, pid)
+	case kindNc:
+		return t.readNc(ctx, n, dest, off, pid)
 	}
 	return t.store.ReadKeyRange(ctx, n.key, off, int64(len(dest)))
 }

@@ -20,7 +20,9 @@
 // metadata (and shard indexes), not mirrored: a sharded array is presented
 // unsharded. The views are presentations of the same tree: with
 // Config.AsV2, v3 nodes are presented as v2 ones instead; with
-// Config.AsNpy, every array is one .npy file (npy.go).
+// Config.AsNpy, every array is one .npy file (npy.go); with Config.AsNc,
+// every group is one netCDF file (nc.go). Config.Native presents every
+// array in C order, little-endian (layout.go).
 // A directory holding both .zarray and zarr.json presents its v2 view, and
 // serves zarr.json only where it describes the same decoded chunks
 // (beside.go).
@@ -67,8 +69,18 @@ type Config struct {
 	// shown (a Warn line, and zfuse info, say so). It does not combine
 	// with AsV2.
 	AsNpy bool
-	// RootName is the name, without extension, of the files of an array
-	// at the store root under AsNpy. "" means "array".
+	// AsNc presents every group as one netCDF classic file, NAME.nc,
+	// holding the group's arrays as variables, for netCDF readers (nc.go).
+	// Arrays with no netCDF type are left out (a Warn line, and zfuse
+	// info, say so). It does not combine with AsV2, AsNpy or Native.
+	AsNc bool
+	// Native presents every array in C order, little-endian, whatever
+	// its stored order and byte order: metadata says so, and chunks are
+	// converted while decoded (layout.go).
+	Native bool
+	// RootName is the name, without extension, of the file of an array
+	// at the store root under AsNpy, and of the root group's file under
+	// AsNc. "" means "array".
 	RootName string
 	// Log receives Warn lines for arrays passed through and Error lines for
 	// failed requests. Nil means discard.
@@ -110,6 +122,8 @@ type Tree struct {
 	log      *slog.Logger  // immutable
 	asV2     bool          // immutable
 	asNpy    bool          // immutable
+	asNc     bool          // immutable
+	native   bool          // immutable
 	rootName string        // immutable: RootName under AsNpy
 	refresh  time.Duration // immutable; 0: metadata is kept for ever
 	trust    bool          // immutable: Config.TrustConsolidated
@@ -119,6 +133,7 @@ type Tree struct {
 	keepMu sync.Mutex             // held while dirs is changed (keep)
 	dirs   sync.Map               // directory key -> loaded[*dirMeta]
 	metas  sync.Map               // .zmetadata key -> loaded[[]byte], presented
+	ncs    ncFiles                // under AsNc: each group's netCDF file (nc.go)
 	// gen counts the directories whose own documents turned out to
 	// differ from what consolidated metadata said of them (own): what
 	// presents consolidated metadata is presented anew once it grows.
@@ -156,14 +171,14 @@ func New(cfg Config) *Tree {
 	if cfg.Chunks == nil {
 		indexes = &storeIndexes{store: cfg.Store}
 	}
-	if cfg.AsV2 && cfg.AsNpy {
-		panic("tree: Config.AsV2 and AsNpy are both set")
+	if n := btoi(cfg.AsV2) + btoi(cfg.AsNpy) + btoi(cfg.AsNc); n > 1 || (cfg.AsNc && cfg.Native) {
+		panic("tree: Config.AsV2, AsNpy, AsNc and Native conflict")
 	}
 	root := cfg.RootName
 	if root == "" {
 		root = "array"
 	}
-	return &Tree{store: cfg.Store, chunks: cfg.Chunks, indexes: indexes, log: log, asV2: cfg.AsV2, asNpy: cfg.AsNpy, rootName: root, refresh: max(cfg.Refresh, 0),
+	return &Tree{store: cfg.Store, chunks: cfg.Chunks, indexes: indexes, log: log, asV2: cfg.AsV2, asNpy: cfg.AsNpy, asNc: cfg.AsNc, native: cfg.Native, rootName: root, refresh: max(cfg.Refresh, 0),
 		trust: cfg.TrustConsolidated}
 }
 
@@ -243,6 +258,9 @@ func (t *Tree) Child(ctx context.Context, dir *Node, name string) (*Node, error)
 	}
 	if t.asNpy {
 		return t.npyChild(ctx, dir, name)
+	}
+	if t.asNc {
+		return t.ncChild(ctx, dir, name)
 	}
 	return t.zarrChild(ctx, dir, name)
 }
@@ -354,6 +372,9 @@ func doubtful(err error) bool {
 func (t *Tree) Children(ctx context.Context, dir *Node) ([]*Node, error) {
 	if t.asNpy {
 		return t.npyChildren(ctx, dir)
+	}
+	if t.asNc {
+		return t.ncChildren(ctx, dir)
 	}
 	return t.zarrChildren(ctx, dir)
 }
@@ -673,6 +694,11 @@ func (t *Tree) v2Meta(ctx context.Context, dir string, b []byte, provisional boo
 		if x.a, err = t.resolve(ctx, dir, x.a); err != nil {
 			return nil, err
 		}
+	}
+	t.relayout(x)     // layout.go: under Native
+	if x.why != nil { // it cannot fail for an array presented raw
+		m.files = map[string][]byte{zarr.ArrayFile: b}
+		return m, nil
 	}
 	meta, err := zarr.RewriteV2Array(b, x.a)
 	if err != nil {

@@ -91,13 +91,19 @@ func (t *Tree) v3Meta(ctx context.Context, dir string, b []byte, provisional boo
 		m.arr = &array{path: storePath(dir), a: a, why: a.PassThrough, doc: canonicalJSON(b)}
 	}
 	x := m.arr
+	if x.why == nil {
+		t.relayout(x) // layout.go: under Native
+	}
 	if x.why == nil && t.asV2 {
-		files, err := zarr.V2Files(b, nil)
+		var files map[string][]byte
+		v, err := x.a.AsV2()
 		if err == nil {
-			x.a, err = a.AsV2()
+			files, err = zarr.V2Files(b, self(v))
 		}
 		if err != nil {
 			x.why = err
+		} else {
+			x.a = v
 		}
 		m.files = files
 	}
@@ -110,7 +116,7 @@ func (t *Tree) v3Meta(ctx context.Context, dir string, b []byte, provisional boo
 	case x.why != nil:
 		return m, t.loadNpy(ctx, dir, m, b)
 	case !t.asV2 && !provisional:
-		r, err := zarr.RewriteV3(b, nil)
+		r, err := zarr.RewriteV3(b, self(x.a))
 		if err != nil {
 			return nil, &fs.PathError{Op: "rewrite", Path: join(dir, zarr.MetadataFile), Err: err}
 		}

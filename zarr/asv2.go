@@ -73,9 +73,12 @@ const v2GroupDoc = "{\n    \"zarr_format\": 2\n}"
 
 // v2Files are the .zarray and .zattrs of v3 array a's v2 view (AsV2).
 func (a *Array) v2Files() (map[string][]byte, error) {
-	v, err := a.AsV2()
-	if err != nil {
-		return nil, err
+	v := a
+	if a.Format == 3 {
+		var err error
+		if v, err = a.AsV2(); err != nil {
+			return nil, err
+		}
 	}
 	za, err := v.v2Zarray()
 	if err != nil {
@@ -106,6 +109,9 @@ func V2Files(zarrJSON []byte, present Presenter) (map[string][]byte, error) {
 		return nil, err
 	}
 	if a != nil {
+		if p := present.self(); p != nil && p.Format == 2 {
+			return p.v2Files() // relaid, perhaps (Relayout)
+		}
 		return a.v2Files()
 	}
 	files := map[string][]byte{GroupFile: []byte(v2GroupDoc)}

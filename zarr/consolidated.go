@@ -28,6 +28,14 @@ import (
 // passed through or not shown, a group, nothing).
 type Presenter func(dir string) *Array
 
+// self is what p says of its own directory; nil for a nil p.
+func (p Presenter) self() *Array {
+	if p == nil {
+		return nil
+	}
+	return p(".")
+}
+
 // under is the Presenter of the directory dir below p's, for the
 // consolidated metadata of a group nested there; nil stays nil.
 func (p Presenter) under(dir string) Presenter {
@@ -203,7 +211,9 @@ func RewriteV2Consolidated(zmetadata []byte, present Presenter) ([]byte, error) 
 }
 
 // RewriteV3 returns the presented zarr.json. For an array: codecs become one
-// bytes codec in the stored byte order, and a sharded array's chunk_grid
+// bytes codec in the stored byte order (in the byte order of the array
+// present gives for ".", where it gives one: a relaid array's), and a
+// sharded array's chunk_grid
 // becomes the inner chunk shape; everything else is kept. For a group:
 // each entry of inline consolidated metadata as present says the tree
 // serves its directory: an array presented raw is rewritten as its own
@@ -230,6 +240,9 @@ func rewriteNode(doc []byte, present Presenter) (map[string]json.RawMessage, err
 		return nil, err
 	}
 	if a != nil {
+		if p := present.self(); p != nil && p.Format == 3 {
+			a = p // as the tree presents it: relaid, perhaps (Relayout)
+		}
 		if a.PassThrough == nil {
 			m["codecs"] = a.presentedCodecs()
 			m["chunk_grid"], _ = jsonCompact(map[string]any{

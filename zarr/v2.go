@@ -144,8 +144,9 @@ func describeCodec(raw json.RawMessage) string {
 // RewriteV2Array returns the presented .zarray of a, the array zarray
 // parses to (and ResolveSeparator resolves): "compressor" and "filters"
 // null, "dimension_separator" a's separator unless a is Legacy (so a
-// legacy nested array's .zarray names "/"), everything else kept. Keys are
-// sorted and indented by 4, as zarr-python writes them.
+// legacy nested array's .zarray names "/"), "order" and "dtype" as a says
+// where a is relaid (Relayout), everything else kept. Keys are sorted and
+// indented by 4, as zarr-python writes them.
 func RewriteV2Array(zarray []byte, a *Array) ([]byte, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(sanitizeJSON(zarray), &m); err != nil || m == nil {
@@ -158,6 +159,12 @@ func RewriteV2Array(zarray []byte, a *Array) ([]byte, error) {
 func rewriteV2(m map[string]json.RawMessage, a *Array) {
 	m["compressor"] = json.RawMessage("null")
 	m["filters"] = json.RawMessage("null")
+	if a.relaid { // layout.go
+		m["order"] = json.RawMessage(`"C"`)
+		if !a.dt.structured {
+			m["dtype"], _ = jsonCompact(a.DType)
+		}
+	}
 	if !a.Legacy() {
 		m["dimension_separator"], _ = jsonCompact(a.Separator)
 	}

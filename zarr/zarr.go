@@ -67,6 +67,7 @@ type Array struct {
 	fillJSON     json.RawMessage // fill_value as stored (v2 too, for PresentBeside)
 	attrs        json.RawMessage // attributes, "{}" when absent
 	dimNames     json.RawMessage // dimension_names, nil when absent
+	relaid       bool            // presented in another layout than stored (layout.go)
 }
 
 // Decoder returns the pipeline that turns a stored chunk into presented

@@ -61,6 +61,32 @@ func (b *boolFlag) Set(s string) error {
 	return nil
 }
 
+// A layoutFlag is --layout: "stored" (the default) or "native".
+type layoutFlag string
+
+func (l *layoutFlag) String() string {
+	if *l == "" {
+		return "stored"
+	}
+	return string(*l)
+}
+
+func (l *layoutFlag) Set(s string) error {
+	if s != "stored" && s != "native" {
+		return fmt.Errorf("want stored or native")
+	}
+	*l = layoutFlag(s)
+	return nil
+}
+
+// btoi is 1 for true.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // A levelFlag is --log-level.
 type levelFlag slog.Level
 

@@ -102,7 +102,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 type treeFlags struct {
 	fl                        *flag.FlagSet
 	level                     levelFlag
-	asV2, asNpy               boolFlag
+	asV2, asNpy, asNc         boolFlag
+	layout                    layoutFlag
 	allowOther, allowNonEmpty boolFlag
 	lf                        *loaderFlags
 	mf                        *memoryFlags
@@ -119,6 +120,8 @@ func parseTreeFlags(cmd string, nargs int, args []string, stdout io.Writer) (*tr
 	fl.Var(&f.level, "log-level", "log level, `debug|info|warn|error`")
 	fl.Var(&f.asV2, "as-v2", "present Zarr v3 groups and arrays as Zarr v2 (.zgroup, .zarray, v2 chunk keys) for v2-only readers; v3 arrays with no v2 equivalent are not shown")
 	fl.Var(&f.asNpy, "as-npy", "present every array PARENT/NAME as one NumPy file PARENT/NAME.npy (header and the whole decoded array, for np.load(mmap_mode='r'), dd, pread) with its attributes in PARENT/NAME.json; an array at the root of SOURCE is named after SOURCE; arrays with no fixed-size raw layout are not shown")
+	fl.Var(&f.asNc, "as-nc", "present every group PARENT/NAME as one netCDF classic file PARENT/NAME.nc (CDF-2, or CDF-5 where types or sizes need it) holding its arrays as variables, for ncdump, CDO, NCO and netCDF-C/Fortran codes; the root group, or an array at the root, is named after SOURCE; arrays with no netCDF type are left out")
+	fl.Var(&f.layout, "layout", "`stored|native`: native presents every array in C order, little-endian (metadata rewritten to say so, chunks converted while decoded), for readers that ignore \"order\": \"F\" or big-endian dtypes (netCDF-C's NCZarr); the Zarr and .npy views")
 	f.lf = addDecodeFlags(fl)  // mount.go: --workers, --decoder, the budgets
 	f.sf = addSourceFlags(fl)  // source.go: http(s):// and s3:// SOURCE
 	f.sf.addDiskCacheFlags(fl) // source.go: --cache-dir
@@ -139,8 +142,11 @@ func parseTreeFlags(cmd string, nargs int, args []string, stdout io.Writer) (*tr
 		return nil, err
 	}
 	f.lf.forSource(fl, fl.Arg(0))
-	if f.asV2 && f.asNpy {
-		return nil, badUsage(cmd, "--as-v2 and --as-npy are two views: choose one")
+	if btoi(bool(f.asV2))+btoi(bool(f.asNpy))+btoi(bool(f.asNc)) > 1 {
+		return nil, badUsage(cmd, "--as-v2, --as-npy and --as-nc are three views: choose one")
+	}
+	if f.asNc && f.layout == "native" {
+		return nil, badUsage(cmd, "--layout native is for the Zarr and .npy views: a netCDF file is always big-endian, in C order")
 	}
 	return f, nil
 }
@@ -205,14 +211,15 @@ func runTree(ctx context.Context, cmd string, f *treeFlags, args []string, stdou
 	loader, closeLoader := lf.loader(src, dec, log)
 	defer closeLoader()
 	tr := tree.New(tree.Config{Store: src, Chunks: loader, Log: log, AsV2: bool(f.asV2), AsNpy: bool(f.asNpy),
-		RootName: tree.RootNameOf(fl.Arg(0)), Refresh: sf.refresh, TrustConsolidated: strings.Contains(fl.Arg(0), "://")})
+		AsNc: bool(f.asNc), Native: f.layout == "native", RootName: tree.RootNameOf(fl.Arg(0)), Refresh: sf.refresh,
+		TrustConsolidated: strings.Contains(fl.Arg(0), "://")})
 	switch cmd {
 	case "mount":
 		return runMount(ctx, f, log, tr, plan, m, dec, loader, disk)
 	case "cat":
 		return cat(ctx, stdout, tr, fl.Arg(1))
 	}
-	if err := info(ctx, stdout, tr, dec, lf.serving, lf.transport, fl.Arg(0), viewFlag(bool(f.asV2), bool(f.asNpy))); err != nil {
+	if err := info(ctx, stdout, tr, dec, lf.serving, lf.transport, fl.Arg(0), viewFlag(bool(f.asV2), bool(f.asNpy), bool(f.asNc))); err != nil {
 		return err
 	}
 	return printPlan(stdout, plan)

@@ -37,12 +37,14 @@ func cat(ctx context.Context, stdout io.Writer, tr *tree.Tree, p string) error {
 }
 
 // viewFlag names the flag of the view a tree presents, "" for the default.
-func viewFlag(asV2, asNpy bool) string {
+func viewFlag(asV2, asNpy, asNc bool) string {
 	switch {
 	case asV2:
 		return "--as-v2"
 	case asNpy:
 		return "--as-npy"
+	case asNc:
+		return "--as-nc"
 	}
 	return ""
 }
@@ -58,7 +60,11 @@ func viewFlag(asV2, asNpy bool) string {
 // SOURCE (source) holding no array is an error that says what it holds
 // (noArrays). Over HTTP, which cannot list chunk keys, STORED says "not
 // listed" rather than counting none. Under --as-npy (view), PRESENTED
-// names the array's .npy file, or says why the array is not shown.
+// names the array's .npy file, or says why the array is not shown; under
+// --as-nc, the netCDF file and variable that hold it, or why it is left
+// out, and a second table lists each group's file, its format (CDF-2 or
+// CDF-5), variables and size. Under --layout native, PRESENTED says so
+// of the arrays it relays.
 //
 // Two last lines say which serving path and transport zfuse mount would
 // use on this machine (printMount).
@@ -104,6 +110,10 @@ func info(ctx context.Context, stdout io.Writer, tr *tree.Tree, dec *decoders, s
 			how, decoder = "not shown ("+view+"): "+in.Hidden.Error(), "-"
 		case in.Npy != "":
 			how = "raw, as " + in.Npy
+		case in.Nc != "":
+			how = fmt.Sprintf("raw, as %s variable %s (%s)", in.Nc, in.NcVar, in.NcType)
+		case in.Array != nil && in.Array.Relaid():
+			how = "raw, relaid (--layout native): order C, " + in.Array.DType
 		case in.PassThrough != nil:
 			how, decoder = "passed through: "+in.PassThrough.Error(), "-"
 		}
@@ -114,6 +124,9 @@ func info(ctx context.Context, stdout io.Writer, tr *tree.Tree, dec *decoders, s
 			in.Path, format, shape, chunks, shards, dtype, codecs, decoder, stored, ratio, how)
 	}
 	if err := w.Flush(); err != nil {
+		return err
+	}
+	if err := ncInfo(ctx, stdout, tr); err != nil {
 		return err
 	}
 	return printMount(stdout, serving, transport)
@@ -194,4 +207,24 @@ func versionOf(bi *debug.BuildInfo) string {
 		parts = append(parts, set["GOOS"]+"/"+set["GOARCH"])
 	}
 	return strings.Join(parts, " ")
+}
+
+// ncInfo prints, under --as-nc, one line per netCDF file: its path, the
+// group it presents, its format and size, and its variables.
+func ncInfo(ctx context.Context, stdout io.Writer, tr *tree.Tree) error {
+	files, err := tr.NcFiles(ctx)
+	if err != nil || len(files) == 0 {
+		return err
+	}
+	fmt.Fprintln(stdout)
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "FILE\tGROUP\tFORMAT\tSIZE\tVARIABLES")
+	for _, f := range files {
+		vars := strings.Join(f.Vars, " ")
+		if vars == "" {
+			vars = "-"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s (%s)\t%s\t%s\n", f.Path, f.Group, f.Format, f.Format.Describe(), bytesize.Format(f.Size), vars)
+	}
+	return w.Flush()
 }
