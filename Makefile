@@ -5,12 +5,13 @@ GO ?= go
 
 all: build
 
-# build: the zfuse binary in ./bin. -buildvcs=true: stamp the git revision,
+# build: the zfuse binary in ./bin, and beside it zfuse-csi, the CSI plugin
+# zfuse csi runs (apart, so that no mount maps its gRPC code). -buildvcs=true: stamp the git revision,
 # its time and whether the tree was modified (zfuse version prints them)
 # even where GOFLAGS says -buildvcs=false; the go command cannot stamp a
 # git worktree (its .git is a file), and says nothing then.
 build:
-	$(GO) build -buildvcs=true -o bin/zfuse ./cmd/zfuse
+	$(GO) build -buildvcs=true -o bin/ ./cmd/zfuse ./cmd/zfuse-csi
 
 # ZARRITA: where deps installs zarrita (npm), the independent Zarr v3
 # implementation the v3 tests write and read fixtures with; the tests look

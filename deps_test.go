@@ -20,24 +20,25 @@ const module = "github.com/zfuse/zfuse/"
 // Besides, every package's _test.go files may import testutil, and only
 // they: the test helpers, which import the standard library alone.
 var allowed = map[string][]string{
-	"codec":       {},
-	"gpu":         {"codec"},
-	"cache":       {"internal/flight", "internal/bytesize"},
-	"store":       {"internal/flight"},
-	"zarr":        {"codec"},
-	"netcdf":      {},
-	"readahead":   {"cache", "codec", "store", "zarr", "internal/bytesize"},
-	"tree":        {"readahead", "zarr", "store", "codec", "netcdf", "internal/flight"},
-	"fusemount":   {"tree", "readahead", "zarr", "store", "internal/mountinfo", "internal/procfs", "internal/uring"},
-	"compress":    {"tree", "zarr", "codec", "store", "readahead", "internal/bytesize"},
-	"metrics":     {"fusemount", "gpu", "readahead", "store", "zarr", "internal/memlimit"},
-	"warmup":      {"zarr", "internal/mountinfo"},
-	"daemon":      {},
-	"mountlib":    {"fusemount", "gpu", "readahead", "store", "tree", "internal/mountinfo"},
-	"csidriver":   {"internal/mountinfo", "internal/bytesize", "store"},
-	"cmd/zfuse":   {"*"},
-	"integration": {},
-	testutil:      {},
+	"codec":         {},
+	"gpu":           {"codec"},
+	"cache":         {"internal/flight", "internal/bytesize"},
+	"store":         {"internal/flight"},
+	"zarr":          {"codec"},
+	"netcdf":        {},
+	"readahead":     {"cache", "codec", "store", "zarr", "internal/bytesize"},
+	"tree":          {"readahead", "zarr", "store", "codec", "netcdf", "internal/flight"},
+	"fusemount":     {"tree", "readahead", "zarr", "store", "internal/mountinfo", "internal/procfs", "internal/uring"},
+	"compress":      {"tree", "zarr", "codec", "store", "readahead", "internal/bytesize"},
+	"metrics":       {"fusemount", "gpu", "readahead", "store", "zarr", "internal/memlimit"},
+	"warmup":        {"zarr", "internal/mountinfo"},
+	"daemon":        {},
+	"mountlib":      {"fusemount", "gpu", "readahead", "store", "tree", "internal/mountinfo"},
+	"csidriver":     {"internal/mountinfo", "internal/bytesize", "store"},
+	"cmd/zfuse":     {"*"},
+	"cmd/zfuse-csi": {"csidriver", "internal/version"},
+	"integration":   {},
+	testutil:        {},
 
 	// internal/…: small helpers more than one package needs, each its own
 	// entry, so that a package names the helpers it uses.
@@ -48,6 +49,7 @@ var allowed = map[string][]string{
 	"internal/procfs":    {},
 	"internal/bytesize":  {},
 	"internal/uring":     {},
+	"internal/version":   {},
 }
 
 const testutil = "internal/testutil"
@@ -117,7 +119,8 @@ func TestImports(t *testing.T) {
 func top(dir string) string {
 	switch {
 	case strings.HasPrefix(dir, "cmd/"):
-		return "cmd/zfuse"
+		cmd, _, _ := strings.Cut(strings.TrimPrefix(dir, "cmd/"), "/")
+		return "cmd/" + cmd
 	case dir == testutil || strings.HasPrefix(dir, testutil+"/"):
 		return testutil
 	case strings.HasPrefix(dir, "internal/"):

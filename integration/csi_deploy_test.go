@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
@@ -51,18 +50,61 @@ func get(v any, path ...string) any {
 	return v
 }
 
-// flagsOf returns the flag names zfuse help CMD lists.
-func flagsOf(t *testing.T, cmd string) []string {
+// flagsOf returns the flags zfuse help CMD lists, each with whether it is
+// a boolean one (the flag package prints no kind for those).
+func flagsOf(t *testing.T, cmd string) map[string]bool {
 	t.Helper()
 	out, _, err := run("help", cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, m := range regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`).FindAllStringSubmatch(string(out), -1) {
-		names = append(names, m[1])
+	flags := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^  -([a-z0-9-]+)( [^\t\n]+)?`).FindAllStringSubmatch(string(out), -1) {
+		flags[m[1]] = m[2] == ""
 	}
-	return names
+	return flags
+}
+
+// TestCSIFlags: every flag of zfuse mount is one a CSI volume may set as
+// an attribute (with the same kind: boolean or not) or one the driver
+// refuses, as zfuse help csi lists them, so that a new flag of zfuse mount
+// is a decision for both.
+func TestCSIFlags(t *testing.T) {
+	needMount(t)
+	mount := flagsOf(t, "mount")
+	out, _, err := run("help", "csi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken, refused := map[string]bool{}, map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^  ([a-z0-9-]+)(=true\|false|=VALUE|: .*)$`).FindAllStringSubmatch(string(out), -1) {
+		if strings.HasPrefix(m[2], ":") {
+			refused[m[1]] = true
+		} else {
+			taken[m[1]] = m[2] == "=true|false"
+		}
+	}
+	if len(taken) == 0 || len(refused) == 0 {
+		t.Fatalf("zfuse help csi lists no attributes:\n%s", out)
+	}
+	for name, isBool := range mount {
+		want, ok := taken[name]
+		switch {
+		case ok && refused[name]:
+			t.Errorf("--%s is both taken and refused", name)
+		case ok && isBool != want:
+			t.Errorf("--%s: zfuse help mount says bool=%v, zfuse help csi %v", name, isBool, want)
+		case !ok && !refused[name]:
+			t.Errorf("zfuse mount --%s is neither taken nor refused by zfuse csi (csidriver/attributes.go)", name)
+		}
+	}
+	for _, m := range []map[string]bool{taken, refused} {
+		for name := range m {
+			if _, ok := mount[name]; !ok {
+				t.Errorf("zfuse csi names the attribute %s, which is no flag of zfuse mount", name)
+			}
+		}
+	}
 }
 
 // TestCSIDeployFiles checks deploy/kubernetes against the binary: the
@@ -118,7 +160,7 @@ func TestCSIDeployFiles(t *testing.T) {
 				}
 				for _, a := range args[1:] {
 					f, _, _ := strings.Cut(strings.TrimLeft(a.(string), "-"), "=")
-					if !slices.Contains(csiFlags, f) {
+					if _, ok := csiFlags[f]; !ok {
 						t.Errorf("%s: zfuse csi has no flag --%s", file, f)
 					}
 				}

@@ -49,8 +49,9 @@ func runMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(tmp)
 	if !testing.Short() {
+		// zfuse and, beside it, the CSI plugin zfuse csi runs.
 		zfuse = filepath.Join(tmp, "zfuse")
-		cmd := exec.Command(testutil.GoTool(), "build", "-race", "-o", zfuse, "./cmd/zfuse")
+		cmd := exec.Command(testutil.GoTool(), "build", "-race", "-o", tmp, "./cmd/zfuse", "./cmd/zfuse-csi")
 		cmd.Dir = repo
 		if out, err := cmd.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "building zfuse: %v\n%s", err, out)

@@ -7,7 +7,7 @@
 //	zfuse warmup [flags] MOUNTPOINT/PATH    decode an array, group or slice into a mount's caches
 //	zfuse compress [flags] SOURCE DEST      write SOURCE's arrays as a compressed store
 //	zfuse bench [flags]                     measure the mount against baselines on this machine
-//	zfuse csi [flags]                       serve the CSI node plugin for Kubernetes (package csidriver)
+//	zfuse csi [flags]                       serve the CSI node plugin for Kubernetes (cmd/zfuse-csi)
 //	zfuse version                           print the version
 //	zfuse help [COMMAND]                    print the usage, or a command's flags
 //	zfuse SOURCE MOUNTPOINT -o OPTIONS      mount in the background, as mount.fuse3 runs it (fstab: type fuse.zfuse)
@@ -27,6 +27,7 @@ import (
 	"github.com/zfuse/zfuse/daemon"
 	"github.com/zfuse/zfuse/fusemount"
 	"github.com/zfuse/zfuse/internal/memlimit"
+	"github.com/zfuse/zfuse/internal/version"
 	"github.com/zfuse/zfuse/metrics"
 	"github.com/zfuse/zfuse/mountlib"
 	"github.com/zfuse/zfuse/readahead"
@@ -72,7 +73,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if len(args) != 0 {
 			return badUsage("version", "version takes no arguments")
 		}
-		_, err := fmt.Fprintln(stdout, "zfuse", version())
+		_, err := fmt.Fprintln(stdout, "zfuse", version.String())
 		return err
 	case "bench":
 		return runBench(ctx, args, stdout, stderr) // bench.go: internal/bench, and its FUSE floor
@@ -81,7 +82,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "compress":
 		return runCompress(ctx, args, stdout, stderr) // compress.go
 	case "csi":
-		return runCSI(ctx, args, stdout, stderr) // csi.go: the CSI node plugin
+		return runCSI(args, stdout, stderr) // csi.go: the CSI node plugin, zfuse-csi
 	}
 	nargs := map[string]int{"mount": 2, "cat": 2, "info": 1}[cmd]
 	if nargs == 0 {
