@@ -1,16 +1,8 @@
 // Command zfuse mounts a compressed Zarr store read-only and serves it as an
-// uncompressed one.
-//
-//	zfuse mount [flags] SOURCE MOUNTPOINT   serve SOURCE at MOUNTPOINT until SIGINT/SIGTERM
-//	zfuse cat [flags] SOURCE PATH           print one file exactly as the mount serves it
-//	zfuse info [flags] SOURCE               list the arrays and how each is presented
-//	zfuse warmup [flags] MOUNTPOINT/PATH    decode an array, group or slice into a mount's caches
-//	zfuse compress [flags] SOURCE DEST      write SOURCE's arrays as a compressed store
-//	zfuse bench [flags]                     measure the mount against baselines on this machine
-//	zfuse csi [flags]                       serve the CSI node plugin for Kubernetes (cmd/zfuse-csi)
-//	zfuse version                           print the version
-//	zfuse help [COMMAND]                    print the usage, or a command's flags
-//	zfuse SOURCE MOUNTPOINT -o OPTIONS      mount in the background, as mount.fuse3 runs it (fstab: type fuse.zfuse)
+// uncompressed one. Its commands (mount, cat, info, warmup, compress, bench,
+// csi, version, help) are usage.go's commands, which zfuse help lists with
+// what each does; "zfuse SOURCE MOUNTPOINT -o OPTIONS" is the form mount.fuse3
+// runs for fstab's type fuse.zfuse (options.go).
 package main
 
 import (
