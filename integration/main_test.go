@@ -84,15 +84,25 @@ func conformance(t testing.TB, rel string) string {
 	return testutil.Conformance(t, rel)
 }
 
-var generated = sync.OnceValues(func() (string, error) {
-	out := filepath.Join(tmp, "fixtures")
-	cmd := exec.Command(testutil.Python, filepath.Join(repo, "integration", "testdata", "generate.py"), out)
-	cmd.Env = append(os.Environ(), "PYTHONUTF8=1")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("generate.py: %v\n%s", err, b)
-	}
-	return out, nil
-})
+var generated = written("fixtures", "generate.py")
+
+// written returns a function that, on its first call, runs
+// testdata/SCRIPT ARGS... DIR, DIR being tmp/NAME, made for it, and
+// returns DIR: the stores a group of tests reads, written once per run.
+func written(name, script string, args ...string) func() (string, error) {
+	return sync.OnceValues(func() (string, error) {
+		out := filepath.Join(tmp, name)
+		if err := os.Mkdir(out, 0o755); err != nil {
+			return "", err
+		}
+		cmd := exec.Command(testutil.Python, append(append([]string{filepath.Join(repo, "integration", "testdata", script)}, args...), out)...)
+		cmd.Env = append(os.Environ(), "PYTHONUTF8=1")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("%s: %v\n%s", strings.Join(append([]string{script}, args...), " "), err, b)
+		}
+		return out, nil
+	})
+}
 
 // fixtures returns the directory generate.py wrote (once per run).
 func fixtures(t testing.TB) string {

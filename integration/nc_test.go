@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"maps"
 	"math"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -36,17 +34,7 @@ func ncPy(t *testing.T, args ...string) {
 	pyChecks(t, "nccheck.py", args...)
 }
 
-var cfStores = sync.OnceValues(func() (string, error) {
-	out := filepath.Join(tmp, "cf")
-	if err := os.Mkdir(out, 0o755); err != nil {
-		return "", err
-	}
-	cmd := exec.Command(testutil.Python, filepath.Join(repo, "integration", "testdata", "nccheck.py"), "writecf", out)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("nccheck.py writecf: %v\n%s", err, b)
-	}
-	return out, nil
-})
+var cfStores = written("cf", "nccheck.py", "writecf")
 
 // cf returns the directory nccheck.py writecf wrote (once per run):
 // cf.zarr, cf2.zarr and big.zarr.

@@ -2,13 +2,11 @@ package integration
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/zfuse/zfuse/internal/testutil"
@@ -25,17 +23,7 @@ import (
 // zarrita), and every reader must get exactly what zarr-python (or, for
 // v3, zarrita) reads from the original.
 
-var readerStores = sync.OnceValues(func() (string, error) {
-	out := filepath.Join(tmp, "readers")
-	if err := os.Mkdir(out, 0o755); err != nil {
-		return "", err
-	}
-	cmd := exec.Command(testutil.Python, filepath.Join(repo, "integration", "testdata", "readers.py"), "write", out)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("readers.py write: %v\n%s", err, b)
-	}
-	return out, nil
-})
+var readerStores = written("readers", "readers.py", "write")
 
 // readers returns the directory readers.py wrote (once per run): nc.zarr,
 // nc_raw.zarr, more.zarr, sharded.zarr and sharded.json.
