@@ -138,7 +138,6 @@ func (h *chunkHandle) PassthroughFd() (int, bool) {
 // Release lets go of the chunk when the kernel closes the file, once
 // go-fuse has let go of its backing file (see fileNode.passthrough).
 func (h *chunkHandle) Release(ctx context.Context) syscall.Errno {
-	h.node.m.n.releases.Add(1)
 	h.node.m.after.add(ctx, h.node.releasePassthrough)
 	return 0
 }
@@ -180,7 +179,9 @@ func (f *fileNode) passthrough(ctx context.Context) (*readahead.File, error) {
 	return f.pt, nil
 }
 
-// releasePassthrough ends the release of one passthrough open of f.
+// releasePassthrough ends the release of one passthrough open of f, and
+// only then counts it: a file counted released is one the next open opens
+// anew.
 func (f *fileNode) releasePassthrough() {
 	f.ptMu.Lock()
 	defer f.ptMu.Unlock()
@@ -188,6 +189,7 @@ func (f *fileNode) releasePassthrough() {
 		f.pt.Close()
 		f.pt = nil
 	}
+	f.m.n.releases.Add(1)
 }
 
 // afterRelease holds what a RELEASE of this mount leaves to do once go-fuse

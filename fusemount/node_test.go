@@ -13,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/zfuse/zfuse/internal/testutil"
 	"github.com/zfuse/zfuse/readahead"
@@ -192,6 +193,11 @@ func checkChunkReads(t *testing.T, serving Serving, s *testutil.V2Store, key, pa
 		if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("buffered read %d: %x, %v", i, got, err)
 		}
+		if serving == Passthrough {
+			// The kernel sends RELEASE after close returns: an open
+			// before it is done shares the first open's chunk file.
+			waitReleased(t, srv)
+		}
 		_, reads, opens := rec.take()
 		st := srv.Stats()
 		daemonReads, daemonOpens := st.ChunkReads-before.ChunkReads, st.Opens-before.Opens
@@ -212,6 +218,17 @@ func checkChunkReads(t *testing.T, serving Serving, s *testutil.V2Store, key, pa
 	}
 	if serving == Passthrough && !strings.Contains(logs.String(), "backing=") {
 		t.Errorf("no OPEN reply names a backing file:\n%s", logs.String())
+	}
+}
+
+// waitReleased waits until every chunk file opened with a handle in srv
+// has been released.
+func waitReleased(t *testing.T, srv *Server) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); srv.Stats().OpenFiles != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d chunk files still open 10 s after their last close", srv.Stats().OpenFiles)
+		}
 	}
 }
 
