@@ -251,11 +251,23 @@ func TestMetrics(t *testing.T) {
 	if n := mid["zfuse_fuse_chunk_read_seconds_count"]; passthrough && n != 0 || !passthrough && (n < 9 || n != mid[`zfuse_fuse_chunk_read_seconds_bucket{le="+Inf"}`]) {
 		t.Errorf("READ service times: %v counted (+Inf bucket %v) for 9 chunks read", n, mid[`zfuse_fuse_chunk_read_seconds_bucket{le="+Inf"}`])
 	}
+	// The kernel sends RELEASE after close returns; under passthrough an
+	// open before the last one's release is done shares its chunk file,
+	// and reads no tier.
+	released := func() {
+		for deadline := time.Now().Add(10 * time.Second); scrape(t, addr)["zfuse_open_chunk_files"] != 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("chunk files still open 10 s after their last close")
+			}
+		}
+	}
 	for _, k := range keys[:9] {
 		dropPageCache(t, filepath.Join(m.Dir, k))
+		released()
 		if _, err := os.ReadFile(filepath.Join(m.Dir, k)); err != nil {
 			t.Fatal(err)
 		}
+		released()
 	}
 	after := scrape(t, addr)
 	// Under passthrough every open is a read of the chunk (and dropping
