@@ -8,22 +8,12 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/zfuse/zfuse/internal/testutil"
 )
 
-var requestStore = sync.OnceValues(func() (string, error) {
-	out := filepath.Join(tmp, "requests")
-	if err := os.Mkdir(out, 0o755); err != nil {
-		return "", err
-	}
-	if b, err := exec.Command(testutil.Python, filepath.Join(repo, "integration", "testdata", "requests.py"), "write", out).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("requests.py write: %v\n%s", err, b)
-	}
-	return filepath.Join(out, "t.zarr"), nil
-})
+var requestDir = written("requests", "requests.py", "write")
 
 // TestWarmRequests: once a reader users have has read an array through
 // the mount (no-open, the default serving path), its next read of it (a
@@ -37,10 +27,11 @@ var requestStore = sync.OnceValues(func() (string, error) {
 func TestWarmRequests(t *testing.T) {
 	needMount(t)
 	needPython(t)
-	store, err := requestStore()
+	dir, err := requestDir()
 	if err != nil {
 		t.Fatal(err)
 	}
+	store := filepath.Join(dir, "t.zarr")
 	const planes, chunksPerPlane = 16, 64
 	stored := (planes - 1) * chunksPerPlane // the last plane is fill, not stored
 	py := func(reader string) func(t *testing.T, mnt string) {
@@ -81,31 +72,53 @@ func TestWarmRequests(t *testing.T) {
 			// Pages the kernel let go of since are read again (this
 			// machine's kernel pages out memory it finds idle, DAMON, and
 			// fresh pages may share a region with idle ones): each run
-			// of pages missing from a file may cost a READ or two.
-			gone := missingRuns(t, m.Dir)
-			before := serveRequests(t, m, stats)
-			r.read(t, m.Dir) // warm
-			d := minus(serveRequests(t, m, stats), before)
-			t.Logf("warm epoch, %d chunks stored, %d runs of pages evicted before it: %v", stored, gone, d)
-			for op, n := range d {
-				switch {
-				case op == "IOCTL" && r.ioctl:
-					// One an open: the readers open each chunk once,
-					// or twice (xarray's mean through dask reads every
-					// chunk twice, for the sum and the count), and the
-					// metadata again, for each dask task too.
-					if n > int64(3*stored) {
-						t.Errorf("%d IOCTLs for %d chunks: more than three a chunk", n, stored)
-					}
-				case op == "READ" && float64(n) > 0.01*float64(stored)+float64(2*gone):
-					t.Errorf("%d READs in the warm epoch for %d runs of evicted pages, %.3f a chunk: want at most 0.01 besides", n, gone, float64(n)/float64(stored))
-				case op != "READ" && float64(n) > 0.01*float64(stored):
-					t.Errorf("%d %s requests in the warm epoch, %.3f a chunk: want at most 0.01", n, op, float64(n)/float64(stored))
+			// of pages missing from a file may cost a READ or two. Pages
+			// it lets go of during the epoch cannot be counted: an epoch
+			// over the bound is run again, twice at most; a mount that
+			// sends requests it need not fails all three.
+			var problems []string
+			for try := range 3 {
+				gone := missingRuns(t, m.Dir)
+				before := serveRequests(t, m, stats)
+				r.read(t, m.Dir) // warm
+				d := minus(serveRequests(t, m, stats), before)
+				t.Logf("warm epoch %d, %d chunks stored, %d runs of pages evicted before it: %v", try+1, stored, gone, d)
+				if problems = warmProblems(d, stored, gone, r.ioctl); len(problems) == 0 {
+					break
 				}
+			}
+			for _, p := range problems {
+				t.Error(p)
 			}
 			noErrors(t, m)
 		})
 	}
+}
+
+// warmProblems says how the requests d of a warm epoch over stored chunks,
+// gone runs of pages missing before it, exceed what it may send: at most
+// 0.01 a chunk of any op, besides two READs a missing run and, for readers
+// that open files with Python's open() (ioctl), up to three IOCTLs a chunk.
+func warmProblems(d map[string]int64, stored, gone int, ioctl bool) []string {
+	var problems []string
+	for op, n := range d {
+		switch {
+		case op == "IOCTL" && ioctl:
+			// One an open: the readers open each chunk once, or twice
+			// (xarray's mean through dask reads every chunk twice, for
+			// the sum and the count), and the metadata again, for each
+			// dask task too.
+			if n > int64(3*stored) {
+				problems = append(problems, fmt.Sprintf("%d IOCTLs for %d chunks: more than three a chunk", n, stored))
+			}
+		case op == "READ" && float64(n) > 0.01*float64(stored)+float64(2*gone):
+			problems = append(problems, fmt.Sprintf("%d READs in the warm epoch for %d runs of evicted pages, %.3f a chunk: want at most 0.01 besides", n, gone, float64(n)/float64(stored)))
+		case op != "READ" && float64(n) > 0.01*float64(stored):
+			problems = append(problems, fmt.Sprintf("%d %s requests in the warm epoch, %.3f a chunk: want at most 0.01", n, op, float64(n)/float64(stored)))
+		}
+	}
+	sort.Strings(problems)
+	return problems
 }
 
 // catChunks reads every chunk file of the mount's array t with one cat.
