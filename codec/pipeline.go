@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 )
 
 // An EncodedSizer is a Decoder whose encoded size follows from its decoded
@@ -196,25 +195,6 @@ func DecodeBounded(d Decoder, src []byte, limit int) ([]byte, error) {
 		return out, err
 	}
 }
-
-var bufs sync.Pool // of *[]byte, intermediate buffers, kept at full capacity
-
-// GetBuf returns a buffer of capacity at least n from the pool that the
-// pipelines' intermediate stages use (zfuse compress takes its encode
-// buffers from it too): a run allocates as many as it has in flight, not
-// one per chunk. Callers slice it to the capacity they want, so that the
-// pooled slice keeps its whole array: a large buffer lent for a small
-// chunk is still large when it comes back.
-func GetBuf(n int) *[]byte {
-	if p, _ := bufs.Get().(*[]byte); p != nil && cap(*p) >= n {
-		return p
-	}
-	b := make([]byte, 0, n)
-	return &b
-}
-
-// PutBuf returns p to the pool; the caller keeps no reference to its array.
-func PutBuf(p *[]byte) { *p = (*p)[:0]; bufs.Put(p) }
 
 // EncodedLen is defined when every stage has one.
 func (p *Pipeline) EncodedLen(n int) (int, error) {
