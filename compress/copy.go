@@ -41,11 +41,11 @@ import (
 // (split.go) and no metadata; its record, at the end, says what
 // it wrote, for --finish.
 
-// Chunks are SOURCE's chunks, decoded (readahead.Loader.Chunk), as
-// tree.Chunks are a mount's: the slice is the caller's own copy, which it
-// may modify; a missing chunk satisfies errors.Is(err, fs.ErrNotExist).
+// Chunks are SOURCE's chunks, decoded (readahead.Loader.ChunkInto): the
+// slice is the caller's own copy, in buf where it has the capacity, which
+// it may modify; a missing chunk satisfies errors.Is(err, fs.ErrNotExist).
 type Chunks interface {
-	Chunk(ctx context.Context, r readahead.Ref) ([]byte, error)
+	ChunkInto(ctx context.Context, r readahead.Ref, buf []byte) ([]byte, error)
 }
 
 // A Config says where a plan is copied and how.
@@ -694,6 +694,13 @@ func (c *copier) unit(ctx context.Context, pa *Array, enc codec.BatchEncoder, u 
 		}
 	}
 	raws := make([][]byte, len(u.coords))
+	defer func() {
+		for _, b := range raws {
+			if b != nil {
+				codec.PutBuf(&b)
+			}
+		}
+	}()
 	for i, co := range u.coords {
 		if co == nil || (kept[i] && !c.verify) {
 			continue
@@ -857,30 +864,41 @@ func allKept(kept []bool, coords [][]int) bool {
 }
 
 // raw returns the bytes of the new chunk at coords, as the array presents
-// them; nil when it is left out: every element the fill value (unless
-// --write-empty), or no source chunk it draws on exists.
-func (c *copier) raw(ctx context.Context, pa *Array, coords []int) ([]byte, error) {
+// them, in a buffer of codec.GetBuf's, which the caller puts back; nil
+// when it is left out: every element the fill value (unless
+// --write-empty), or no source chunk it draws on exists. Every buffer
+// comes from the pool and goes back to it: a run touches the memory of
+// the chunks it has in flight, not of every chunk it reads (for parts
+// run at once, each a process of its own, that memory is the cost of a
+// part: page faults of a fresh heap).
+func (c *copier) raw(ctx context.Context, pa *Array, coords []int) (raw []byte, err error) {
 	d, s := pa.Enc.Array(), pa.Src
+	bp := codec.GetBuf(int(d.ChunkLen()))
+	defer func() {
+		if raw == nil {
+			codec.PutBuf(bp)
+		}
+	}()
 	var b []byte
 	if pa.Same {
-		src, err := c.chunks.Chunk(ctx, readahead.Ref{Array: s, Path: pa.SrcDir, Coords: coords, PID: pid})
+		b, err = c.chunks.ChunkInto(ctx, readahead.Ref{Array: s, Path: pa.SrcDir, Coords: coords, PID: pid}, *bp)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("SOURCE: %w", err)
 		}
-		b = src
 	} else {
-		b = make([]byte, d.ChunkLen())
+		b = (*bp)[:d.ChunkLen()]
 		zarr.FillChunk(b, d.Fill)
 		box := d.ChunkBox(coords)
 		dl := d.Layout(coords)
+		sp := codec.GetBuf(int(s.ChunkLen()))
+		defer codec.PutBuf(sp)
 		found := false
-		var err error
 		s.ChunksIn(box, func(sc []int) bool {
 			var src []byte
-			src, err = c.chunks.Chunk(ctx, readahead.Ref{Array: s, Path: pa.SrcDir, Coords: sc, PID: pid})
+			src, err = c.chunks.ChunkInto(ctx, readahead.Ref{Array: s, Path: pa.SrcDir, Coords: sc, PID: pid}, *sp)
 			if errors.Is(err, fs.ErrNotExist) {
 				err = nil
 				return true

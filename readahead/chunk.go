@@ -117,11 +117,20 @@ func (c *chunk) readAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// copyOut returns a copy of the whole chunk. The caller holds a reference.
-func (c *chunk) copyOut() ([]byte, error) {
-	b := make([]byte, c.size)
-	if _, err := c.readAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
+// copyInto returns a copy of the whole chunk, in buf if it has the
+// capacity. The caller holds a reference.
+func (c *chunk) copyInto(buf []byte) ([]byte, error) {
+	b := buf[:0]
+	if int64(cap(b)) < c.size {
+		b = make([]byte, c.size)
+	}
+	b = b[:c.size]
+	n, err := c.readAt(b, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("reading decoded chunk: %w", err)
+	}
+	if int64(n) != c.size { // not reached: a reused buf would keep old bytes
+		return nil, fmt.Errorf("reading decoded chunk: %d of its %d bytes", n, c.size)
 	}
 	return b, nil
 }

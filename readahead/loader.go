@@ -245,12 +245,20 @@ func (l *Loader) Close() error {
 // are not affected. If ctx ends first, Chunk returns ctx.Err() and the load
 // goes on for other readers.
 func (l *Loader) Chunk(ctx context.Context, r Ref) ([]byte, error) {
+	return l.ChunkInto(ctx, r, nil)
+}
+
+// ChunkInto is Chunk copying into buf when it has the capacity, so that a
+// caller that reads many chunks (zfuse compress) reuses its buffers
+// instead of making garbage of a chunk's size per read; else into a new
+// slice.
+func (l *Loader) ChunkInto(ctx context.Context, r Ref, buf []byte) ([]byte, error) {
 	c, _, err := l.get(ctx, r, chunkRead)
 	if err != nil {
 		return nil, err
 	}
 	defer c.release()
-	return c.copyOut()
+	return c.copyInto(buf)
 }
 
 // ReadAt copies the bytes of the decoded chunk at coords from off into p,
