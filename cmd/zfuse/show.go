@@ -53,7 +53,7 @@ func viewFlag(asV2, asNpy, asNc bool) string {
 // presented as v2, where PRESENTED also says what is served of zarr.json);
 // a sharded v3 array is presented unsharded, so CHUNKS is its inner chunk
 // shape and SHARDS the stored one; DECODER says what decodes its chunks
-// (r's choice, and why) and how a sharded array's inner chunks are read.
+// (dec's choice, and why) and how a sharded array's inner chunks are read.
 //
 // SOURCE (source) holding no array is an error that says what it holds
 // (noArrays). Over HTTP, which cannot list chunk keys, STORED says "not
@@ -74,52 +74,10 @@ func info(ctx context.Context, stdout io.Writer, tr *tree.Tree, dec *decoders, s
 	if len(arrays) == 0 {
 		return noArrays(tr.NoArray(ctx), source)
 	}
-	listed := store.Backend(source) != "http"
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "PATH\tFORMAT\tSHAPE\tCHUNKS\tSHARDS\tDTYPE\tCODECS\tDECODER\tSTORED\tRATIO\tPRESENTED")
 	for _, in := range arrays {
-		shape, chunks, shards, dtype, codecs := "?", "?", "-", "?", "?"
-		format := "v" + strconv.Itoa(in.Format)
-		if a := in.Array; a != nil {
-			shape, chunks, dtype, codecs = compress.Dims(a.Shape), compress.Dims(a.Chunks), a.DType, a.Codecs
-			if a.Format == 3 {
-				dtype = a.DataType
-			}
-			if in.Format == 3 && a.Format == 2 {
-				format = "v3->v2"
-			}
-		}
-		if in.Shards != nil {
-			shards = compress.Dims(in.Shards)
-		}
-		stored := fmt.Sprintf("%d chunks, %s", in.Chunks, bytesize.Format(in.Stored))
-		ratio := "-" // passed-through arrays are served as stored
-		switch {
-		case !listed:
-			stored = "not listed"
-		case in.Stored > 0 && in.PassThrough == nil:
-			ratio = fmt.Sprintf("%.2f", float64(in.Presented)/float64(in.Stored))
-		}
-		how, decoder := "raw", decoderOf(in.Array, dec)
-		switch {
-		case in.Unreadable != nil:
-			format, stored, how = "?", "?", "metadata could not be read: "+in.Unreadable.Error()
-		case in.Hidden != nil:
-			how, decoder = "not shown ("+view+"): "+in.Hidden.Error(), "-"
-		case in.Npy != "":
-			how = "raw, as " + in.Npy
-		case in.Nc != "":
-			how = fmt.Sprintf("raw, as %s variable %s (%s)", in.Nc, in.NcVar, in.NcType)
-		case in.Array != nil && in.Array.Relaid():
-			how = "raw, relaid (--layout native): order C, " + in.Array.DType
-		case in.PassThrough != nil:
-			how, decoder = "passed through: "+in.PassThrough.Error(), "-"
-		}
-		if in.ZarrJSON != "" { // a zarr.json beside the .zarray
-			format, how = "v2+v3", how+"; zarr.json "+in.ZarrJSON
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			in.Path, format, shape, chunks, shards, dtype, codecs, decoder, stored, ratio, how)
+		fmt.Fprintln(w, strings.Join(infoRow(in, dec, source, view), "\t"))
 	}
 	if err := w.Flush(); err != nil {
 		return err
@@ -128,6 +86,52 @@ func info(ctx context.Context, stdout io.Writer, tr *tree.Tree, dec *decoders, s
 		return err
 	}
 	return printMount(stdout, serving, transport)
+}
+
+// infoRow returns the cells of info's line of the array in, of SOURCE
+// source presented in view (viewFlag).
+func infoRow(in tree.ArrayInfo, dec *decoders, source, view string) []string {
+	shape, chunks, shards, dtype, codecs := "?", "?", "-", "?", "?"
+	format := "v" + strconv.Itoa(in.Format)
+	if a := in.Array; a != nil {
+		shape, chunks, dtype, codecs = compress.Dims(a.Shape), compress.Dims(a.Chunks), a.DType, a.Codecs
+		if a.Format == 3 {
+			dtype = a.DataType
+		}
+		if in.Format == 3 && a.Format == 2 {
+			format = "v3->v2"
+		}
+	}
+	if in.Shards != nil {
+		shards = compress.Dims(in.Shards)
+	}
+	stored := fmt.Sprintf("%d chunks, %s", in.Chunks, bytesize.Format(in.Stored))
+	ratio := "-" // passed-through arrays are served as stored
+	switch {
+	case store.Backend(source) == "http": // it cannot list chunk keys
+		stored = "not listed"
+	case in.Stored > 0 && in.PassThrough == nil:
+		ratio = fmt.Sprintf("%.2f", float64(in.Presented)/float64(in.Stored))
+	}
+	how, decoder := "raw", decoderOf(in.Array, dec)
+	switch {
+	case in.Unreadable != nil:
+		format, stored, how = "?", "?", "metadata could not be read: "+in.Unreadable.Error()
+	case in.Hidden != nil:
+		how, decoder = "not shown ("+view+"): "+in.Hidden.Error(), "-"
+	case in.Npy != "":
+		how = "raw, as " + in.Npy
+	case in.Nc != "":
+		how = fmt.Sprintf("raw, as %s variable %s (%s)", in.Nc, in.NcVar, in.NcType)
+	case in.Array != nil && in.Array.Relaid():
+		how = "raw, relaid (--layout native): order C, " + in.Array.DType
+	case in.PassThrough != nil:
+		how, decoder = "passed through: "+in.PassThrough.Error(), "-"
+	}
+	if in.ZarrJSON != "" { // a zarr.json beside the .zarray
+		format, how = "v2+v3", how+"; zarr.json "+in.ZarrJSON
+	}
+	return []string{in.Path, format, shape, chunks, shards, dtype, codecs, decoder, stored, ratio, how}
 }
 
 // printMount writes zfuse info's lines of the serving path and transport
