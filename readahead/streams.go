@@ -192,8 +192,46 @@ func (l *Loader) readPlacedLocked(a *zarr.Array, path string, st *stream, i int6
 
 // planLocked is plan with l.readers.mu held, planning with pol.
 func (l *Loader) planLocked(a *zarr.Array, path string, st *stream, i int64, waited bool, pol Policy) {
+	pl, named, index := st.next(a, i, waited, pol)
+	if l.servesStored(a) {
+		return // nothing to decode ahead: the kernel reads the stored files
+	}
+	var batch []prefetched
+	for k := range pl.N {
+		i := index(pl.Index(k))
+		r := ref(a, path, a.Coords(i))
+		if l.decoded.Has(r.id) || l.decoded.Loading(r.id) { // a reader's load has it (without a compressed tier, a prefetch would read it again)
+			continue
+		}
+		e, res := l.staging.reserve(r.id, a.ChunkLen())
+		if res == full {
+			if named {
+				st.named = pol.Cut(st.named, pl, k)
+			} else {
+				st.state = pol.Cut(st.state, pl, k)
+			}
+			break
+		}
+		if res == reserved {
+			batch = append(batch, prefetched{e: e, ref: r, i: i})
+		}
+	}
+	if len(batch) == 0 {
+		return
+	}
+	if l.placer.Load() != nil {
+		l.markPlaced(st, batch)
+	}
+	l.log.Debug("prefetch", "key", batch[0].ref.stored, "n", len(batch), "named", named)
+	l.wg.Go(func() { l.prefetch(a, path, batch) })
+}
+
+// next records the read of chunk i (a linear index) of a in st and
+// returns the plan that follows it: in grid order, or in name order where
+// that order's pattern has held longer, named then true and index mapping
+// the plan's positions to linear indexes (else the identity).
+func (st *stream) next(a *zarr.Array, i int64, waited bool, policy Policy) (pl Plan, named bool, index func(int64) int64) {
 	st.last = time.Now()
-	policy := pol
 	s, pl := policy.Next(st.state, Access{Index: i, Len: a.NumChunks(), Slab: slabLen(a), Waited: waited})
 	st.state = s
 	st.gridRun = run(st.gridRun, s)
@@ -203,8 +241,7 @@ func (l *Loader) planLocked(a *zarr.Array, path string, st *stream, i int64, wai
 	if s.Step() == 0 {
 		st.misses++
 	}
-	index := func(p int64) int64 { return p }
-	named := false
+	index = func(p int64) int64 { return p }
 	if order := st.order; order != nil {
 		// Both orders make short runs of the other now and then (a reader
 		// in listing order reads "0.10", "0.11", "0.12"): the order whose
@@ -222,37 +259,7 @@ func (l *Loader) planLocked(a *zarr.Array, path string, st *stream, i int64, wai
 		}
 		st.named = ns
 	}
-	if l.servesStored(a) {
-		return // nothing to decode ahead: the kernel reads the stored files
-	}
-	var batch []prefetched
-	for k := range pl.N {
-		i := index(pl.Index(k))
-		r := ref(a, path, a.Coords(i))
-		if l.decoded.Has(r.id) || l.decoded.Loading(r.id) { // a reader's load has it (without a compressed tier, a prefetch would read it again)
-			continue
-		}
-		e, res := l.staging.reserve(r.id, a.ChunkLen())
-		if res == full {
-			if named {
-				st.named = policy.Cut(st.named, pl, k)
-			} else {
-				st.state = policy.Cut(st.state, pl, k)
-			}
-			break
-		}
-		if res == reserved {
-			batch = append(batch, prefetched{e: e, ref: r, i: i})
-		}
-	}
-	if len(batch) == 0 {
-		return
-	}
-	if l.placer.Load() != nil {
-		l.markPlaced(st, batch)
-	}
-	l.log.Debug("prefetch", "key", batch[0].ref.stored, "n", len(batch), "named", named)
-	l.wg.Go(func() { l.prefetch(a, path, batch) })
+	return pl, named, index
 }
 
 // slabLen returns the chunks of one grid index of a's axis 0 (Access.Slab),
