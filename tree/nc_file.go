@@ -359,17 +359,7 @@ func (d *ncDims) take(ctx context.Context, b *ncBuilder, c *ncCand) []int {
 // finish assembles the file from the candidates: the format, the
 // dimensions, each variable and its attributes, the global attributes.
 func (b *ncBuilder) finish(ctx context.Context) (*ncFile, error) {
-	// The format: CDF-2 unless a type or size needs CDF-5.
-	var prov netcdf.File
-	for _, c := range b.cands {
-		v := netcdf.Var{Name: c.name, Type: c.typ}
-		for i, l := range c.lens {
-			v.Dims = append(v.Dims, len(prov.Dims))
-			prov.Dims = append(prov.Dims, netcdf.Dim{Name: c.dims[i], Len: l})
-		}
-		prov.Vars = append(prov.Vars, v)
-	}
-	format := prov.MinFormat()
+	format := b.format()
 	f := &netcdf.File{Format: format}
 	dims := &ncDims{byName: map[string]int{}}
 	nf := &ncFile{arrays: b.arrays}
@@ -420,6 +410,21 @@ func (b *ncBuilder) finish(ctx context.Context) (*ncFile, error) {
 	nf.layout = l
 	nf.version = ncVersion(l.Header, arrays)
 	return nf, nil
+}
+
+// format returns the file's format: CDF-2 unless a type or size of a
+// candidate needs CDF-5.
+func (b *ncBuilder) format() netcdf.Format {
+	var prov netcdf.File
+	for _, c := range b.cands {
+		v := netcdf.Var{Name: c.name, Type: c.typ}
+		for i, l := range c.lens {
+			v.Dims = append(v.Dims, len(prov.Dims))
+			prov.Dims = append(prov.Dims, netcdf.Dim{Name: c.dims[i], Len: l})
+		}
+		prov.Vars = append(prov.Vars, v)
+	}
+	return prov.MinFormat()
 }
 
 // checkVar reports what keeps v, whose dimensions are in dims, from a
