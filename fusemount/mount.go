@@ -256,7 +256,7 @@ func SetKernelReadahead(dir string, n int64) (bdi string, fromKB int64, err erro
 }
 
 // Mounted reports whether dir is a mount point, from /proc/self/mountinfo
-// (see mountDevice: it does not stat dir, so a stale mount counts).
+// (see topDevice: it does not stat dir, so a stale mount counts).
 func Mounted(dir string) (bool, error) {
 	dev, err := topDevice(dir)
 	return dev != "", err

@@ -135,8 +135,8 @@ type Placer interface {
 	// are placed. data is valid only during the call.
 	Place(a *zarr.Array, path string, i int64, data []byte) bool
 	// Expect says that chunk i of a is planned and will be offered once
-	// decoded, so the Placer can get ready for it meanwhile (fs looks its
-	// file up). It must not wait.
+	// decoded, so the Placer can get ready for it meanwhile (fusemount
+	// looks its file up). It must not wait.
 	Expect(a *zarr.Array, i int64)
 }
 

@@ -86,7 +86,7 @@ func (c *shardIndexes) unchanged(ctx context.Context, key string, r indexResult)
 
 // ReadShardIndex reads and parses the index of a's shard stored under
 // key, of size bytes (negative: unknown, stat it), and keeps nothing: for a
-// walk that reads no chunk (fs's Tree for metadata only); a Loader keeps
+// walk that reads no chunk (a tree.Tree without Chunks); a Loader keeps
 // them (ShardIndex). An index that does not parse gives a *fs.PathError
 // with Op "shard".
 func ReadShardIndex(ctx context.Context, s store.Store, a *zarr.Array, key string, size int64) (*zarr.Index, error) {
