@@ -9,7 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	iofs "io/fs"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -189,7 +189,7 @@ func converge(t *testing.T, m *mounted, old, cur map[string][]byte, shape []int)
 		for name, want := range cur {
 			got, err := os.ReadFile(filepath.Join(dir, name))
 			switch {
-			case errors.Is(err, iofs.ErrNotExist) && old[name] == nil:
+			case errors.Is(err, fs.ErrNotExist) && old[name] == nil:
 				done = false // a new chunk, not looked up again yet
 			case err != nil:
 				t.Fatalf("%s: %v", name, err)

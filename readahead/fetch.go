@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	iofs "io/fs"
+	"io/fs"
 	"strconv"
 	"sync"
 	"time"
@@ -89,7 +89,7 @@ func (l *Loader) encoded(ctx context.Context, a *zarr.Array, r chunkRef) (stored
 		}
 		off, n, err := ix.ix.Entry(r.inner)
 		if err != nil {
-			return stored{}, &iofs.PathError{Op: "shard", Path: r.stored, Err: err}
+			return stored{}, &fs.PathError{Op: "shard", Path: r.stored, Err: err}
 		}
 		load := func(ctx context.Context) ([]byte, error) {
 			b, err := l.readStored(ctx, r.stored, off, n)
@@ -115,7 +115,7 @@ func (l *Loader) encoded(ctx context.Context, a *zarr.Array, r chunkRef) (stored
 		}
 		l.shards.forget(r.stored)
 	}
-	return stored{}, &iofs.PathError{Op: "shard", Path: r.stored, Err: errShardChanged}
+	return stored{}, &fs.PathError{Op: "shard", Path: r.stored, Err: errShardChanged}
 }
 
 // readStored reads [off, off+n) of key's stored value (all of it when

@@ -6,7 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
-	iofs "io/fs"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,8 +67,8 @@ func TestLoaderSharded(t *testing.T) {
 				for _, view := range []*zarr.Array{a, v2} {
 					got, err := l.Chunk(context.Background(), Ref{Array: view, Path: name, Coords: coords, PID: 1})
 					switch {
-					case errors.Is(wantErr, iofs.ErrNotExist):
-						if !errors.Is(err, iofs.ErrNotExist) {
+					case errors.Is(wantErr, fs.ErrNotExist):
+						if !errors.Is(err, fs.ErrNotExist) {
 							t.Errorf("chunk %v (format %d): %v, want missing", coords, view.Format, err)
 						}
 					case wantErr != nil:
@@ -89,7 +89,7 @@ func TestLoaderSharded(t *testing.T) {
 			case "3d.chunked.compressed.sharded.i2": // arange(64).reshape(4,4,4), inner chunks 1×1×1
 				for i := range a.NumChunks() {
 					v, err := l.Chunk(context.Background(), Ref{Array: a, Path: name, Coords: a.Coords(i), PID: 1})
-					if errors.Is(err, iofs.ErrNotExist) {
+					if errors.Is(err, fs.ErrNotExist) {
 						v, err = []byte{0, 0}, nil // not written: the fill value, 0
 					}
 					if err != nil || int64(int16(binary.LittleEndian.Uint16(v))) != i {
@@ -108,7 +108,7 @@ func TestLoaderSharded(t *testing.T) {
 // mustGlob returns the files under dir.
 func mustGlob(t *testing.T, dir string) []string {
 	var files []string
-	filepath.WalkDir(dir, func(p string, d iofs.DirEntry, err error) error {
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			files = append(files, p)
 		}

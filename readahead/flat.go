@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
-	iofs "io/fs"
+	"io/fs"
 
 	"github.com/zfuse/zfuse/zarr"
 )
@@ -70,7 +70,7 @@ func (l *Loader) ReadPieces(ctx context.Context, r Ref, p []byte, ps []zarr.Piec
 		k, err := c.readAt(p[pc.At:pc.At+pc.N], pc.Off)
 		n += k
 		if err != nil && !errors.Is(err, io.EOF) {
-			return n, &iofs.PathError{Op: "chunk", Path: id, Err: err}
+			return n, &fs.PathError{Op: "chunk", Path: id, Err: err}
 		}
 	}
 	if c.served.Add(int64(n)) >= inside(a, r.Coords) && l.decoded.Remove(id, c) {

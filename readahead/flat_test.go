@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	iofs "io/fs"
+	"io/fs"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -193,7 +193,7 @@ func TestLoaderFlatMissing(t *testing.T) {
 	if len(ps) != 2 {
 		t.Fatalf("pieces %v", ps)
 	}
-	if _, err := l.ReadPieces(context.Background(), Ref{Array: a, Path: "temp", Coords: a.Coords(1), PID: 1}, p, ps[1:]); !errors.Is(err, iofs.ErrNotExist) {
+	if _, err := l.ReadPieces(context.Background(), Ref{Array: a, Path: "temp", Coords: a.Coords(1), PID: 1}, p, ps[1:]); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing chunk: %v, want fs.ErrNotExist", err)
 	}
 	if n, err := l.ReadPieces(context.Background(), Ref{Array: a, Path: "temp", Coords: a.Coords(0), PID: 1}, p, ps[:1]); err != nil || n != 64 || !bytes.Equal(p[:64], chunkData(a, 0)[:64]) {

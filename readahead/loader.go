@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
-	iofs "io/fs"
+	"io/fs"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -281,7 +281,7 @@ func (l *Loader) ReadAt(ctx context.Context, r Ref, p []byte, off int64) (n int,
 	defer c.release()
 	n, err = c.readAt(p, off)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return n, &iofs.PathError{Op: "chunk", Path: id, Err: err}
+		return n, &fs.PathError{Op: "chunk", Path: id, Err: err}
 	}
 	if c.f == nil && c.served.Add(int64(n)) >= c.size && l.decoded.Remove(id, c) { // a file is kept: no page cache holds it
 		l.dropped.Add(1)
@@ -322,7 +322,7 @@ func (l *Loader) Open(ctx context.Context, r Ref) (f *File, err error) {
 		}
 		h.release()
 		if err != nil {
-			return nil, &iofs.PathError{Op: "chunk", Path: id, Err: err}
+			return nil, &fs.PathError{Op: "chunk", Path: id, Err: err}
 		}
 		c = memChunk(mf, l.mfiles)
 	}
@@ -384,7 +384,7 @@ func (l *Loader) SetFiles(on bool) {
 func (l *Loader) get(ctx context.Context, q Ref, how reading) (*chunk, string, error) {
 	a, path, coords, pid := q.Array, q.Path, q.Coords, q.PID
 	if a.PassThrough != nil {
-		return nil, "", &iofs.PathError{Op: "chunk", Path: join(path, a.ChunkKey(coords)), Err: a.PassThrough}
+		return nil, "", &fs.PathError{Op: "chunk", Path: join(path, a.ChunkKey(coords)), Err: a.PassThrough}
 	}
 	r := ref(a, path, coords)
 	l.reads.Add(1)
@@ -432,7 +432,7 @@ func (l *Loader) load(ctx context.Context, a *zarr.Array, r chunkRef) (*chunk, e
 			l.waits.Add(1) // still loading or decoding
 		}
 		c, err := e.wait(ctx)
-		if err == nil || e.decodeErr || errors.Is(err, iofs.ErrNotExist) {
+		if err == nil || e.decodeErr || errors.Is(err, fs.ErrNotExist) {
 			return c, err
 		}
 		if ctx.Err() != nil {
@@ -448,7 +448,7 @@ func (l *Loader) load(ctx context.Context, a *zarr.Array, r chunkRef) (*chunk, e
 	}
 	cs, errs := l.decode(ctx, a, []chunkRef{r}, []stored{src})
 	if err := errs[0]; err != nil {
-		return nil, &iofs.PathError{Op: "decode", Path: r.stored, Err: err}
+		return nil, &fs.PathError{Op: "decode", Path: r.stored, Err: err}
 	}
 	return cs[0], nil
 }

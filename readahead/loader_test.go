@@ -7,7 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	iofs "io/fs"
+	"io/fs"
 	"log/slog"
 	"math/rand/v2"
 	"path"
@@ -323,7 +323,7 @@ func TestLoaderMissing(t *testing.T) {
 	l := newLoader(t, s, nil)
 	for i := range int64(100) {
 		err := readChunk(t, l, a, "temp", i, 1)
-		if missing := i == 30 || i == 31; missing != errors.Is(err, iofs.ErrNotExist) || (!missing && err != nil) {
+		if missing := i == 30 || i == 31; missing != errors.Is(err, fs.ErrNotExist) || (!missing && err != nil) {
 			t.Errorf("chunk %d: %v", i, err)
 		}
 	}
@@ -601,7 +601,7 @@ func (s *mutable) ReadKey(ctx context.Context, key string) ([]byte, error) {
 	defer s.mu.Unlock()
 	b, ok := s.m[key]
 	if !ok {
-		return nil, &iofs.PathError{Op: "read", Path: key, Err: iofs.ErrNotExist}
+		return nil, &fs.PathError{Op: "read", Path: key, Err: fs.ErrNotExist}
 	}
 	return bytes.Clone(b), nil
 }
@@ -623,7 +623,7 @@ func (s *mutable) Stat(ctx context.Context, key string) (store.Entry, error) {
 }
 
 func (s *mutable) List(ctx context.Context, dir string) ([]store.Entry, error) {
-	return nil, &iofs.PathError{Op: "list", Path: dir, Err: store.ErrNotSupported}
+	return nil, &fs.PathError{Op: "list", Path: dir, Err: store.ErrNotSupported}
 }
 
 func (s *mutable) Close() error { return nil }
@@ -744,7 +744,7 @@ func TestLoaderServed(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	if _, err := l.ReadAt(ctx, ref(3), p, 0); !errors.Is(err, iofs.ErrNotExist) {
+	if _, err := l.ReadAt(ctx, ref(3), p, 0); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("missing chunk: %v", err)
 	}
 	if _, err := l.Chunk(ctx, ref(0)); err != nil {
@@ -752,7 +752,7 @@ func TestLoaderServed(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if want := int64(100 + 30 + a.ChunkLen()); served != want || len(errs) != 1 || !errors.Is(errs[0], iofs.ErrNotExist) {
+	if want := int64(100 + 30 + a.ChunkLen()); served != want || len(errs) != 1 || !errors.Is(errs[0], fs.ErrNotExist) {
 		t.Errorf("served %d bytes (want %d), errors %v (want the missing chunk's)", served, want, errs)
 	}
 }

@@ -3,7 +3,7 @@ package readahead
 import (
 	"context"
 	"errors"
-	iofs "io/fs"
+	"io/fs"
 	"sync"
 
 	"github.com/zfuse/zfuse/codec"
@@ -80,7 +80,7 @@ func (l *Loader) decodePart(ctx context.Context, a *zarr.Array, path string, bat
 	var okSrcs []stored
 	for k, p := range batch {
 		if err := errs[k]; err != nil {
-			if !errors.Is(err, iofs.ErrNotExist) && ctx.Err() == nil {
+			if !errors.Is(err, fs.ErrNotExist) && ctx.Err() == nil {
 				l.prefetchErrors.Add(1)
 				l.log.Debug("prefetch failed", "key", p.ref.stored, "err", err)
 			}
@@ -106,7 +106,7 @@ func (l *Loader) decodePart(ctx context.Context, a *zarr.Array, path string, bat
 			if ctx.Err() == nil {
 				l.prefetchErrors.Add(1)
 			}
-			l.staging.fill(p.e, nil, &iofs.PathError{Op: "decode", Path: p.ref.stored, Err: err}, ctx.Err() == nil)
+			l.staging.fill(p.e, nil, &fs.PathError{Op: "decode", Path: p.ref.stored, Err: err}, ctx.Err() == nil)
 			continue
 		}
 		c := cs[k]

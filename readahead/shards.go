@@ -2,7 +2,7 @@ package readahead
 
 import (
 	"context"
-	iofs "io/fs"
+	"io/fs"
 	"log/slog"
 
 	"github.com/zfuse/zfuse/cache"
@@ -146,7 +146,7 @@ func (c *shardIndexes) read(ctx context.Context, a *zarr.Array, key string, size
 		ix, err = sh.ParseIndex(b, size)
 	}
 	if err != nil {
-		err = &iofs.PathError{Op: "shard", Path: key, Err: err}
+		err = &fs.PathError{Op: "shard", Path: key, Err: err}
 	}
 	return indexResult{ix: ix, err: err, entry: entry}, nil
 }

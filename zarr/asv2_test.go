@@ -3,7 +3,7 @@ package zarr
 import (
 	"encoding/json"
 	"errors"
-	iofs "io/fs"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -151,7 +151,7 @@ func writeV2View(t *testing.T, root, dir string) int {
 		for lin := range v.NumChunks() {
 			coords := v.Coords(lin)
 			chunk, err := readChunkV3(filepath.Join(root, filepath.FromSlash(rel)), v, coords)
-			if errors.Is(err, iofs.ErrNotExist) {
+			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
 			if err != nil {

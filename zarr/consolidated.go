@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	iofs "io/fs"
+	"io/fs"
 	"path"
 	"slices"
 	"strings"
@@ -54,7 +54,7 @@ func ConsolidatedArrays(doc []byte) []string {
 	var dirs []string
 	if entries, err := v2Entries(doc); err == nil {
 		for key := range entries {
-			if dir, ok := strings.CutSuffix(key, "/"+ArrayFile); ok && iofs.ValidPath(dir) {
+			if dir, ok := strings.CutSuffix(key, "/"+ArrayFile); ok && fs.ValidPath(dir) {
 				dirs = append(dirs, dir)
 			} else if key == ArrayFile {
 				dirs = append(dirs, ".")
@@ -62,7 +62,7 @@ func ConsolidatedArrays(doc []byte) []string {
 		}
 	} else if _, g, err := ParseV3(doc); err == nil && g != nil {
 		for key, v := range g.Consolidated {
-			if !iofs.ValidPath(key) || key == "." {
+			if !fs.ValidPath(key) || key == "." {
 				continue
 			}
 			if isArrayDoc(v) {

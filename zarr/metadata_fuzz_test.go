@@ -3,7 +3,7 @@ package zarr
 import (
 	"bytes"
 	"encoding/json"
-	iofs "io/fs"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,7 +16,7 @@ import (
 // f's seed corpus (metadata other implementations wrote).
 func seedMetadata(f *testing.F, names ...string) {
 	root := filepath.Join(testutil.Shared(f), "conformance")
-	filepath.WalkDir(root, func(p string, d iofs.DirEntry, err error) error {
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && slices.Contains(names, d.Name()) {
 			if b, err := os.ReadFile(p); err == nil {
 				f.Add(b)
@@ -168,7 +168,7 @@ func FuzzConsolidated(f *testing.F) {
 func checkArrayDirs(t *testing.T, dirs []string) {
 	t.Helper()
 	for i, d := range dirs {
-		if !iofs.ValidPath(d) || (i > 0 && dirs[i-1] >= d) {
+		if !fs.ValidPath(d) || (i > 0 && dirs[i-1] >= d) {
 			t.Fatalf("ConsolidatedArrays: %q", dirs)
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	iofs "io/fs"
+	"io/fs"
 	"math"
 
 	"github.com/zfuse/zfuse/codec"
@@ -241,7 +241,7 @@ func (ix *Index) Entry(i int) (off, n int64, err error) {
 	}
 	o, l := ix.e[2*i], ix.e[2*i+1]
 	if o == math.MaxUint64 && l == math.MaxUint64 {
-		return 0, 0, fmt.Errorf("inner chunk %d: %w", i, iofs.ErrNotExist)
+		return 0, 0, fmt.Errorf("inner chunk %d: %w", i, fs.ErrNotExist)
 	}
 	if o > uint64(ix.end) || l > uint64(ix.end)-o || int64(o) < ix.start {
 		return 0, 0, fmt.Errorf("%w: inner chunk %d at [%d, +%d) outside the data bytes [%d, %d) of a %d-byte shard",
@@ -339,7 +339,7 @@ func allZero(b []byte) bool {
 	return true
 }
 
-func isNotExist(err error) bool { return errors.Is(err, iofs.ErrNotExist) }
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
 
 // Shard returns the sharding codec of an array presented unsharded, or nil.
 func (a *Array) Shard() *Shard { return a.shard }
@@ -372,7 +372,7 @@ func (a *Array) DecodeFromShard(dst, shard []byte, coords []int) ([]byte, error)
 		return nil, fmt.Errorf("%w: array is not presented unsharded", ErrInvalid)
 	}
 	if _, ok := a.ParseChunkKey(a.ChunkKey(coords)); !ok {
-		return nil, &iofs.PathError{Op: "decode", Path: a.ChunkKey(coords), Err: iofs.ErrNotExist}
+		return nil, &fs.PathError{Op: "decode", Path: a.ChunkKey(coords), Err: fs.ErrNotExist}
 	}
 	_, inner, _ := a.StoredKey(coords)
 	b, err := a.UnwrapShard(shard)

@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	iofs "io/fs"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -452,7 +452,7 @@ func chunkErrors(a *Array, dir string) map[string]error {
 	errs := map[string]error{}
 	for lin := range a.NumChunks() {
 		c := a.Coords(lin)
-		if _, err := readChunkV3(dir, a, c); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+		if _, err := readChunkV3(dir, a, c); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs[a.ChunkKey(c)] = err
 		}
 	}
@@ -592,7 +592,7 @@ func FuzzShardIndex(f *testing.F) {
 	dir := f.TempDir()
 	for _, s := range shardStores[:4] {
 		s.write(f, dir)
-		filepath.WalkDir(filepath.Join(dir, s.name), func(p string, d iofs.DirEntry, err error) error {
+		filepath.WalkDir(filepath.Join(dir, s.name), func(p string, d fs.DirEntry, err error) error {
 			if err == nil && !d.IsDir() && d.Name() != MetadataFile {
 				b, _ := os.ReadFile(p)
 				f.Add(b, uint8(len(f.Name())%4))

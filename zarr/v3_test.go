@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	iofs "io/fs"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -36,7 +36,7 @@ func readV3(t testing.TB, dir string, a *Array) []byte {
 	for lin := range a.NumChunks() {
 		coords := a.Coords(lin)
 		chunk, err := readChunkV3(dir, a, coords)
-		if errors.Is(err, iofs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
@@ -128,7 +128,7 @@ func encodeValues(a *Array, kind byte, values []float64) []byte {
 // zarritaV3Nodes returns every zarr.json under root, by path relative to root.
 func zarritaV3Nodes(t testing.TB, root string) map[string][]byte {
 	nodes := map[string][]byte{}
-	err := filepath.WalkDir(root, func(p string, d iofs.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.Name() != MetadataFile {
 			return err
 		}
@@ -205,7 +205,7 @@ func TestZarritaV3Sharding(t *testing.T) {
 	if key, inner, sharded := a.StoredKey([]int{3, 2}); key != "c/1/1" || inner != 2 || !sharded {
 		t.Errorf("StoredKey(3,2) = %q %d %v", key, inner, sharded)
 	}
-	if _, err := readChunkV3(dir, a, []int{0, 0}); !errors.Is(err, iofs.ErrNotExist) {
+	if _, err := readChunkV3(dir, a, []int{0, 0}); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("inner chunk (0,0) of c/0/0: %v, want ErrNotExist", err)
 	}
 	if c, ok := a.InnerCoords([]int{1, 0}, 3); !ok || !slices.Equal(c, []int{3, 1}) {
@@ -222,7 +222,7 @@ func TestZarritaV3Sharding(t *testing.T) {
 	if key, _, _ := a.StoredKey([]int{2}); key != "c/1" {
 		t.Errorf("StoredKey(2) = %q", key)
 	}
-	if _, err := readChunkV3(dir, a, []int{3}); !errors.Is(err, iofs.ErrNotExist) {
+	if _, err := readChunkV3(dir, a, []int{3}); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("chunk 3 in absent shard c/1: %v", err)
 	}
 

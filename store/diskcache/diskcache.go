@@ -33,7 +33,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	iofs "io/fs"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path"
@@ -362,7 +362,7 @@ func (s *Store) load(ctx context.Context, key string, off, n int64, id, name str
 		s.mu.Unlock()
 		s.touch(name, now)
 		return held, nil
-	case errors.Is(err, iofs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist):
 		s.remove(name) // gone from the source
 		return nil, err
 	case err != nil:
@@ -410,7 +410,7 @@ func (s *Store) fromDisk(key, id, name string) (data []byte, version string, hit
 	case err == nil:
 		return nil, "", false // nothing to validate it by: read it again
 	}
-	if !errors.Is(err, iofs.ErrNotExist) {
+	if !errors.Is(err, fs.ErrNotExist) {
 		s.dropped.Add(1)
 		s.log.Warn("disk cache entry dropped", "key", key, "file", s.path(name), "err", err)
 	}

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	iofs "io/fs"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -308,7 +308,7 @@ func TestTorn(t *testing.T) {
 		defer mu.Unlock()
 		return log.Write(p)
 	}), nil)))
-	if _, err := os.Stat(tmp); !errors.Is(err, iofs.ErrNotExist) {
+	if _, err := os.Stat(tmp); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the leftover temporary file is still there: %v", err)
 	}
 	srv.counts()
@@ -340,7 +340,7 @@ func TestGone(t *testing.T) {
 	s.Close()
 	os.Remove(filepath.Join(dir, "c/1"))
 	s = open(t, srv, cache, 1<<20, nil)
-	if _, err := s.ReadKey(t.Context(), "c/1"); !errors.Is(err, iofs.ErrNotExist) {
+	if _, err := s.ReadKey(t.Context(), "c/1"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("removed value: %v, want ErrNotExist", err)
 	}
 	if st := s.Stats(); st.Entries != 1 {

@@ -1,7 +1,7 @@
 package httpstore
 
 import (
-	iofs "io/fs"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -17,7 +17,7 @@ import (
 // store root, whatever the document names ("../x", "", "a//b").
 func FuzzCatalog(f *testing.F) {
 	if shared := testutil.SharedDir(); shared != "" { // seeds, where the shared data is
-		filepath.WalkDir(filepath.Join(shared, "conformance"), func(p string, d iofs.DirEntry, err error) error {
+		filepath.WalkDir(filepath.Join(shared, "conformance"), func(p string, d fs.DirEntry, err error) error {
 			if err == nil && (d.Name() == ".zmetadata" || d.Name() == "zarr.json") {
 				if b, err := os.ReadFile(p); err == nil {
 					f.Add(b, d.Name() == "zarr.json")
@@ -36,7 +36,7 @@ func FuzzCatalog(f *testing.F) {
 			c.consolidatedV2("g/.zmetadata", doc)
 		}
 		for dir, names := range c.dirs {
-			if dir != "." && !iofs.ValidPath(dir) {
+			if dir != "." && !fs.ValidPath(dir) {
 				t.Fatalf("directory %q", dir)
 			}
 			for name := range names {
@@ -46,7 +46,7 @@ func FuzzCatalog(f *testing.F) {
 			}
 		}
 		for dir := range c.arrays {
-			if !iofs.ValidPath(dir) {
+			if !fs.ValidPath(dir) {
 				t.Fatalf("array %q", dir)
 			}
 			c.chunkDir(dir + "/c/0")
@@ -68,7 +68,7 @@ func FuzzURL(f *testing.F) {
 	}
 	s := &Store{base: base}
 	f.Fuzz(func(t *testing.T, key string) {
-		if !iofs.ValidPath(key) || key == "." {
+		if !fs.ValidPath(key) || key == "." {
 			return
 		}
 		u, err := url.Parse(s.url(key))
