@@ -126,6 +126,29 @@ func TestEveryFlagIsAnOption(t *testing.T) {
 	}
 }
 
+// TestAllowNonEmptyOption: fstab's spelling, -o allow_non_empty, lets zfuse
+// mount over a directory that holds files, as --allow-non-empty does;
+// without either the mount refuses (mountlib.TestNonEmptyMountpoint).
+func TestAllowNonEmptyOption(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, false},
+		{[]string{"--allow-non-empty"}, true},
+		{[]string{"-o", "ro,allow_non_empty"}, true},
+		{[]string{"-o", "allow_non_empty=false"}, false},
+	} {
+		f, err := parseTreeFlags("mount", 2, append(tc.args, "/data/x.zarr", "/mnt/x"), io.Discard)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.args, err)
+		}
+		if got := bool(f.allowNonEmpty); got != tc.want {
+			t.Errorf("%q: allow-non-empty is %v, want %v", tc.args, got, tc.want)
+		}
+	}
+}
+
 // TestOptionsRun: -o reaches the command: zfuse info -o as_v2 presents a
 // v3 store as v2, as --as-v2 does.
 func TestOptionsRun(t *testing.T) {
