@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"maps"
 	"math"
@@ -297,6 +298,42 @@ func TestNetCDFCorrupt(t *testing.T) {
 	if out, err := exec.Command(bin, p, "big", "8,0,32", "1,1,1").CombinedOutput(); err == nil {
 		t.Errorf("ncread of a value of the corrupt chunk succeeded:\n%s", out)
 	}
+}
+
+// TestNetCDFSlab: a slab of 1/8 of an array read through netCDF4 (v[0:16]
+// of 128x256x256 float32 in 64 KiB chunks, 64 chunks) reads at most twice
+// the chunks it covers from the store (the mount's StoreReads), the
+// target docs/netcdf.md measures on a 512 MiB array with
+// scripts/nc-bench.py. The kernel reads ahead of netCDF-C past the slab's
+// end: its readahead is set to 1 MiB, 1/32 of this array as the default
+// 16 MiB is of the measured one.
+func TestNetCDFSlab(t *testing.T) {
+	dir := cf(t)
+	src := filepath.Join(dir, "slab.zarr")
+	stats := filepath.Join(t.TempDir(), "stats.json")
+	m := mount(t, src, "--as-nc", "--kernel-readahead", "1MiB", "--stats-file", stats)
+	const script = `
+import sys, netCDF4, numpy as np, zarr
+d = netCDF4.Dataset(sys.argv[1])
+v = d["slab"]
+v.set_auto_maskandscale(False)
+assert np.array_equal(v[0:16], zarr.open(sys.argv[2], mode="r")[0:16])
+`
+	if out, err := exec.Command(testutil.Python, "-c", script, filepath.Join(m.Dir, "slab.nc"), src).CombinedOutput(); err != nil {
+		t.Fatalf("netCDF4 reading slab[0:16]: %v\n%s", err, out)
+	}
+	var doc struct {
+		Stats struct{ StoreReads int64 } `json:"stats"`
+	}
+	if err := json.Unmarshal(askStats(t, m, stats), &doc); err != nil {
+		t.Fatal(err)
+	}
+	const covered = 16 * 2 * 2 // 16 steps of 2x2 chunks
+	t.Logf("slab[0:16]: %d chunks read from the store for %d covered (%.2fx)", doc.Stats.StoreReads, covered, float64(doc.Stats.StoreReads)/covered)
+	if doc.Stats.StoreReads < covered || doc.Stats.StoreReads > 2*covered {
+		t.Errorf("slab[0:16] read %d chunks from the store, want %d to %d: the ones it covers, at most twice over", doc.Stats.StoreReads, covered, 2*covered)
+	}
+	noErrors(t, m)
 }
 
 // TestNetCDFRefresh: under --refresh, a group whose attributes change in

@@ -38,8 +38,11 @@ usage: /usr/bin/python3 nccheck.py COMMAND ARGS...
                              coordinates; CDF-5 for its int64 times) and
                              OUT/cf2.zarr (every type CDF-2 has: times as
                              float64), layout.zarr (order F and big-endian
-                             arrays) and big.zarr, 16x64x64 float32 in
-                             8x32x32 chunks, for the C reader
+                             arrays), big.zarr, 16x64x64 float32 in
+                             8x32x32 chunks, for the C reader, and
+                             slab.zarr, 128x256x256 float32 (32 MiB) in
+                             1x128x128 chunks (Blosc-LZ4), for the slab
+                             reads of TestNetCDFSlab
   native ORIG MOUNT          every array of ORIG (writecf's layout.zarr:
                              order F, big-endian, both) through MOUNT, a
                              --layout native mount: its .zarray says order C
@@ -350,6 +353,12 @@ def write_cf(out):
     z = zarr.open(os.path.join(out, "big.zarr"), mode="w", shape=(16, 64, 64), chunks=(8, 32, 32), dtype="<f4",
                   compressor=zarr.Blosc("lz4", 5, 1))
     z[...] = (np.arange(16 * 64 * 64, dtype="f4") / 7).reshape(16, 64, 64)
+    z.attrs["_ARRAY_DIMENSIONS"] = ["time", "y", "x"]
+    # scripts/nc-bench.py's array at 1/16 of its size.
+    z = zarr.open(os.path.join(out, "slab.zarr"), mode="w", shape=(128, 256, 256), chunks=(1, 128, 128), dtype="<f4",
+                  compressor=zarr.Blosc("lz4", 5, 1))
+    x = np.linspace(0, 20, 256, dtype="f4")
+    z[...] = (np.sin(x)[None, :] * np.cos(x)[:, None])[None] * (1 + np.arange(128, dtype="f4")[:, None, None] / 100)
     z.attrs["_ARRAY_DIMENSIONS"] = ["time", "y", "x"]
 
 
