@@ -13,10 +13,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/zfuse/zfuse/internal/testutil"
 	"github.com/zfuse/zfuse/netcdf"
 	"github.com/zfuse/zfuse/readahead"
+	"github.com/zfuse/zfuse/store"
 )
 
 // ncValues is the values of a in C order, big-endian, as a netCDF file
@@ -258,9 +260,25 @@ func TestNcV3(t *testing.T) {
 	}
 }
 
+// knownFS is m, where opening a name that is neither a file of m nor a
+// directory of m's files fails at once: fstest.MapFS looks through every
+// file for one under it, which 8,000 arrays, each probed for a zarr.json
+// it lacks, make quadratic.
+type knownFS struct{ m fstest.MapFS }
+
+func (f knownFS) Open(name string) (fs.File, error) {
+	if _, ok := f.m[name]; !ok && name != "." {
+		if _, ok := f.m[name+"/.zarray"]; !ok {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+		}
+	}
+	return f.m.Open(name)
+}
+
 // TestNcLimits: netCDF-C's limits hold: arrays whose dimensions would take
-// the file past 1024 are left out, with a Warn line; an attribute name
-// longer than 256 bytes is left out; the file netCDF-C would read stays.
+// the file past 1024, or its variables past 8192, are left out, with a
+// Warn line; an attribute name longer than 256 bytes is left out; the file
+// netCDF-C would read stays.
 func TestNcLimits(t *testing.T) {
 	s := testutil.EmptyV2Store(t)
 	s.Write(t, ".zgroup", []byte(`{"zarr_format": 2}`))
@@ -285,5 +303,23 @@ func TestNcLimits(t *testing.T) {
 	b, err := tr.ReadFile(context.Background(), "g.nc")
 	if err != nil || !bytes.Contains(b, []byte("\x00\x00\x00\x02ok\x00\x00")) || bytes.Contains(b, []byte("nnnn")) {
 		t.Errorf("g.nc: %d bytes, %v; want the attribute ok and not the long one", len(b), err)
+	}
+
+	// The limit of variables: 8 arrays past it, all of one dimension.
+	m := fstest.MapFS{".zgroup": {Data: []byte(`{"zarr_format": 2}`)}}
+	for i := range netcdf.MaxVars + 8 {
+		m[fmt.Sprintf("v%04d/.zarray", i)] = &fstest.MapFile{Data: []byte(`{"zarr_format": 2, "shape": [1], "chunks": [1],
+			"dtype": "|u1", "compressor": null, "fill_value": null, "order": "C", "filters": null}`)}
+		m[fmt.Sprintf("v%04d/.zattrs", i)] = &fstest.MapFile{Data: []byte(`{"_ARRAY_DIMENSIONS": ["x"]}`)}
+	}
+	tr, logs = treeOver(t, store.FS(knownFS{m}), func(c *Config) { c.AsNc, c.RootName = true, "g" })
+	files, err = tr.NcFiles(context.Background())
+	if err != nil || len(files) != 1 || len(files[0].Vars) != netcdf.MaxVars {
+		t.Fatalf("NcFiles of %d arrays: %v, %v; want one file of %d variables", netcdf.MaxVars+8, len(files), err, netcdf.MaxVars)
+	}
+	for i := netcdf.MaxVars; i < netcdf.MaxVars+8; i++ {
+		if !strings.Contains(logs.String(), fmt.Sprintf(`msg="array left out of the netCDF file" key=v%04d err="the file has netCDF-C's limit of %d variables"`, i, netcdf.MaxVars)) {
+			t.Errorf("no Warn line says v%04d is left out", i)
+		}
 	}
 }
