@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"os"
@@ -332,6 +333,53 @@ assert np.array_equal(v[0:16], zarr.open(sys.argv[2], mode="r")[0:16])
 	t.Logf("slab[0:16]: %d chunks read from the store for %d covered (%.2fx)", doc.Stats.StoreReads, covered, float64(doc.Stats.StoreReads)/covered)
 	if doc.Stats.StoreReads < covered || doc.Stats.StoreReads > 2*covered {
 		t.Errorf("slab[0:16] read %d chunks from the store, want %d to %d: the ones it covers, at most twice over", doc.Stats.StoreReads, covered, 2*covered)
+	}
+	noErrors(t, m)
+}
+
+// TestNetCDFLimits: a group past netCDF-C's limits is still a file
+// netCDF-C reads, without what would take it past them, each left out
+// with a warning: ncdump -h reads the file of a store of 1030 arrays of a
+// dimension each (1024 dimensions at most: 6 left out), an array and an
+// attribute whose names netCDF refuses, and an attribute name over 256
+// bytes. netCDF-C 4.9.0 refuses names that long (NC_MAX_NAME); it would
+// read more dimensions, which zfuse keeps to netcdf.h's NC_MAX_DIMS for
+// readers that size their arrays by it. (The limit of 8192 variables:
+// tree's TestNcLimits, where 8200 arrays cost no disk.)
+func TestNetCDFLimits(t *testing.T) {
+	const netCDFMaxDims = 1024 // NC_MAX_DIMS
+	needMount(t)
+	needTool(t, "ncdump", "netCDF-C's ncdump (Debian's netcdf-bin)")
+	src := filepath.Join(t.TempDir(), "lim.zarr")
+	w := func(key, doc string) { testutil.WriteFile(t, src, key, []byte(doc)) }
+	const array = `{"zarr_format": 2, "shape": [1], "chunks": [1], "dtype": "|u1", "compressor": null, "fill_value": null, "order": "C", "filters": null}`
+	long := strings.Repeat("n", 300)
+	w(".zgroup", `{"zarr_format": 2}`)
+	w(".zattrs", `{"`+long+`": 1, "bad/name": 2, "ok": 3}`)
+	for i := range 1030 {
+		w(fmt.Sprintf("d%04d/.zarray", i), array)
+	}
+	w("-bad/.zarray", array)
+	m := mount(t, src, "--as-nc")
+	out, err := exec.Command("ncdump", "-h", filepath.Join(m.Dir, "lim.nc")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ncdump -h lim.nc: %v\n%.2000s", err, out)
+	}
+	if n := strings.Count(string(out), "\tubyte "); n != netCDFMaxDims {
+		t.Errorf("ncdump -h lim.nc: %d variables, want %d", n, netCDFMaxDims)
+	}
+	if !strings.Contains(string(out), ":ok = 3 ;") || strings.Contains(string(out), "nnnn") {
+		t.Errorf("ncdump -h lim.nc: want the global attribute ok and not the long one:\n%.2000s", out)
+	}
+	var want []string
+	for i := netCDFMaxDims; i < 1030; i++ {
+		want = append(want, fmt.Sprintf(`msg="array left out of the netCDF file" key=d%04d`, i))
+	}
+	want = append(want, `msg="array left out of the netCDF file" key=-bad`, "attribute=bad/name", "attribute="+long)
+	for _, line := range want {
+		if !m.Stderr.waitFor(10*time.Second, holding(line)) {
+			t.Errorf("no log line says %s", line)
+		}
 	}
 	noErrors(t, m)
 }
