@@ -453,6 +453,70 @@ func TestCSIPublish(t *testing.T) {
 	}
 }
 
+// TestCSIS3Secrets publishes a volume of an S3 store (versitygw) twice:
+// without secrets, from a plugin whose own environment holds the
+// gateway's credentials, the server has none (its requests go unsigned)
+// and the publish fails; with the credentials as the volume's secrets
+// (nodePublishSecretRef), zarr-python reads the store through the
+// target, and the secret is in the server's environment only: not on its
+// command line, in the plugin's record or log, or in the server's log.
+func TestCSIS3Secrets(t *testing.T) {
+	needCSI(t)
+	root := openToAll(t, t.TempDir())
+	store := writeCSIStore(t, root, "era5.zarr")
+	copyTree(t, store, filepath.Join(root, "zarr", "era5.zarr"))
+	_, endpoint := startVersitygw(t, root)
+	s3Setenv(t) // the plugin's environment: a server must not borrow it
+	p := startPlugin(t, "", "")
+	ctx := context.Background()
+	attrs := map[string]string{"source": "s3://zarr/era5.zarr", "s3-endpoint": endpoint, "s3-path-style": "true", "s3-region": "us-east-1"}
+
+	anon := newKubeletVolume(t, attrs)
+	err := anon.publish(ctx, p)
+	if status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("publish without secrets: %v, want FailedPrecondition: the plugin's credentials are not the volume's", err)
+	}
+	t.Logf("publish without secrets: %v", err)
+	if isMounted(t, anon.Target) || len(p.records(t)) != 0 {
+		t.Errorf("a failed publish left %s mounted or recorded", anon.Target)
+	}
+
+	v := newKubeletVolume(t, attrs)
+	v.Secrets = map[string]string{"AWS_ACCESS_KEY_ID": s3Access, "AWS_SECRET_ACCESS_KEY": s3Secret}
+	if err := v.publish(ctx, p); err != nil {
+		t.Fatalf("publish with secrets: %v\n%s", err, p.log)
+	}
+	readThroughTarget(t, v.Target, store)
+	r := p.serverOf(t, v)
+	for _, f := range []string{"cmdline", "environ"} {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", r.Pid, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inEnv := strings.Contains(string(b), "AWS_SECRET_ACCESS_KEY="+s3Secret); inEnv != (f == "environ") {
+			t.Errorf("the server's %s holds the secret: %t", f, inEnv)
+		}
+	}
+	kept := []string{p.log.String()}
+	for _, pat := range []string{"volumes/*", "logs/*"} {
+		files, _ := filepath.Glob(filepath.Join(p.State, pat))
+		for _, f := range files {
+			kept = append(kept, string(testutil.Must(os.ReadFile(f))))
+		}
+	}
+	for _, k := range kept {
+		if strings.Contains(k, s3Secret) {
+			t.Errorf("the plugin's log, a record or a server's log holds the secret:\n%s", k)
+		}
+	}
+	if err := v.unpublish(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if isMounted(t, v.Target) || running(r.Pid) {
+		t.Errorf("after unpublish: mounted %t, server running %t", isMounted(t, v.Target), running(r.Pid))
+	}
+}
+
 func hasDirs(es []os.DirEntry) bool {
 	for _, e := range es {
 		if e.IsDir() {
