@@ -374,9 +374,10 @@ print("read", ", ".join(names))
 // TestCSIPublish publishes inline ephemeral volumes of a local store and of
 // an HTTP store (nginx) as the kubelet does, restarts the plugin, reads
 // each target with zarr-python, checks that each server runs as nobody
-// with no capabilities, publishes again (nothing changes), unpublishes
-// through the new plugin, and checks that nothing is left mounted,
-// running or recorded.
+// with no capabilities and that the local volume's metrics (its metrics
+// attribute) count the reads, publishes again (nothing changes),
+// unpublishes through the new plugin, and checks that nothing is left
+// mounted, running or recorded.
 func TestCSIPublish(t *testing.T) {
 	uid, gid := needCSI(t)
 	data := openToAll(t, t.TempDir())
@@ -386,8 +387,9 @@ func TestCSIPublish(t *testing.T) {
 	p := startPlugin(t, data, cg)
 	ctx := context.Background()
 
+	metrics := testutil.FreeAddr(t)
 	vols := map[string]*kubeletVolume{
-		"local": newKubeletVolume(t, map[string]string{"source": store, "memory-limit": "256MiB"}),
+		"local": newKubeletVolume(t, map[string]string{"source": store, "memory-limit": "256MiB", "metrics": metrics}),
 		"http":  newKubeletVolume(t, map[string]string{"source": url + "/era5.zarr", "cache-decoded": "32MiB"}),
 	}
 	pids := map[string]int{}
@@ -418,6 +420,9 @@ func TestCSIPublish(t *testing.T) {
 		if r := p.serverOf(t, v); r.Pid != pids[name] {
 			t.Errorf("%s: publishing again replaced the server (pid %d, now %d)", name, pids[name], r.Pid)
 		}
+	}
+	if n := scrape(t, metrics)["zfuse_chunk_reads_total"]; n == 0 {
+		t.Errorf("the local volume's metrics at %s count no chunk reads", metrics)
 	}
 	if !strings.Contains(p.log.String(), "found a published volume, served") {
 		t.Errorf("the new plugin did not log the volumes it found:\n%s", p.log)
