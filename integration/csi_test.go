@@ -374,8 +374,8 @@ print("read", ", ".join(names))
 // TestCSIPublish publishes inline ephemeral volumes of a local store and of
 // an HTTP store (nginx) as the kubelet does, restarts the plugin, reads
 // each target with zarr-python, checks that each server runs as nobody
-// with no capabilities and that the local volume's metrics (its metrics
-// attribute) count the reads, publishes again (nothing changes),
+// with no capabilities, that the local volume's server fits its
+// memory-limit and its metrics (its metrics attribute) count the reads, publishes again (nothing changes),
 // unpublishes through the new plugin, and checks that nothing is left
 // mounted, running or recorded.
 func TestCSIPublish(t *testing.T) {
@@ -406,6 +406,16 @@ func TestCSIPublish(t *testing.T) {
 		if cg != "" && filepath.Dir(r.Cgroup) != cg {
 			t.Errorf("%s: server cgroup %s, want one under %s", name, r.Cgroup, cg)
 		}
+	}
+
+	// The local volume's server fits the memory its volume gives it.
+	logs, _ := filepath.Glob(filepath.Join(p.State, "logs", "*"))
+	sized := false
+	for _, l := range logs {
+		sized = sized || strings.Contains(string(testutil.Must(os.ReadFile(l))), `msg="memory limit" limit="256 MiB" from=--memory-limit`)
+	}
+	if !sized {
+		t.Errorf("no server log says it fits the local volume's memory-limit, 256 MiB (%v)", logs)
 	}
 
 	p.restart(t) // an upgrade: the servers outlive the plugin
