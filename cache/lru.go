@@ -88,6 +88,10 @@ func (c *LRU[V]) Has(key string) bool {
 // that would produce it too (a prefetch) need not, a Load will find it.
 func (c *LRU[V]) Loading(key string) bool { return c.flight.Running(key) }
 
+// Add keeps v under key, as a Load that produced it would: for a value
+// made elsewhere than in a Load.
+func (c *LRU[V]) Add(key string, v V) { c.add(key, v) }
+
 // add keeps v under key, replacing any value there, and evicts the least
 // recently used values until the budget holds (v itself excepted).
 func (c *LRU[V]) add(key string, v V) {
@@ -198,7 +202,10 @@ func (c *LRU[V]) Load(ctx context.Context, key string, load func(context.Context
 }
 
 // Close drops every value.
-func (c *LRU[V]) Close() {
+func (c *LRU[V]) Close() { c.Clear() }
+
+// Clear drops every value; the LRU stays in use.
+func (c *LRU[V]) Clear() {
 	c.mu.Lock()
 	var gone []V
 	for e := c.ll.Front(); e != nil; e = e.Next() {

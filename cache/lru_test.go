@@ -154,6 +154,19 @@ func TestLRUDelete(t *testing.T) {
 	}
 }
 
+// TestLRUClear: Clear drops every value once, and the LRU keeps what is
+// added after.
+func TestLRUClear(t *testing.T) {
+	c := newLRU(10, 0)
+	a, b := &item{key: "a", size: 4}, &item{key: "b", size: 4}
+	c.Add("a", a)
+	c.Clear()
+	c.Add("b", b)
+	if a.drops.Load() != 1 || b.drops.Load() != 0 || c.Has("a") || !c.Has("b") || c.Stats().Used != 4 {
+		t.Errorf("after Clear and Add(b): drops a %d b %d, kept %v, stats %+v", a.drops.Load(), b.drops.Load(), keys(c), c.Stats())
+	}
+}
+
 // TestLRUBudget adds, gets and removes from many goroutines and checks that
 // the budget holds after every Add but the one value allowed over it, and
 // that every value is dropped exactly once by the end.
