@@ -15,6 +15,7 @@ func (l *Loader) SetBudgets(decoded, compressed, readahead int64) {
 	if !l.decodedOff {
 		l.decoded.SetMaxBytes(max(decoded, 0))
 	}
+	l.handed.SetMaxBytes(max(decoded, 0))
 	l.compressed.SetMaxBytes(compressed)
 	l.staging.setMax(max(readahead, 0))
 	ahead := max(decoded, 0) + max(readahead, 0)

@@ -61,6 +61,7 @@ func (l *Loader) ReadPieces(ctx context.Context, r Ref, p []byte, ps []zarr.Piec
 	if ps[0].Off < a.RunLen() {
 		how = flatRead
 	}
+	l.lostByKernel(r)
 	c, id, err := l.get(ctx, r, how)
 	if err != nil {
 		return 0, err
@@ -73,8 +74,8 @@ func (l *Loader) ReadPieces(ctx context.Context, r Ref, p []byte, ps []zarr.Piec
 			return n, &fs.PathError{Op: "chunk", Path: id, Err: err}
 		}
 	}
-	if c.served.Add(int64(n)) >= inside(a, r.Coords) && l.decoded.Remove(id, c) {
-		l.dropped.Add(1)
+	if c.served.Add(int64(n)) >= inside(a, r.Coords) {
+		l.handOver(id, c)
 	}
 	return n, nil
 }

@@ -95,6 +95,7 @@ type Loader struct {
 	ttl         time.Duration
 	log         *slog.Logger
 	decoded     *cache.LRU[*chunk] // chunks that have been read
+	handed      *cache.LRU[int64]  // chunks the kernel's page cache was given whole, and their sizes (handed.go)
 	compressed  *cache.Cache       // stored values
 	staging     *staging           // prefetched chunks not yet read
 	shards      shardIndexes       // parsed shard indexes
@@ -122,7 +123,7 @@ type Loader struct {
 	latency atomic.Int64 // moving average of store reads' time, ns (policyFor)
 
 	// Counters, updated atomically.
-	reads, storeReads, waits, prefetchErrors, dropped, storedOpens, forgotten, placeRefused atomic.Int64
+	reads, storeReads, waits, prefetchErrors, dropped, storedOpens, forgotten, placeRefused, handedLost atomic.Int64
 }
 
 // A Placer puts decoded chunks where their readers will find them without
@@ -199,6 +200,10 @@ func New(cfg Config) *Loader {
 		Size:     func(c *chunk) int64 { return c.size },
 		Drop:     (*chunk).release,
 	})
+	l.handed = cache.NewLRU(cache.LRUConfig[int64]{
+		MaxBytes: max(cfg.DecodedBudget, 0),
+		Size:     func(n int64) int64 { return n },
+	})
 	compressed, err := cache.New(cache.Config{MaxBytes: cfg.CompressedBudget, ItemBytes: 256 << 10})
 	if err != nil {
 		panic("readahead: " + err.Error()) // the configuration cannot be invalid
@@ -274,6 +279,7 @@ func (l *Loader) ReadAt(ctx context.Context, r Ref, p []byte, off int64) (n int,
 	if off >= r.Array.ChunkLen() && r.Array.PassThrough == nil {
 		return 0, io.EOF // direct I/O reads past the end: nothing to decode
 	}
+	l.lostByKernel(r)
 	c, id, err := l.get(ctx, r, chunkRead)
 	if err != nil {
 		return 0, err
@@ -283,8 +289,8 @@ func (l *Loader) ReadAt(ctx context.Context, r Ref, p []byte, off int64) (n int,
 	if err != nil && !errors.Is(err, io.EOF) {
 		return n, &fs.PathError{Op: "chunk", Path: id, Err: err}
 	}
-	if c.f == nil && c.served.Add(int64(n)) >= c.size && l.decoded.Remove(id, c) { // a file is kept: no page cache holds it
-		l.dropped.Add(1)
+	if c.f == nil && c.served.Add(int64(n)) >= c.size { // a file is kept: no page cache holds it
+		l.handOver(id, c)
 	}
 	return n, err
 }
@@ -344,6 +350,7 @@ func (l *Loader) Forget(r Ref) {
 		l.compressed.Delete(k.id)
 	}
 	l.decoded.Delete(k.id)
+	l.handed.Delete(k.id)
 	l.staging.drop(k.id)
 	l.forgotten.Add(1)
 }

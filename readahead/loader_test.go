@@ -435,6 +435,59 @@ func TestLoaderNoCompressedTierReadsOnce(t *testing.T) {
 	})
 }
 
+// TestLoaderHandedReadOnce: without a compressed tier, a chunk that a
+// read handed whole to the page cache (ReadAt let it go from the decoded
+// tier) is not read from the store again by a prefetch that a later
+// sequential pattern plans over it: the page cache answers its read. Once
+// a read of such a chunk reaches the Loader (the kernel let its pages
+// go), readahead plans the others again.
+func TestLoaderHandedReadOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		a := zlibArray(t, []int{100 * 512}, []int{512})
+		s := fixture(t, a, "temp", nil)
+		l := New(Config{Store: s, DecodedBudget: 1 << 20, CompressedBudget: 0, ReadaheadBudget: 1 << 20})
+		defer l.Close()
+		readAt := func(i int64, pid uint32) {
+			t.Helper()
+			p := make([]byte, a.ChunkLen())
+			if n, err := l.ReadAt(ctx, Ref{Array: a, Path: "temp", Coords: a.Coords(i), PID: pid}, p, 0); err != nil || !bytes.Equal(p[:n], chunkData(a, i)) {
+				t.Fatalf("chunk %d: %d bytes, %v", i, n, err)
+			}
+		}
+		reads := func(i int64) int {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return s.reads["temp/"+a.ChunkKey(a.Coords(i))]
+		}
+		readAt(20, 1) // as a reader looks at a value or two before a scan
+		readAt(40, 1)
+		for i := range int64(20) { // the scan: its readahead plans 20 and beyond
+			readAt(i, 1)
+			synctest.Wait()
+		}
+		if n := reads(20); n != 1 {
+			t.Errorf("chunk 20 read %d times from the store, want once: the page cache has it", n)
+		}
+		if n := reads(21); n != 1 {
+			t.Errorf("chunk 21 read %d times from the store, want once, by a prefetch", n)
+		}
+		// The kernel let the pages of 20 go: its read reaches the Loader.
+		// Then another reader's scan plans 40.
+		readAt(20, 1)
+		for i := int64(36); i < 40; i++ {
+			readAt(i, 2)
+			synctest.Wait()
+		}
+		if n := reads(40); n != 2 {
+			t.Errorf("chunk 40 read %d times from the store, want twice: a prefetch once the kernel let a chunk go", n)
+		}
+		if st := l.Stats(); st.HandedLost != 1 {
+			t.Errorf("HandedLost = %d, want 1", st.HandedLost)
+		}
+	})
+}
+
 func TestLoaderMoveOnRead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := zlibArray(t, []int{100 * 512}, []int{512})

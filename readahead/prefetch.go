@@ -167,6 +167,7 @@ func (l *Loader) placeChunks(ctx context.Context) {
 			case ctx.Err() != nil || !l.staging.unread(t.e):
 				// A reader has it already: its pages would come too late.
 			case t.p.Place(t.a, t.path, t.i, t.c.data):
+				l.handedWhole(t.e.key, t.e.size)
 				l.staging.place(t.e)
 			default:
 				l.placeRefused.Add(1)

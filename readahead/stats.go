@@ -37,6 +37,7 @@ type Stats struct {
 	// the mount pushed into the page cache, counted in ReadaheadUsed.
 	PlacedHeld, PlacedPeak int64
 	ServedDrops            int64 // chunks the decoded tier let go once Read had handed out all of them (the page cache has them)
+	HandedLost             int64 // reads of chunks the page cache had been given whole and let go: each forgets what it was given (handed.go)
 	StoredOpens            int64 // chunks opened as their stored files (stored uncompressed), not decoded
 	BufferReuses           int64 // decodes into a buffer a chunk had left (no fresh memory)
 	Forgotten              int64 // Forget calls: chunks whose stored value changed (zfuse --refresh)
@@ -96,6 +97,7 @@ func (l *Loader) Stats() Stats {
 		PlacedHeld:          st.placedUsed,
 		PlacedPeak:          st.placedPeak,
 		ServedDrops:         l.dropped.Load(),
+		HandedLost:          l.handedLost.Load(),
 		StoredOpens:         l.storedOpens.Load(),
 		BufferReuses:        l.bufs.reuses(),
 		Forgotten:           l.forgotten.Load(),
@@ -199,6 +201,7 @@ func (s Stats) LogValue() slog.Value {
 		slog.Int64("placed_expired", s.PlacedExpired),
 		slog.Int64("place_refused", s.PlaceRefused),
 		slog.Int64("served_drops", s.ServedDrops),
+		slog.Int64("handed_lost", s.HandedLost),
 		slog.Int64("stored_opens", s.StoredOpens),
 		slog.Int64("buffer_reuses", s.BufferReuses),
 		slog.Int64("memfds", s.Memfds),

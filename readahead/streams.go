@@ -200,7 +200,9 @@ func (l *Loader) planLocked(a *zarr.Array, path string, st *stream, i int64, wai
 	for k := range pl.N {
 		i := index(pl.Index(k))
 		r := ref(a, path, a.Coords(i))
-		if l.decoded.Has(r.id) || l.decoded.Loading(r.id) { // a reader's load has it (without a compressed tier, a prefetch would read it again)
+		// A reader's load has it (without a compressed tier, a prefetch
+		// would read it again), or the kernel has its pages (handed.go).
+		if l.decoded.Has(r.id) || l.decoded.Loading(r.id) || l.handed.Has(r.id) {
 			continue
 		}
 		e, res := l.staging.reserve(r.id, a.ChunkLen())
