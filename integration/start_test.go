@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zfuse/zfuse/internal/testutil"
 )
 
 // manyArray is one array manyArrays writes: its name and its chunk 0.0
@@ -374,7 +376,10 @@ func TestConsolidatedCorrected(t *testing.T) {
 // with --refresh 1s: once the interval has passed, listing the root and
 // reading .zmetadata again costs a request or two, not one per array, and
 // reading a chunk of one array after another interval reads that array's
-// documents and no other's.
+// documents and no other's. One array then grows (its .zarray and
+// .zmetadata rewritten, as zarr-python appends): after an interval, the
+// root and .zmetadata cost as many requests as before, and using the
+// grown array reads its documents and its chunk only.
 func TestRefreshManyArrays(t *testing.T) {
 	needMount(t)
 	const n = 300
@@ -411,6 +416,39 @@ func TestRefreshManyArrays(t *testing.T) {
 	for _, r := range px.requests() {
 		if strings.Contains(r, "/a0") && !strings.Contains(r, "/"+a.name+"/") {
 			t.Errorf("reading %s/0.0 after the interval: %s", a.name, r)
+		}
+	}
+
+	g := arrays[2]
+	grown := `{"chunks": [2, 4], "compressor": {"id": "zlib", "level": 1}, "dtype": "|u1", "fill_value": 0, "filters": null, "order": "C", "shape": [6, 4], "zarr_format": 2}`
+	chunk := bytes.Repeat([]byte{7}, 8)
+	var z bytes.Buffer
+	w := zlib.NewWriter(&z)
+	w.Write(chunk)
+	w.Close()
+	writeRenamed(t, filepath.Join(root, g.name, "2.0"), z.Bytes())
+	writeRenamed(t, filepath.Join(root, g.name, ".zarray"), []byte(grown))
+	var zm map[string]any
+	if err := json.Unmarshal(testutil.Must(os.ReadFile(filepath.Join(root, ".zmetadata"))), &zm); err != nil {
+		t.Fatal(err)
+	}
+	zm["metadata"].(map[string]any)[g.name+"/.zarray"] = json.RawMessage(grown)
+	writeRenamed(t, filepath.Join(root, ".zmetadata"), testutil.Must(json.Marshal(zm)))
+	px.requests()
+	time.Sleep(2500 * time.Millisecond)
+	readRoot()
+	if r := px.requests(); len(r) > 5 {
+		t.Errorf("listing the root and reading .zmetadata after %s grew: %d requests, want at most 5: %q", g.name, len(r), r)
+	}
+	if b, err := os.ReadFile(filepath.Join(m.Dir, g.name, ".zarray")); err != nil || !strings.Contains(string(b), "6,") {
+		t.Errorf("%s/.zarray after it grew: %s, %v; want shape [6, 4]", g.name, b, err)
+	}
+	if got, err := os.ReadFile(filepath.Join(m.Dir, g.name, "2.0")); err != nil || !bytes.Equal(got, chunk) {
+		t.Errorf("%s/2.0, the chunk it grew by: %v, %v", g.name, got, err)
+	}
+	for _, r := range px.requests() {
+		if strings.Contains(r, "/a0") && !strings.Contains(r, "/"+g.name+"/") {
+			t.Errorf("using %s after it grew: %s", g.name, r)
 		}
 	}
 }
