@@ -106,7 +106,8 @@ func (s *Server) Stats() ServeStats {
 }
 
 // FUSEOptions returns the go-fuse options of a mount with cfg: long
-// attribute and entry timeouts, 1 MiB requests, no splice, read-only, the
+// attribute and entry timeouts, 1 MiB requests, readahead kept in flight
+// (maxBackground), no splice, read-only, the
 // kernel checking permissions itself (default_permissions: our files are
 // 0444 and directories 0555, and access(2), which netCDF-C calls on every
 // chunk it reads, would otherwise be a FUSE_ACCESS round trip each time),
@@ -135,6 +136,7 @@ func FUSEOptions(cfg Config, log *slog.Logger) *fusefs.Options {
 			// go-fuse's splice path would only fail (a 1 MiB reply and its
 			// header do not fit the largest pipe) before writing anyway.
 			DisableSplice: true,
+			MaxBackground: maxBackground(cfg.KernelReadahead),
 			Debug:         cfg.Debug,
 			AllowOther:    cfg.AllowOther,
 			Logger:        goFuseLog,
@@ -150,6 +152,22 @@ func FUSEOptions(cfg Config, log *slog.Logger) *fusefs.Options {
 		opts.MountOptions.Options = append(opts.MountOptions.Options, "ro")
 	}
 	return opts
+}
+
+// maxBackground is the FUSE max_background of a mount whose kernel
+// readahead is ra bytes (Config.KernelReadahead): how many READs of
+// readahead the kernel keeps in flight. From 3/4 of it (the congestion
+// threshold, go-fuse's default) fuse_readahead skips the asynchronous part
+// of each window, after the page cache has allocated its folios, and frees
+// them again; the reader then allocates them once more when it gets there.
+// Chunk files barely notice (their pages are mostly pushed, see placer),
+// but a flat file (.npy, netCDF) is read by READs alone, and at go-fuse's
+// default of 12 its reader spent a third of its time on folios dropped
+// that way (docs/netcdf.md#measured). One sequential reader keeps up to
+// two windows in flight, the one it reads and the next, so four windows
+// of requests put the threshold at three; never less than go-fuse's 12.
+func maxBackground(ra int64) int {
+	return min(max(12, int(4*ra/requestSize)), 1<<10)
 }
 
 // Mount mounts t read-only at dir and serves it until the returned server

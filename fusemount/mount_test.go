@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -141,6 +142,38 @@ func testMount(t *testing.T, serving Serving) {
 		}
 		wg.Wait()
 	})
+}
+
+// TestMaxBackground: the kernel keeps two windows of a sequential
+// reader's readahead in flight without counting the connection congested,
+// so that it never allocates a window's folios only to drop them
+// (maxBackground). The kernel says what it agreed to in the fusectl file
+// system, /sys/fs/fuse/connections/<the mount's device minor>.
+func TestMaxBackground(t *testing.T) {
+	for ra, want := range map[int64]int{0: 12, 1 << 20: 12, 16 << 20: 64, 1 << 40: 1 << 10} {
+		if got := maxBackground(ra); got != want {
+			t.Errorf("maxBackground(%d) = %d, want %d", ra, got, want)
+		}
+	}
+	const ra = 16 << 20
+	s := testutil.NewV2Store(t)
+	tr, _, _ := newTestTree(t, s.Root)
+	dir, _ := mountWith(t, tr, Config{KernelReadahead: ra})
+	dev, err := mountDevice(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, minor, _ := strings.Cut(dev, ":")
+	conn := "/sys/fs/fuse/connections/" + minor
+	b, err := os.ReadFile(filepath.Join(conn, "congestion_threshold"))
+	testutil.Need(t, "the fusectl file system, readable (root), at "+conn, err == nil)
+	got, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 2 * ra / requestSize; got < want {
+		t.Errorf("congestion threshold %d READs, want at least %d: two windows of %d MiB readahead in 1 MiB READs", got, want, ra>>20)
+	}
 }
 
 // TestStatNeverDecodes lists and stats every file of a fresh mount, as

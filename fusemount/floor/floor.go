@@ -54,7 +54,7 @@ func Serve(ctx context.Context, store, dir string, cfg Config) error {
 		return fmt.Errorf("bench floor: %w", err)
 	}
 	root := &root{files: files}
-	srv, err := fusemount.Serve(dir, root, fusemount.FUSEOptions(fusemount.Config{FsName: "zfuse-floor"}, log), cfg.Transport, log)
+	srv, err := fusemount.Serve(dir, root, fusemount.FUSEOptions(fusemount.Config{FsName: "zfuse-floor", KernelReadahead: cfg.KernelReadahead}, log), cfg.Transport, log)
 	if err != nil {
 		return fmt.Errorf("bench floor: %w", err)
 	}
