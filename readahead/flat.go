@@ -37,7 +37,9 @@ import (
 // its reader in many requests at once (zfuse sets its readahead to 16
 // MiB), which reach the Loader in any order, so a flat reader's reads
 // arrive reordered by up to that many bytes of chunks: its Slack covers
-// flatReorder bytes, where a chunk file reader's covers a few chunks. Nor
+// flatReorder bytes, where a chunk file reader's covers a few chunks, and
+// a read past the plan leaves the chunks it skipped planned (Backfill):
+// their reads are on the way, queued behind others. Nor
 // does a flat reader get a name order: it names no chunk files.
 
 // ReadPieces copies the pieces ps of the decoded chunk at coords of array
@@ -99,7 +101,8 @@ const flatReorder = 32 << 20
 // a's flat layout: a window of at most one slab of a's chunk grid (the
 // chunks that share a first coordinate; the last, in order F), unless p's
 // was widened for the store's latency (widened: then p's), and at least
-// p's MinWindow; a Slack of flatReorder bytes of chunks, and at least p's.
+// p's MinWindow; a Slack of flatReorder bytes of chunks, and at least p's;
+// and Backfill, since every read within the Slack comes.
 func flatPolicy(p Policy, a *zarr.Array, widened bool) Policy {
 	p = p.withDefaults()
 	slab := a.NumChunks()
@@ -114,5 +117,6 @@ func flatPolicy(p Policy, a *zarr.Array, widened bool) Policy {
 		p.MaxWindow = max(min(p.MaxWindow, slab), p.MinWindow)
 	}
 	p.Slack = max(p.Slack, flatReorder/max(a.ChunkLen(), 1))
+	p.Backfill = true
 	return p
 }

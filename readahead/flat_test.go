@@ -128,6 +128,38 @@ func TestLoaderFlat(t *testing.T) {
 			synctest.Wait() // no prefetch left running when the Loader closes
 		})
 	})
+	t.Run("two queues", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			// The kernel's readahead reaches the Loader through one queue
+			// per CPU: a reader that moved to another CPU has the requests
+			// of its next window (queued there) served alternately with
+			// those of this one, four slabs behind. The chunks the next
+			// window skips past are still read, and are prefetched too.
+			l := newLoader(t, s, nil)
+			const req, window = 4096, 16 // 2 rows a read, 4 slabs a window
+			const w = req * window
+			for off := int64(0); off < a.FlatLen(); off += 2 * w {
+				for k := int64(0); k < 2*window; k++ {
+					o := off + k/2*req
+					if k%2 == 1 {
+						o += w
+					}
+					if o >= a.FlatLen() {
+						continue
+					}
+					if got := readFlat(t, l, a, "temp", o, req, 1); !bytes.Equal(got, want[o:o+int64(len(got))]) {
+						t.Fatalf("[%d, +%d): wrong bytes", o, req)
+					}
+					synctest.Wait()
+				}
+			}
+			st := l.Stats()
+			t.Log(st)
+			if st.StoreReads != a.NumChunks() || st.PrefetchUsed < a.NumChunks()-2*slab {
+				t.Errorf("%d of %d chunks prefetched, %d store reads; want all but %d (two slabs), each chunk read once", st.PrefetchUsed, a.NumChunks(), st.StoreReads, 2*slab)
+			}
+		})
+	})
 	t.Run("partial", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			l := newLoader(t, s, nil)

@@ -42,6 +42,14 @@ type Policy struct {
 	MinWindow int64 // chunks planned ahead when a pattern is first seen; 0 means 2
 	MaxWindow int64 // most chunks planned ahead; 0 means 64
 	Slack     int64 // reordering tolerated, in steps; 0 means 4
+	// Backfill keeps the chunks a read skips past (within Slack) in the
+	// plan, for a reader whose reads all come, only out of order: the
+	// kernel's readahead of a flat file reaches the Loader through one
+	// queue per CPU, so a reader that moved to another CPU has its later
+	// reads served before earlier ones still queued (flatPolicy). Without
+	// it, a read that overtakes the plan moves the plan past them, and
+	// each is decoded only when its read arrives, while that read waits.
+	Backfill bool
 }
 
 // A State is what a Policy remembers about one reader. The zero State is a
@@ -181,7 +189,7 @@ func (p Policy) pattern(s State, a Access, end int64) (State, Plan) {
 		}
 		if (i-s.head)/s.step > 0 {
 			s.head = i
-			if (s.planned-s.head)/s.step < 0 { // the reader overtook the plan
+			if (s.planned-s.head)/s.step < 0 && !p.Backfill { // the reader overtook the plan
 				s.planned = s.head
 			}
 		}
@@ -249,7 +257,9 @@ func evenlySpaced(xs []int64) (step, lo, hi int64, ok bool) {
 
 // refill tops the plan up to window chunks ahead of head once half of it
 // has been consumed, growing the window on every refill but the first; a
-// forward plan stays below end, a backward one at or above 0.
+// forward plan stays below end, a backward one at or above 0. With
+// Backfill the plan may lie behind head: the chunks between are planned
+// too.
 func (p Policy) refill(s State, n, end int64) (State, Plan) {
 	ahead := (s.planned - s.head) / s.step
 	if ahead > s.window/2 {

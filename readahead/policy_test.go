@@ -91,6 +91,33 @@ func TestPolicy(t *testing.T) {
 	}
 }
 
+// TestPolicyBackfill: a read that overtakes the plan, within Slack, moves
+// the plan past the chunks it skipped, unless Backfill says that their
+// reads are on the way.
+func TestPolicyBackfill(t *testing.T) {
+	tests := []struct {
+		name     string
+		backfill bool
+		reads    []read
+		want     []int64
+	}{
+		// Seen at 2 (3 and 4 planned); 10 overtakes the plan.
+		{"overtaken", false, seq(0, 1, 2, 10), cat(span(3, 4, 1), span(11, 14, 1))},
+		{"overtaken, backfilled", true, seq(0, 1, 2, 10), span(3, 14, 1)},
+		{"the skipped reads come, nothing planned twice", true, seq(0, 1, 2, 10, 5, 6, 7, 8, 9, 11, 12), span(3, 20, 1)},
+		{"backwards, backfilled", true, seq(50, 49, 48, 40), span(47, 36, -1)},
+		{"past the slack: a new pattern", true, seq(0, 1, 2, 30, 31, 32), cat(span(3, 4, 1), span(33, 34, 1))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := plan(Policy{Slack: 16, Backfill: tt.backfill}, 100, tt.reads)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("planned %v\nwant    %v", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestPolicyCut(t *testing.T) {
 	var p Policy
 	var s State
