@@ -102,6 +102,19 @@ func (g *Group[V]) Do(ctx context.Context, key string, load func(context.Context
 // DoShared is Do, and reports whether the value may have gone to more than
 // one caller (who then must not change it, or must copy it).
 func (g *Group[V]) DoShared(ctx context.Context, key string, load func(context.Context) (V, error)) (v V, shared bool, err error) {
+	return g.DoNow(ctx, key, nil, load)
+}
+
+// DoNow is DoShared for a value that may be at hand: the caller that
+// starts the call for key first calls now, in its own goroutine, and only
+// where now finds nothing starts load as Do does. now must not block;
+// callers that ask for key meanwhile wait for its value as for a load's.
+// A value at hand (a chunk decoded ahead, waiting to be taken) then costs
+// no goroutine and no wait: a FUSE request served on a thread of its own
+// (FUSE over io_uring) that waits for a goroutine parks its thread, two
+// context switches and a hand-over of the Go scheduler's P each time.
+// Unlike a load's, now's value goes to its caller even if ctx has ended.
+func (g *Group[V]) DoNow(ctx context.Context, key string, now func() (V, bool), load func(context.Context) (V, error)) (v V, shared bool, err error) {
 	g.mu.Lock()
 	c, ok := g.calls[key]
 	if !ok {
@@ -110,11 +123,19 @@ func (g *Group[V]) DoShared(ctx context.Context, key string, load func(context.C
 		}
 		c = &call[V]{done: make(chan struct{})}
 		g.calls[key] = c
-		go g.run(context.WithoutCancel(ctx), key, c, load) // ends when load returns
 	}
 	c.callers++
 	c.waiting++
 	g.mu.Unlock()
+	if !ok {
+		if now != nil {
+			if v, found := g.callNow(key, c, now); found {
+				g.finish(key, c, v)
+				return v, c.shared, nil
+			}
+		}
+		go g.run(context.WithoutCancel(ctx), key, c, load) // ends when load returns
+	}
 
 	select {
 	case <-c.done:
@@ -135,6 +156,32 @@ func (g *Group[V]) DoShared(ctx context.Context, key string, load func(context.C
 		panic(c.panic)
 	}
 	return c.v, c.shared, c.err
+}
+
+// callNow calls now for c. If now panics, the callers waiting for c
+// panic with a *PanicError, and so does its caller.
+func (g *Group[V]) callNow(key string, c *call[V], now func() (V, bool)) (v V, found bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.panic = &PanicError{Value: r, Stack: debug.Stack()}
+			g.finish(key, c, v)
+			panic(c.panic)
+		}
+	}()
+	return now()
+}
+
+// finish publishes v, which now found, as c's value.
+func (g *Group[V]) finish(key string, c *call[V], v V) {
+	c.v = v
+	g.mu.Lock()
+	if g.calls[key] == c {
+		delete(g.calls, key)
+	}
+	c.shared = c.callers > 1
+	c.finished = true
+	g.mu.Unlock()
+	close(c.done)
 }
 
 // run calls load for c and publishes its result.

@@ -237,3 +237,74 @@ func TestForget(t *testing.T) {
 		}
 	})
 }
+
+// TestNow: a value now finds is its caller's at once, even with its ctx
+// ended, and load never runs; callers that ask meanwhile share it; where
+// now finds nothing, load runs as for Do.
+func TestNow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g Group[int]
+		noLoad := func(context.Context) (int, error) { t.Error("load called"); return 0, nil }
+		ended, cancel := context.WithCancel(t.Context())
+		cancel()
+		if v, s, err := g.DoNow(ended, "k", func() (int, bool) { return 42, true }, noLoad); v != 42 || s || err != nil {
+			t.Errorf("DoNow with the value at hand: %d, shared %v, %v; want 42, unshared, nil", v, s, err)
+		}
+
+		var joined int
+		var joinedShared bool
+		var wg sync.WaitGroup
+		now := func() (int, bool) {
+			wg.Go(func() {
+				joined, joinedShared, _ = g.DoNow(t.Context(), "k", func() (int, bool) { t.Error("now called twice"); return 0, false }, noLoad)
+			})
+			synctest.Wait() // the second caller waits for this call
+			return 7, true
+		}
+		if v, s, err := g.DoNow(t.Context(), "k", now, noLoad); v != 7 || !s || err != nil {
+			t.Errorf("DoNow: %d, shared %v, %v; want 7, shared, nil", v, s, err)
+		}
+		wg.Wait()
+		if joined != 7 || !joinedShared {
+			t.Errorf("a caller during now got %d, shared %v; want 7, shared", joined, joinedShared)
+		}
+
+		v, _, err := g.DoNow(t.Context(), "k", func() (int, bool) { return 0, false }, func(context.Context) (int, error) { return 9, nil })
+		if v != 9 || err != nil {
+			t.Errorf("DoNow with nothing at hand: %d, %v; want load's 9", v, err)
+		}
+	})
+}
+
+// TestNowPanic: now's panic reaches its caller and every caller waiting
+// for the same key, and the key is free again.
+func TestNowPanic(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g Group[int]
+		var waiter any
+		var wg sync.WaitGroup
+		now := func() (int, bool) {
+			wg.Go(func() {
+				defer func() { waiter = recover() }()
+				g.Do(t.Context(), "k", func(context.Context) (int, error) { return 0, nil })
+			})
+			synctest.Wait()
+			panic("boom")
+		}
+		func() {
+			defer func() {
+				if _, ok := recover().(*PanicError); !ok {
+					t.Error("DoNow: no *PanicError from its now")
+				}
+			}()
+			g.DoNow(t.Context(), "k", now, func(context.Context) (int, error) { return 0, nil })
+		}()
+		wg.Wait()
+		if _, ok := waiter.(*PanicError); !ok {
+			t.Errorf("a caller waiting: %v, want a *PanicError", waiter)
+		}
+		if g.Running("k") {
+			t.Error("the call is still running after now panicked")
+		}
+	})
+}
