@@ -175,15 +175,35 @@ func (c *LRU[V]) Delete(key string) bool {
 // Load returns the value under key, calling load to produce it on a miss,
 // once for all concurrent callers (see package flight), and keeps what it loads.
 func (c *LRU[V]) Load(ctx context.Context, key string, load func(context.Context) (V, error)) (V, error) {
+	return c.LoadNow(ctx, key, nil, load)
+}
+
+// LoadNow is Load, but on a miss it first calls now, which must not block,
+// in the caller's goroutine, and calls load only where now finds nothing
+// (flight.Group.DoNow): a value at hand, such as a chunk decoded ahead, is
+// kept as a loaded one is, with no goroutine started and no wait.
+func (c *LRU[V]) LoadNow(ctx context.Context, key string, now func() (V, bool), load func(context.Context) (V, error)) (V, error) {
 	if v, ok := c.lookup(key); ok {
 		return v, nil
 	}
-	return c.flight.Do(ctx, key, func(ctx context.Context) (V, error) {
-		c.mu.Lock() // a load for key may have finished since Get
-		e, ok := c.m[key]
-		c.mu.Unlock()
-		if ok {
-			return e.Value.(*lruEntry[V]).v, nil
+	var atHand func() (V, bool)
+	if now != nil {
+		atHand = func() (V, bool) {
+			if v, ok := c.kept(key); ok {
+				return v, true
+			}
+			forgets := c.flight.Forgets()
+			v, ok := now()
+			if ok {
+				c.loads.Add(1)
+				c.keep(key, v, forgets)
+			}
+			return v, ok
+		}
+	}
+	v, _, err := c.flight.DoNow(ctx, key, atHand, func(ctx context.Context) (V, error) {
+		if v, ok := c.kept(key); ok {
+			return v, nil
 		}
 		c.loads.Add(1)
 		forgets := c.flight.Forgets()
@@ -192,13 +212,33 @@ func (c *LRU[V]) Load(ctx context.Context, key string, load func(context.Context
 			c.loadErrors.Add(1)
 			return v, err
 		}
-		if c.flight.Forgets() != forgets {
-			c.dropAll([]V{v}) // perhaps what a Delete meanwhile meant to drop
-			return v, nil
-		}
-		c.add(key, v)
+		c.keep(key, v, forgets)
 		return v, nil
 	})
+	return v, err
+}
+
+// kept returns the value under key, if any, as lookup does but without
+// counting a hit or a miss: a load for key may have finished since the
+// caller's lookup.
+func (c *LRU[V]) kept(key string) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[key]; ok {
+		return e.Value.(*lruEntry[V]).v, true
+	}
+	var zero V
+	return zero, false
+}
+
+// keep adds v, produced for key, unless a Delete came since the Forgets
+// count was forgets: then v may be what it meant to drop, and is dropped.
+func (c *LRU[V]) keep(key string, v V, forgets int64) {
+	if c.flight.Forgets() != forgets {
+		c.dropAll([]V{v})
+		return
+	}
+	c.add(key, v)
 }
 
 // Close drops every value.

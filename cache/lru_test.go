@@ -266,6 +266,49 @@ func TestLRULoadOnce(t *testing.T) {
 	})
 }
 
+// TestLRULoadNow: a value now finds is kept as a loaded one, load never
+// runs for it, and a Load meanwhile takes it; where now finds nothing,
+// load produces the value; a Delete while now runs drops what it found.
+func TestLRULoadNow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newLRU(1<<20, 0)
+		noLoad := func(context.Context) (*item, error) { t.Error("load called"); return nil, nil }
+		v := &item{key: "k", size: 10}
+		var joined *item
+		var wg sync.WaitGroup
+		now := func() (*item, bool) {
+			wg.Go(func() { joined, _ = c.Load(context.Background(), "k", noLoad) })
+			synctest.Wait() // the Load waits for this one
+			return v, true
+		}
+		if got, err := c.LoadNow(context.Background(), "k", now, noLoad); got != v || err != nil {
+			t.Errorf("LoadNow: %v, %v; want now's value", got, err)
+		}
+		wg.Wait()
+		if joined != v {
+			t.Errorf("a Load meanwhile got %v, want now's value", joined)
+		}
+		if got, ok := c.lookup("k"); !ok || got != v {
+			t.Errorf("now's value is not kept")
+		}
+
+		w := &item{key: "l", size: 10}
+		got, err := c.LoadNow(context.Background(), "l", func() (*item, bool) { return nil, false }, func(context.Context) (*item, error) { return w, nil })
+		if got != w || err != nil || !c.Has("l") {
+			t.Errorf("LoadNow with nothing at hand: %v, %v, kept %v; want load's value, kept", got, err, c.Has("l"))
+		}
+		if st := c.Stats(); st.Loads != 2 {
+			t.Errorf("%d loads, want 2", st.Loads)
+		}
+
+		x := &item{key: "m", size: 10}
+		c.LoadNow(context.Background(), "m", func() (*item, bool) { c.Delete("m"); return x, true }, noLoad)
+		if c.Has("m") || x.drops.Load() != 1 {
+			t.Errorf("deleted while now ran: kept %v, dropped %d times; want dropped once", c.Has("m"), x.drops.Load())
+		}
+	})
+}
+
 // TestDeleteDuringLoad: a Delete while a load of the key runs (the value
 // stored under it changed) makes the next Load load again instead of
 // waiting for the running one, and the running load's value, perhaps the
