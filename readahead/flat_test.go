@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io/fs"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -210,6 +211,36 @@ func TestLoaderFlat(t *testing.T) {
 			}
 			synctest.Wait() // no prefetch left running when the Loader closes
 		})
+	})
+}
+
+// TestLoaderFlatAtOnce: a read takes a chunk decoded ahead in its own
+// goroutine, without waiting for another (cache.LRU.LoadNow), as a FUSE
+// request on a thread of its own must to keep that thread from parking: a
+// read whose ctx has ended already still gets the bytes, where one that
+// waited for a goroutine would leave with ctx.Err(). GOMAXPROCS(1) keeps
+// such a goroutine from running before the read gives up.
+func TestLoaderFlatAtOnce(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	a := zlibArray(t, []int{128, 256}, []int{8, 8})
+	s := fixture(t, a, "temp", nil)
+	want := flatOf(a)
+	synctest.Test(t, func(t *testing.T) {
+		l := newLoader(t, s, nil)
+		const row = 256 * 8
+		for off := int64(0); off < 8*row; off += 1000 { // slab 0: slab 1 is prefetched
+			readFlat(t, l, a, "temp", off, min(1000, 8*row-off), 1)
+		}
+		synctest.Wait()
+		ended, cancel := context.WithCancel(context.Background())
+		cancel()
+		const off = 8 * row // slab 1's first chunk's first run
+		ps := a.Pieces(nil, off, 64)
+		p := make([]byte, 64)
+		n, err := l.ReadPieces(ended, Ref{Array: a, Path: "temp", Coords: a.Coords(ps[0].Chunk), PID: 1}, p, ps)
+		if err != nil || n != 64 || !bytes.Equal(p, want[off:off+64]) {
+			t.Errorf("a chunk decoded ahead, read with its ctx ended: %d bytes, %v; want its 64 bytes", n, err)
+		}
 	})
 }
 

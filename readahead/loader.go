@@ -408,11 +408,18 @@ func (l *Loader) get(ctx context.Context, q Ref, how reading) (*chunk, string, e
 		c, err := l.load(ctx, a, r)
 		return c, r.id, err
 	}
+	// A chunk decoded ahead is taken from staging in this goroutine; only
+	// a load that may wait runs in one of its own (cache.LRU.LoadNow): a
+	// FUSE request served on a thread of its own (FUSE over io_uring)
+	// parks that thread for every wait, and a flat file's READ takes up to
+	// dozens of chunks.
 	// A file chunk can be evicted (and closed) between its load and our
 	// acquire, when other loads fill the tier meanwhile; then it is loaded
 	// again, and after a few tries for this reader alone.
 	for range 3 {
-		c, err := l.decoded.Load(ctx, r.id, func(ctx context.Context) (*chunk, error) {
+		c, err := l.decoded.LoadNow(ctx, r.id, func() (*chunk, bool) {
+			return l.staging.takeReady(r.id)
+		}, func(ctx context.Context) (*chunk, error) {
 			return l.load(ctx, a, r)
 		})
 		if err != nil {

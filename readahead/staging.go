@@ -164,6 +164,22 @@ func (s *staging) take(key string) *staged {
 	return e
 }
 
+// takeReady removes the entry for key and hands its chunk, with the
+// entry's reference, to the caller, if the chunk is decoded and here: the
+// take that need not wait. Otherwise it leaves the entry as it is.
+func (s *staging) takeReady(key string) (*chunk, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[key]
+	if !ok || e.placed || e.v == nil || e.expires == (time.Time{}) {
+		return nil, false
+	}
+	s.unstageLocked(e)
+	s.taken++
+	s.takenBytes += e.size
+	return e.v, true
+}
+
 // place lets the chunk of e go, once it has been placed where its reader
 // will find it (Placer): e stays, with its reservation, until confirm or
 // its TTL. It does nothing if a reader took e meanwhile.
