@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Measure the netCDF view (zfuse mount --as-nc) against the plain mount.
 
-usage: /usr/bin/python3 scripts/nc-bench.py [--zfuse bin/zfuse] [--rounds 3]
-           [--chunk 1m|64k] [--dir /tmp/zfuse-nc-bench] [--flags '--transport dev']
+usage: /usr/bin/python3 scripts/nc-bench.py [--zfuse bin/zfuse] [--base OTHER]
+           [--rounds 3] [--chunk 1m|64k] [--dir /tmp/zfuse-nc-bench]
+           [--flags '--transport dev']
 
 Writes (once) a 512 MiB float32 array, 128x1024x1024, Blosc-LZ4, in
 chunks of 1x512x512 (1 MiB) or 1x128x128 (64 KiB), as the root of a
@@ -23,9 +24,13 @@ every reader):
             disk, in the page cache: netCDF-C's own cost (8 KiB reads,
             byte swapping), which no server can take away
 
-and prints the median time of each, the rates relative to a cold scan of
-the chunk files (chunks time / reader time), and the store reads of the
-slab. Run it on a quiet machine, as root (FUSE).
+and prints the median time of each with its range, the rates relative
+to a cold scan of the chunk files (chunks time / reader time, each round
+against the same round's scan), and the store reads of the slab. With
+--base, a second binary (the build before a change) serves every mount
+reader too, alternating with --zfuse reader by reader, so that both see
+the same load. Run it on a quiet machine, as
+root (FUSE).
 """
 import argparse
 import json
@@ -105,82 +110,85 @@ def run(args):
     if not os.path.exists(local):
         with open(local, "wb") as f:
             subprocess.run([args.zfuse, "cat", "--as-nc", src, name + ".nc"], stdout=f, check=True)
-    times = {k: [] for k in ["slab", "var", "bytes", "npy", "chunks", "local"]}
-    reads = []
+    builds = [("", args.zfuse)] + ([("base", args.base)] if args.base else [])
+    kinds = ["slab", "var", "bytes", "npy", "chunks"]
+    times = {b: {k: [] for k in kinds} for b, _ in builds}
+    reads = {b: [] for b, _ in builds}
+    local_times = []
     for r in range(args.rounds):
-        m = Mount(args.zfuse, src, ["--as-nc"], args.dir)
-        t = time.perf_counter()
-        d = netCDF4.Dataset(os.path.join(m.dir, name + ".nc"))
-        v = d[name]
-        v.set_auto_maskandscale(False)
-        v[0:SHAPE[0] // 8]
-        d.close()
-        times["slab"].append(time.perf_counter() - t)
-        reads.append(m.store_reads())
-        m.close()
-
-        m = Mount(args.zfuse, src, ["--as-nc"], args.dir)
-        t = time.perf_counter()
-        d = netCDF4.Dataset(os.path.join(m.dir, name + ".nc"))
-        v = d[name]
-        v.set_auto_maskandscale(False)
-        v[:]
-        d.close()
-        times["var"].append(time.perf_counter() - t)
-        m.close()
-
-        m = Mount(args.zfuse, src, ["--as-nc"], args.dir)
-        path = os.path.join(m.dir, name + ".nc")
-        begin, n = var_extent(path)
-        t = time.perf_counter()
-        fd = os.open(path, os.O_RDONLY)
-        for off in range(begin, begin + n, 1 << 20):
-            os.pread(fd, min(1 << 20, begin + n - off), off)
-        os.close(fd)
-        times["bytes"].append(time.perf_counter() - t)
-        m.close()
-
-        m = Mount(args.zfuse, src, ["--as-npy"], args.dir)
-        path = os.path.join(m.dir, name + ".npy")
-        begin, n = var_extent(path)
-        t = time.perf_counter()
-        fd = os.open(path, os.O_RDONLY)
-        for off in range(begin, begin + n, 1 << 20):
-            os.pread(fd, min(1 << 20, begin + n - off), off)
-        os.close(fd)
-        times["npy"].append(time.perf_counter() - t)
-        m.close()
-
-        m = Mount(args.zfuse, src, [], args.dir)
-        files = sorted((f for f in os.listdir(m.dir) if not f.startswith(".")),
-                       key=lambda f: tuple(int(c) for c in f.split(".")))
-        t = time.perf_counter()
-        for f in files:
-            fd = os.open(os.path.join(m.dir, f), os.O_RDONLY)
-            while os.read(fd, 1 << 20):
-                pass
-            os.close(fd)
-        times["chunks"].append(time.perf_counter() - t)
-        m.close()
-
+        for k in kinds:
+            for b, zfuse in builds:  # alternating, reader by reader
+                t, n = measure(k, zfuse, src, name, args.dir)
+                times[b][k].append(t)
+                if k == "slab":
+                    reads[b].append(n)
+        for b, _ in builds:
+            print(f"round {r}{' ' + b if b else ''}: " + ", ".join(f"{k} {times[b][k][-1]:.2f}s" for k in kinds) + f", slab store reads {reads[b][-1]}", flush=True)
         t = time.perf_counter()
         d = netCDF4.Dataset(local)
         v = d[name]
         v.set_auto_maskandscale(False)
         v[:]
         d.close()
-        times["local"].append(time.perf_counter() - t)
-        print(f"round {r}: " + ", ".join(f"{k} {v[-1]:.2f}s" for k, v in times.items()) + f", slab store reads {reads[-1]}", flush=True)
-    med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"chunks of {args.chunk}B, {args.rounds} rounds, mount flags {Mount.extra}, load average {os.getloadavg()[0]:.1f}; medians:")
-    for k in times:
-        print(f"  {k:7s} {med[k]:.3f}s  ({512 if k != 'slab' else 64} MiB; rate / chunk-file scan: {med['chunks'] / med[k] / (1 if k != 'slab' else 8):.2f}x)")
-    print(f"  slab store reads: median {statistics.median(reads)} for {covered} chunks covered ({statistics.median(reads) / covered:.2f}x)")
+        local_times.append(time.perf_counter() - t)
+        print(f"round {r}: local {local_times[-1]:.2f}s", flush=True)
+    print(f"chunks of {args.chunk}B, {args.rounds} rounds, mount flags {Mount.extra}, load average {os.getloadavg()[0]:.1f}; median [range]:")
+    for b, zfuse in builds:
+        tb = dict(times[b], local=local_times)
+        med = {k: statistics.median(v) for k, v in tb.items()}
+        print(f" {zfuse}:")
+        for k, v in tb.items():
+            # Each round's rate against the same round's chunk scan, by the same build.
+            rates = [c / x / (1 if k != "slab" else 8) for c, x in zip(tb["chunks"], v)]
+            print(f"  {k:7s} {med[k]:.3f}s [{min(v):.3f}-{max(v):.3f}]  ({512 if k != 'slab' else 64} MiB; rate / chunk-file scan: "
+                  f"{statistics.median(rates):.2f}x [{min(rates):.2f}-{max(rates):.2f}])")
+        m = statistics.median(reads[b])
+        print(f"  slab store reads: median {m} [{min(reads[b])}-{max(reads[b])}] for {covered} chunks covered ({m / covered:.2f}x)")
+
+
+def measure(kind, zfuse, src, name, work):
+    """Reader kind once, on a fresh mount of zfuse: its time, and for the
+    slab the store reads."""
+    flags = {"slab": ["--as-nc"], "var": ["--as-nc"], "bytes": ["--as-nc"], "npy": ["--as-npy"], "chunks": []}[kind]
+    m = Mount(zfuse, src, flags, work)
+    n = None
+    if kind in ("slab", "var"):
+        start = time.perf_counter()
+        d = netCDF4.Dataset(os.path.join(m.dir, name + ".nc"))
+        v = d[name]
+        v.set_auto_maskandscale(False)
+        v[0:SHAPE[0] // 8] if kind == "slab" else v[:]
+        d.close()
+        t = time.perf_counter() - start
+        if kind == "slab":
+            n = m.store_reads()
+    elif kind in ("bytes", "npy"):
+        path = os.path.join(m.dir, name + (".nc" if kind == "bytes" else ".npy"))
+        begin, size = var_extent(path)
+        start = time.perf_counter()
+        fd = os.open(path, os.O_RDONLY)
+        for off in range(begin, begin + size, 1 << 20):
+            os.pread(fd, min(1 << 20, begin + size - off), off)
+        os.close(fd)
+        t = time.perf_counter() - start
+    else:
+        files = sorted((f for f in os.listdir(m.dir) if not f.startswith(".")),
+                       key=lambda f: tuple(int(c) for c in f.split(".")))
+        start = time.perf_counter()
+        for f in files:
+            fd = os.open(os.path.join(m.dir, f), os.O_RDONLY)
+            while os.read(fd, 1 << 20):
+                pass
+            os.close(fd)
+        t = time.perf_counter() - start
+    m.close()
+    return t, n
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--zfuse", default="bin/zfuse")
+    p.add_argument("--base", default="", help="another zfuse binary to measure alongside, alternating with --zfuse reader by reader")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--chunk", default="1m", choices=["1m", "64k"])
     p.add_argument("--dir", default="/tmp/zfuse-nc-bench")
