@@ -19,6 +19,14 @@
                                    decode and copy), EPOCHS times; print each epoch's seconds and bytes
   bench.py dask PATH EPOCHS        the mean of the array at PATH with dask (da.from_zarr, its threads),
                                    EPOCHS times; print each epoch's seconds and bytes
+  bench.py xarray PATH EPOCHS      the mean of the array at PATH as xarray users take it: open_zarr of
+                                   a group holding it (a scratch directory with a .zgroup and a link
+                                   to PATH), .mean() with dask's threads, EPOCHS times
+  bench.py writenc OUT             write OUT/raw.nc, a netCDF classic file (CDF-2) holding the array
+                                   of OUT/raw.zarr as variable "raw" (t, y, x)
+  bench.py netcdf PATH EPOCHS      read the 3-dimensional variable of the netCDF file at PATH plane
+                                   by plane with netCDF4-python (netCDF-C's nc_get_vara; no masking or
+                                   scaling), EPOCHS times; print each epoch's seconds and bytes
 
 With ZFUSE_BENCH_SYNC set, each reader stops after each epoch until zfuse bench has counted
 what the mount answered (epoch_done).
@@ -60,6 +68,8 @@ def write(out, nbytes, side):
         block = (block + 0.25 * rng.standard_normal((m, SIDE, SIDE), dtype=np.float32)).astype("<f4")
         for a in arrays.values():
             a[i : i + m] = block
+    for a in arrays.values():
+        a.attrs["_ARRAY_DIMENSIONS"] = ["t", "y", "x"]  # xarray's dimension names
     print(json.dumps({"shape": shape}))
 
 
@@ -121,6 +131,63 @@ def read_dask(path, epochs):
     print(json.dumps(out))
 
 
+def read_xarray(path, epochs):
+    import shutil
+    import tempfile
+
+    import xarray as xr
+
+    with open(f"{path}/.zattrs") as f:
+        if "_ARRAY_DIMENSIONS" not in json.load(f):
+            sys.exit(f"bench.py xarray: {path} has no _ARRAY_DIMENSIONS: a store written before zfuse bench wrote them")
+    group = tempfile.mkdtemp(prefix="zfuse-bench-xarray-")
+    out = []
+    try:
+        with open(f"{group}/.zgroup", "w") as f:
+            f.write('{"zarr_format": 2}')
+        os.symlink(path, f"{group}/a")
+        for _ in range(epochs):
+            t = time.perf_counter()
+            ds = xr.open_zarr(group, consolidated=False)
+            ds["a"].mean().compute()
+            out.append({"seconds": time.perf_counter() - t, "bytes": ds["a"].nbytes})
+            ds.close()
+            epoch_done(len(out))
+    finally:
+        shutil.rmtree(group)
+    print(json.dumps(out))
+
+
+def write_nc(out):
+    import netCDF4
+
+    a = zarr.open(f"{out}/raw.zarr", mode="r")
+    with netCDF4.Dataset(f"{out}/raw.nc.tmp", "w", format="NETCDF3_64BIT_OFFSET") as ds:
+        for name, n in zip(("t", "y", "x"), a.shape):
+            ds.createDimension(name, n)
+        v = ds.createVariable("raw", "f4", ("t", "y", "x"))
+        for i in range(0, a.shape[0], 8):
+            v[i : i + 8] = a[i : i + 8]
+    os.rename(f"{out}/raw.nc.tmp", f"{out}/raw.nc")
+
+
+def read_netcdf(path, epochs):
+    import netCDF4
+
+    out = []
+    for _ in range(epochs):
+        t = time.perf_counter()
+        n = 0
+        with netCDF4.Dataset(path) as ds:
+            v = next(v for v in ds.variables.values() if v.ndim == 3)
+            v.set_auto_maskandscale(False)
+            for i in range(v.shape[0]):
+                n += v[i].nbytes
+        out.append({"seconds": time.perf_counter() - t, "bytes": n})
+        epoch_done(len(out))
+    print(json.dumps(out))
+
+
 def read_loader(path, epochs, workers):
     import torch
     from torch.utils.data import DataLoader, Dataset
@@ -178,5 +245,11 @@ if __name__ == "__main__":
         read_files(sys.argv[2], int(sys.argv[3]))
     elif cmd == "dask":
         read_dask(sys.argv[2], int(sys.argv[3]))
+    elif cmd == "xarray":
+        read_xarray(sys.argv[2], int(sys.argv[3]))
+    elif cmd == "writenc":
+        write_nc(sys.argv[2])
+    elif cmd == "netcdf":
+        read_netcdf(sys.argv[2], int(sys.argv[3]))
     else:
         sys.exit(__doc__)

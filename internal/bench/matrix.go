@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -32,6 +33,7 @@ const (
 	storeBlosc = "blosc.zarr" // Blosc(lz4, clevel 5, shuffle)
 	storeZstd  = "zstd.zarr"  // Zstd(level 3)
 	storeRaw   = "raw.zarr"   // uncompressed
+	fileNc     = "raw.nc"     // the uncompressed array as a netCDF classic file, for the netCDF reader
 )
 
 // The readers of the matrix.
@@ -45,10 +47,31 @@ const (
 	readMap    = "npy-map"    // the first eighth of the array along axis 0 through np.load(mmap_mode='r') of its .npy file
 	readPy     = "files-py"   // Python's open().read() of each chunk file, in grid order: zarr-python's reads without its decode
 	readDask   = "dask"       // the array's mean with dask (da.from_zarr, dask's threads)
+	readXarray = "xarray"     // the array's mean with xarray (open_zarr of a group holding it, .mean())
+	readCat    = "cat"        // cat(1) of every chunk file in grid order, its output counted through a pipe
+	readNetCDF = "netcdf"     // netCDF-C through netCDF4-python, plane by plane: the --as-nc file, or raw.nc
 )
 
 // Readers are the readers of the matrix, in order.
-var Readers = []string{readGrid, readList, readPy, readZarr, readDask, readLoader, readRemote, readNpy, readMap}
+var Readers = []string{readGrid, readList, readPy, readCat, readZarr, readDask, readXarray, readLoader, readRemote, readNpy, readMap, readNetCDF}
+
+// selfDecoding reports whether reader can decode the compressed stores
+// itself: the Python readers of Zarr (netCDF-C on Debian has no Blosc).
+func selfDecoding(reader string) bool {
+	return reader == readZarr || reader == readLoader || reader == readDask || reader == readXarray
+}
+
+// flatView returns the view a reader reads through a mount (--as-npy,
+// --as-nc), or nil for the plain one.
+func flatView(reader string) []string {
+	switch reader {
+	case readNpy, readMap:
+		return []string{"--as-npy"}
+	case readNetCDF:
+		return []string{"--as-nc"}
+	}
+	return nil
+}
 
 // The sources a reader reads.
 const (
@@ -132,8 +155,8 @@ func (f MountFlags) memory() int64 { return f.Decoded + f.Compressed + f.Readahe
 // every reader or mount later: zarr-http without its Python packages, a
 // --decoder gpu that cannot start.
 func (b *bencher) check(ctx context.Context) error {
-	if slices.Contains(b.readers, readRemote) {
-		if err := b.checkRemotePython(ctx); err != nil { // remote.go
+	for _, reader := range b.readers {
+		if err := b.checkReader(ctx, reader); err != nil {
 			return err
 		}
 	}
@@ -141,6 +164,37 @@ func (b *bencher) check(ctx context.Context) error {
 		if err := b.lf.Check(); err != nil {
 			return fmt.Errorf("bench: %w", err)
 		}
+	}
+	return nil
+}
+
+// pythonNeeds are the Python modules a reader needs beside zarr-python
+// and numcodecs, and the Debian packages that hold them.
+var pythonNeeds = map[string][2]string{
+	readRemote: {"fsspec, aiohttp", "python3-fsspec python3-aiohttp"},
+	readDask:   {"dask", "python3-dask"},
+	readXarray: {"xarray, dask", "python3-xarray python3-dask"},
+	readLoader: {"torch", "python3-torch"},
+	readNetCDF: {"netCDF4", "python3-netcdf4"},
+}
+
+// checkReader fails, saying what to install, where reader lacks what it
+// runs: its Python modules, or cat(1).
+func (b *bencher) checkReader(ctx context.Context, reader string) error {
+	if reader == readCat {
+		if _, err := exec.LookPath("cat"); err != nil {
+			return fmt.Errorf("bench: %s needs cat(1), or leave it out of --readers: %w", reader, err)
+		}
+		return nil
+	}
+	need, ok := pythonNeeds[reader]
+	if !ok {
+		return nil
+	}
+	out, err := exec.CommandContext(ctx, b.python, "-c", "import "+need[0]).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("bench: %s needs %s in %s (Debian: %s; make deps installs them), or leave it out of --readers: %v\n%s",
+			reader, need[0], b.python, need[1], err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }
@@ -180,6 +234,7 @@ type bencher struct {
 	work          string     // scratch: mountpoints, stats files, bench.py
 	mounts        int        // mountpoints made
 	start, load   string     // when the measurements began, and the load average then
+	memory        [2]string  // what new memory cost at the start and at the end (MemCost)
 	http          *benchHTTP // serves the stores for zarr-http; nil without it
 
 	sets    []*storeSet // one per chunk size
@@ -230,6 +285,7 @@ func (b *bencher) run(ctx context.Context) error {
 	}
 	b.res = newBenchResults()
 	b.start, b.load = time.Now().UTC().Format("2006-01-02 15:04 MST"), loadAvg()
+	b.memory[0] = memCost()
 	for round := range b.runs {
 		b.say("round %d of %d", round+1, b.runs)
 		for _, set := range b.sets {
@@ -238,8 +294,18 @@ func (b *bencher) run(ctx context.Context) error {
 			}
 		}
 	}
+	b.memory[1] = memCost()
 	b.report()
 	return nil
+}
+
+// memCost measures what 256 MiB of new memory costs now, for the report.
+func memCost() string {
+	c, err := MeasureMemCost(256 << 20)
+	if err != nil {
+		return err.Error()
+	}
+	return c.String()
 }
 
 // round reads every cell of the matrix for one chunk size once.
@@ -253,17 +319,26 @@ func (b *bencher) round(ctx context.Context, set *storeSet) error {
 		}
 		// The ceiling, the FUSE floor, and each reader decoding the
 		// stores itself; the readers of .npy files have no ceiling (the
-		// store holds no .npy file), and their floor serves one.
-		if reader != readNpy && reader != readMap {
+		// store holds no .npy file), and their floor serves one; the
+		// netCDF reader's ceiling is raw.nc, and it has no floor.
+		switch reader {
+		case readNpy, readMap:
+		case readNetCDF:
+			if err := b.direct(ctx, set, reader, viaRaw, fileNc); err != nil {
+				return err
+			}
+		default:
 			if err := b.direct(ctx, set, reader, viaRaw, storeRaw); err != nil {
 				return err
 			}
 		}
-		if err := b.viaFloor(ctx, set, reader); err != nil { // floor.go
-			return err
+		if reader != readNetCDF {
+			if err := b.viaFloor(ctx, set, reader); err != nil { // floor.go
+				return err
+			}
 		}
 		for _, codec := range b.codecs {
-			if reader == readZarr || reader == readLoader || reader == readDask {
+			if selfDecoding(reader) {
 				if err := b.direct(ctx, set, reader, viaSelf, codec+".zarr"); err != nil {
 					return err
 				}
@@ -282,7 +357,7 @@ func (b *bencher) round(ctx context.Context, set *storeSet) error {
 
 // direct reads a store with reader, without a mount.
 func (b *bencher) direct(ctx context.Context, set *storeSet, reader, via, store string) error {
-	if err := WarmDir(filepath.Join(set.dir, store)); err != nil {
+	if err := warm(filepath.Join(set.dir, store)); err != nil {
 		return err
 	}
 	codec := strings.TrimSuffix(store, ".zarr")
@@ -311,11 +386,7 @@ func (b *bencher) viaMount(ctx context.Context, set *storeSet, reader, codec, se
 	if reader == readRemote {
 		source, requests = b.http.storeURL(set, codec), b.http.requests.Load()
 	}
-	var view []string
-	if reader == readNpy || reader == readMap {
-		view = []string{"--as-npy"}
-	}
-	m, err := b.mount(ctx, source, serving, transport, view...)
+	m, err := b.mount(ctx, source, serving, transport, flatView(reader)...)
 	if err != nil {
 		return err
 	}
@@ -424,23 +495,62 @@ func (b *bencher) read(ctx context.Context, set *storeSet, reader, root string, 
 		return b.python3(ctx, after, "files", root, strconv.Itoa(b.epochs))
 	case readDask:
 		return b.python3(ctx, after, "dask", root, strconv.Itoa(b.epochs))
-	case readNpy, readMap:
-		// The store is an array at its root: its .npy file is the one
-		// file at the mount's root that ends in .npy.
-		es, err := os.ReadDir(root)
+	case readXarray:
+		return b.python3(ctx, after, "xarray", root, strconv.Itoa(b.epochs))
+	case readCat:
+		return catEpochs(ctx, root, set.keys, b.epochs, after)
+	case readNetCDF:
+		// root: raw.nc itself, or a --as-nc mount, whose one file at
+		// its root is the array's.
+		if strings.HasSuffix(root, ".nc") {
+			return b.python3(ctx, after, "netcdf", root, strconv.Itoa(b.epochs))
+		}
+		name, err := oneFile(root, ".nc")
 		if err != nil {
 			return nil, err
 		}
-		i := slices.IndexFunc(es, func(e os.DirEntry) bool { return strings.HasSuffix(e.Name(), ".npy") })
-		if i < 0 {
-			return nil, fmt.Errorf("bench: no .npy file in %s", root)
+		return b.python3(ctx, after, "netcdf", filepath.Join(root, name), strconv.Itoa(b.epochs))
+	case readNpy, readMap:
+		// The store is an array at its root: its .npy file is the one
+		// file at the mount's root that ends in .npy.
+		name, err := oneFile(root, ".npy")
+		if err != nil {
+			return nil, err
 		}
 		if reader == readMap {
-			return b.python3(ctx, after, "npymap", filepath.Join(root, es[i].Name()), strconv.Itoa(b.epochs))
+			return b.python3(ctx, after, "npymap", filepath.Join(root, name), strconv.Itoa(b.epochs))
 		}
-		return ReadEpochs(ctx, root, []string{es[i].Name()}, b.epochs, after)
+		return ReadEpochs(ctx, root, []string{name}, b.epochs, after)
 	}
 	return b.python3(ctx, after, "loader", root, strconv.Itoa(b.epochs), "2")
+}
+
+// oneFile returns the name of the first file in dir whose name ends in
+// ext: a flat view of a store whose root is an array holds one.
+func oneFile(dir, ext string) (string, error) {
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	i := slices.IndexFunc(es, func(e os.DirEntry) bool { return strings.HasSuffix(e.Name(), ext) })
+	if i < 0 {
+		return "", fmt.Errorf("bench: no %s file in %s", ext, dir)
+	}
+	return es[i].Name(), nil
+}
+
+// warm reads path into the page cache: a directory's files (WarmDir), or
+// one file.
+func warm(path string) error {
+	if fi, err := os.Stat(path); err != nil || fi.IsDir() {
+		return WarmDir(path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(io.Discard, f)
+	return errors.Join(err, f.Close())
 }
 
 // prepare writes the stores (or checks the given ones) and learns their
@@ -491,9 +601,27 @@ func (b *bencher) prepare(ctx context.Context) error {
 				set.stored[s] += fi.Size()
 			}
 		}
+		if err := b.prepareNc(ctx, set); err != nil {
+			return err
+		}
 		b.sets = append(b.sets, set)
 	}
 	return nil
+}
+
+// prepareNc writes set's raw.nc, the netCDF reader's ceiling, where the
+// netCDF reader runs and the stores (written by this run or an earlier
+// one) lack it.
+func (b *bencher) prepareNc(ctx context.Context, set *storeSet) error {
+	if !slices.Contains(b.readers, readNetCDF) {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(set.dir, fileNc)); err == nil {
+		return nil
+	}
+	b.say("writing %s with %s...", filepath.Join(set.dir, fileNc), b.python)
+	_, err := b.python3(ctx, nil, "writenc", set.dir)
+	return err
 }
 
 // makeStoresDir sets b.stores to --dir, made if it does not exist, or to a

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -101,5 +102,18 @@ func BenchmarkReadFiles(b *testing.B) {
 		if _, _, err := ReadFiles(context.Background(), dir, names); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestMeasureMemCost(t *testing.T) {
+	c, err := MeasureMemCost(8 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.First <= 0 || c.Again <= 0 {
+		t.Fatalf("MeasureMemCost = %+v: want both passes timed", c)
+	}
+	if s := c.String(); !strings.Contains(s, "8 MiB touched") {
+		t.Errorf("String() = %q", s)
 	}
 }

@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 )
 
 // This file holds zfuse bench's readers: the orders the file tool
@@ -57,7 +59,7 @@ func (b *bencher) python3(ctx context.Context, after func(epoch int) error, args
 	if err != nil {
 		return nil, fmt.Errorf("bench: bench.py %s: %v\n%s", strings.Join(args, " "), err, &stderr)
 	}
-	if args[0] == "write" {
+	if args[0] == "write" || args[0] == "writenc" {
 		return nil, nil
 	}
 	var epochs []struct {
@@ -128,4 +130,61 @@ func (b *bencher) verify(set *storeSet, mnt string) error {
 		}
 	}
 	return nil
+}
+
+// catEpochs reads the files names under root with cat(1), in order, epochs
+// times, and returns each epoch's rate: cat's output is counted through a
+// pipe, and an epoch that counts other than the files' sizes fails.
+func catEpochs(ctx context.Context, root string, names []string, epochs int, after func(epoch int) error) ([]float64, error) {
+	var want int64
+	paths := make([]string, len(names))
+	for i, n := range names {
+		paths[i] = filepath.Join(root, n)
+		fi, err := os.Stat(paths[i])
+		if err != nil {
+			return nil, err
+		}
+		want += fi.Size()
+	}
+	out := make([]float64, epochs)
+	for e := range out {
+		start := time.Now()
+		var n int64
+		for batch := range slices.Chunk(paths, 1000) {
+			got, err := cat(ctx, batch)
+			if err != nil {
+				return nil, err
+			}
+			n += got
+		}
+		out[e] = GBps(n, time.Since(start).Seconds())
+		if n != want {
+			return nil, fmt.Errorf("bench: cat read %d bytes of %d", n, want)
+		}
+		if after != nil {
+			if err := after(e + 1); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// cat runs cat(1) on paths and returns the bytes it wrote.
+func cat(ctx context.Context, paths []string) (int64, error) {
+	cmd := exec.CommandContext(ctx, "cat", append([]string{"--"}, paths...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, err
+	}
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("bench: cat: %w", err)
+	}
+	n, cerr := io.Copy(io.Discard, stdout)
+	if err := errors.Join(cerr, cmd.Wait()); err != nil {
+		return n, fmt.Errorf("bench: cat: %v: %s", err, &stderr)
+	}
+	return n, nil
 }

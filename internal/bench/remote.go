@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -69,17 +67,6 @@ func (h *benchHTTP) close() error {
 // storeURL is the URL of the store of codec in set.
 func (h *benchHTTP) storeURL(set *storeSet, codec string) string {
 	return h.url + "/" + set.name + "/" + codec + ".zarr"
-}
-
-// checkRemotePython fails, saying what to install, when the Python that
-// reads cannot read over HTTP.
-func (b *bencher) checkRemotePython(ctx context.Context) error {
-	out, err := exec.CommandContext(ctx, b.python, "-c", "import fsspec, aiohttp").CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("bench: %s needs fsspec and aiohttp in %s (Debian: python3-fsspec python3-aiohttp; make deps installs them), or leave it out of --readers: %v\n%s",
-			readRemote, b.python, err, strings.TrimSpace(string(out)))
-	}
-	return nil
 }
 
 // remote reads set's compressed stores over HTTP with zarr-python, then

@@ -67,12 +67,13 @@ func (b *bencher) reportSetting() {
 	}
 	fmt.Fprintf(b.out, "mounts: --decoder %s, --workers %d, budgets decoded %s, compressed %s, readahead %s; kernel readahead %s; a fresh mount for each reader, epochs in the same mount\n",
 		lf.Decoder, lf.Workers, bytesize.Exact(lf.Decoded), bytesize.Exact(lf.Compressed), bytesize.Exact(lf.Readahead), kra)
-	fmt.Fprintf(b.out, "stores in the page cache throughout; file tool: open, read whole, close each chunk file; zarr: zarr-python 2.13 plane by plane; loader: PyTorch DataLoader, 2 workers, shuffled planes; npy: the array's .npy file (--as-npy) read whole; npy-map: its first eighth along axis 0 copied out of np.load(mmap_mode='r')\n")
+	fmt.Fprintf(b.out, "stores in the page cache throughout; file tool: open, read whole, close each chunk file; files-py: Python's open().read() of each; cat: cat(1) of every chunk file; zarr: zarr-python 2.13 plane by plane; dask: da.from_zarr(...).mean(); xarray: open_zarr(...).mean(); loader: PyTorch DataLoader, 2 workers, shuffled planes; npy: the array's .npy file (--as-npy) read whole; npy-map: its first eighth along axis 0 copied out of np.load(mmap_mode='r'); netcdf: netCDF4-python (netCDF-C) plane by plane, of the --as-nc file, raw: of a CDF-2 file on local disk\n")
 	fmt.Fprintf(b.out, "floor: a minimal FUSE server (zfuse bench floor) with the mounts' FUSE options and kernel readahead, serving the chunk files' names and sizes from one buffer it holds (OPEN answered ENOSYS), for npy and npy-map one file of the .npy file's size and header; a fresh one for each reader\n")
 	if b.http != nil {
 		fmt.Fprintf(b.out, "zarr-http: zarr-python plane by plane from the bench's HTTP server on 127.0.0.1, %v before each answer: over HTTP itself (fsspec, aiohttp; the chunks of a plane concurrently), and through a zfuse mount of the URL\n", b.latency)
 	}
 	fmt.Fprintf(b.out, "load average (1, 5, 15 min) at the start %s, at the end %s\n", b.load, loadAvg())
+	fmt.Fprintf(b.out, "memory: at the start %s; at the end %s (a first read fills the page cache with new pages)\n", b.memory[0], b.memory[1])
 	fmt.Fprintf(b.out, "GB/s, median of %d rounds [lowest-highest]\n\n", b.runs)
 }
 
@@ -238,9 +239,12 @@ func (b *bencher) setTargets(set *storeSet, serving, transport, on string) []Tar
 	add(ch+" DataLoader via mount / decoding itself, epoch 1"+on, mount(readLoader), self(readLoader), 0, 1.0)
 	add(ch+" DataLoader via mount / decoding itself, epoch 3"+on, mount(readLoader), self(readLoader), 2, 1.1)
 	add(ch+" dask mean via mount / decoding itself, cold"+on, mount(readDask), self(readDask), 0, 1.0)
-	if t, ok := warmRequestsTarget(r.mounts[mount(readZarr)], set, readZarr); ok {
-		t.Name = ch + " " + t.Name + on
-		out = append(out, t)
+	add(ch+" xarray mean via mount / decoding itself, cold"+on, mount(readXarray), self(readXarray), 0, 1.0)
+	for _, reader := range b.readers {
+		if t, ok := warmRequestsTarget(r.mounts[mount(reader)], set, reader); ok {
+			t.Name = ch + " " + t.Name + on
+			out = append(out, t)
+		}
 	}
 	add(ch+" file tool via mount / uncompressed direct, cold"+on, mount(readGrid), raw(readGrid), 0, 0.25)
 	add(ch+" file tool via mount / uncompressed direct, warm"+on, mount(readGrid), raw(readGrid), 1, 0.8)
