@@ -52,8 +52,10 @@ type Config struct {
 	ReadaheadBudget  int64 // chunks prefetched and not yet read, decoded or decoding
 	// MemDir is where Files makes its files: a tmpfs directory, whose
 	// files can be used again for other chunks once nobody else has them
-	// open (leases tell); "" means /dev/shm. Where it is no tmpfs, chunks
-	// are in memfds, made for each chunk.
+	// open (leases tell); "" means a tmpfs of the Loader's own, whose
+	// files have large folios, where it may mount one (CAP_SYS_ADMIN),
+	// else /dev/shm. Where it is no tmpfs, chunks are in memfds, made for
+	// each chunk.
 	MemDir string
 	// MaxFiles bounds the memfds the decoded tier keeps (each is a file
 	// descriptor) when Files is set; 0 means no bound beyond the budget.
@@ -101,7 +103,6 @@ type Loader struct {
 	shards      shardIndexes       // parsed shard indexes
 	memfds      fileStats          // memfds alive, over every holder
 	mfiles      *memFiles          // files that hold decoded chunks (Config.Files), kept for use again
-	memDir      string             // where mfiles would keep them
 	bufs        *bufPool           // decode buffers to use again
 	srcs        *bufPool           // stored values to use again, when the compressed tier is off
 	keepsStored bool               // the compressed tier is on: stored values are shared with it
@@ -189,8 +190,7 @@ func New(cfg Config) *Loader {
 	}
 	l.fetch = make(chan struct{}, fetchers)
 	l.bufs = newBufPool(poolBytes, nil)
-	l.memDir = cmp.Or(cfg.MemDir, "/dev/shm")
-	l.mfiles = newMemFiles(l.memDir, poolBytes, &l.memfds)
+	l.mfiles = newMemFiles(cfg.MemDir, poolBytes, &l.memfds)
 	l.SetFiles(cfg.Files)
 	l.srcs = newBufPool(storedPoolBytes, sizeClass)
 	l.keepsStored = cfg.CompressedBudget > 0
@@ -376,10 +376,10 @@ func (l *Loader) SetPlacer(p Placer) {
 // before keep their form, and each of Read, Open and Chunk serves either.
 func (l *Loader) SetFiles(on bool) {
 	if on && !l.files.Load() {
-		if l.mfiles.dir == "" {
-			l.log.Warn("chunk files are memfds made and freed for each chunk: no tmpfs at the memory directory to keep them in for use again", "dir", l.memDir)
+		if where := l.mfiles.dir(); where == "" {
+			l.log.Warn("chunk files are memfds made and freed for each chunk: no tmpfs to keep them in for use again", "dir", cmp.Or(l.mfiles.want, "/dev/shm"))
 		} else {
-			l.log.Debug("chunk files are kept for use again", "dir", l.mfiles.dir)
+			l.log.Debug("chunk files are kept for use again", "dir", where)
 		}
 	}
 	l.files.Store(on)
