@@ -55,6 +55,11 @@ func testMount(t *testing.T, serving Serving) {
 			if fi.Mode() != 0o444 {
 				t.Errorf("%s: mode %v, want -r--r--r--", rel, fi.Mode())
 			}
+			// Python's open() buffers by st_blksize: 1 MiB made every
+			// open().read() of a chunk map and fault in a fresh MiB.
+			if bs := fi.Sys().(*syscall.Stat_t).Blksize; bs != 4096 {
+				t.Errorf("%s: st_blksize %d, want 4096, as ext4", rel, bs)
+			}
 			got, err := os.ReadFile(p)
 			if err != nil {
 				return err

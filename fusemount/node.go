@@ -250,6 +250,16 @@ var (
 	_ fusefs.NodeOnForgetter    = (*dirNode)(nil)
 )
 
+// BlockSize is the st_blksize of every file of a mount, 4 KiB as on
+// ext4: the size readers buffer by. Python's buffered open() allocates a
+// buffer of st_blksize for every file it opens; at 1 MiB, each
+// open().read() of a chunk file (zarr-python's read of a chunk) also
+// mapped and faulted in a fresh MiB for its result, as glibc gave the
+// heap back at every close, and ran at a fifth of the speed of the same
+// read of an ext4 file (docs/performance.md). The kernel's requests to
+// the mount do not depend on it.
+const BlockSize = 4096
+
 // attr fills out with n's presented attributes.
 func (m *mount) attr(n *tree.Node, out *fuse.Attr) {
 	if n.IsDir() {
@@ -261,7 +271,7 @@ func (m *mount) attr(n *tree.Node, out *fuse.Attr) {
 		out.Size = uint64(n.Size())
 		out.Blocks = (out.Size + 511) / 512
 	}
-	out.Blksize = 1 << 20
+	out.Blksize = BlockSize
 	t := m.born
 	out.SetTimes(&t, &t, &t)
 }

@@ -176,7 +176,7 @@ func (n *node) Getattr(ctx context.Context, _ fusefs.FileHandle, out *fuse.AttrO
 	out.Nlink = 1
 	out.Size = uint64(len(n.data))
 	out.Blocks = (out.Size + 511) / 512
-	out.Blksize = 1 << 20
+	out.Blksize = fusemount.BlockSize
 	out.SetTimes(&n.born, &n.born, &n.born)
 	return 0
 }
