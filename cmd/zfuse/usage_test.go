@@ -72,7 +72,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"mount", "--http-timeout", "5", missing, mp}, 2, "", "-http-timeout: want a duration such as 30s"},
 		{[]string{"warmup", "--jobs", "0", mp}, 2, "", "-jobs: want a whole number, 1 or more"},
 		{[]string{"bench", "--runs", "0"}, 2, "", "-runs: want a whole number, 1 or more"},
-		{[]string{"bench", "--readers", "files-grid,nosuch"}, 2, "", "-readers: want files-grid, files-list, files-py, zarr, dask, loader, zarr-http, npy or npy-map"},
+		{[]string{"bench", "--readers", "files-grid,nosuch"}, 2, "", "-readers: want files-grid, files-list, files-py, cat, zarr, dask, xarray, loader, zarr-http, npy, npy-map or netcdf"},
 		{[]string{"bench", "--chunks", "3MiB"}, 2, "", "-chunks"},
 		{[]string{"bench", "compress", "--rounds", "0"}, 2, "", "-rounds: want a whole number"},
 		// Arguments: flags go first, and the count is said in English.
