@@ -121,3 +121,31 @@ func TestStagingSetMax(t *testing.T) {
 	s.setMax(0)
 	s.clear()
 }
+
+// TestSetBudgetsWhileReading: SetBudgets runs beside readers that plan
+// (the memory-pressure watcher lowers and raises budgets while a mount
+// serves); under -race, planning read the readahead budget unlocked.
+func TestSetBudgetsWhileReading(t *testing.T) {
+	a := zlibArray(t, []int{200 * 512}, []int{512})
+	s := fixture(t, a, "temp", nil)
+	l := New(Config{Store: s, DecodedBudget: 16 * a.ChunkLen(), ReadaheadBudget: 16 * a.ChunkLen(), TTL: time.Hour})
+	defer l.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range int64(200) {
+			if _, err := l.Chunk(context.Background(), Ref{Array: a, Path: "temp", Coords: a.Coords(i), PID: 1}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for i := 0; ; i++ {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		l.SetBudgets(int64(16-i%8)*a.ChunkLen(), 0, int64(16-i%8)*a.ChunkLen())
+	}
+}

@@ -349,6 +349,13 @@ func releaseAll(cs []*chunk) {
 // loading keep their reservations (their readers wait for them), and so
 // do placed ones (their bytes are the kernel's already, and go with its
 // page cache).
+// budget returns the budget: setMax changes it while readers plan.
+func (s *staging) budget() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.max
+}
+
 func (s *staging) setMax(max int64) {
 	s.mu.Lock()
 	s.max = max

@@ -308,7 +308,7 @@ func (l *Loader) policyFor(a *zarr.Array) Policy {
 	p := l.policy.withDefaults()
 	size := max(a.ChunkLen(), 1)
 	need := int64(aheadRate*time.Duration(l.latency.Load()).Seconds()) / size
-	room := min(l.staging.max/2/size, 2*int64(cap(l.fetch)))
+	room := min(l.staging.budget()/2/size, 2*int64(cap(l.fetch)))
 	p.MaxWindow = max(p.MaxWindow, min(need, room))
 	return p
 }
