@@ -16,14 +16,14 @@ import (
 // procSample is what /proc says of a process at one moment.
 type procSample struct {
 	RSS     int64 // VmRSS, bytes
-	Memfd   int64 // the sizes of its chunk files (memfds, or tmpfs files in /dev/shm: decoded chunks held for FUSE passthrough)
+	Memfd   int64 // the sizes of its chunk files (memfds, or tmpfs files: decoded chunks held for FUSE passthrough)
 	Threads int64
 	FDs     int // open descriptors other than memfds
 }
 
 // sampleProc reads /proc/PID: RSS, threads, and its descriptors, the
-// chunk files ("/memfd:..." links, or the mount's unnamed tmpfs files,
-// "/dev/shm/#N (deleted)") by size apart.
+// chunk files (memfds, or the mount's unnamed files on a tmpfs: its own,
+// "/#N (deleted)", or /dev/shm's) by size apart.
 func sampleProc(pid int) (procSample, error) {
 	var s procSample
 	var err error
@@ -46,7 +46,8 @@ func sampleProc(pid int) (procSample, error) {
 		if err != nil {
 			continue // closed meanwhile
 		}
-		if !strings.HasPrefix(link, "/memfd:") && !strings.HasPrefix(link, "/dev/shm/") {
+		var fs syscall.Statfs_t
+		if !strings.HasPrefix(link, "/memfd:") && (syscall.Statfs(p, &fs) != nil || fs.Type != tmpfsMagic) {
 			s.FDs++
 			continue
 		}
@@ -56,6 +57,8 @@ func sampleProc(pid int) (procSample, error) {
 	}
 	return s, nil
 }
+
+const tmpfsMagic = 0x01021994 // TMPFS_MAGIC, statfs(2)
 
 // A sampler records the peak of RSS plus memfd bytes of a process, every
 // few milliseconds until stopped.
