@@ -424,7 +424,10 @@ func TestBloscConcurrent(t *testing.T) {
 
 // TestBloscAllocs checks that steady-state decoding of a shuffled lz4
 // buffer does not allocate (under -race, sync.Pool drops some Puts, so
-// allow a fraction).
+// allow a fraction). A garbage collection empties the pools, and the
+// package's parallel tests can start one in every run under load (CI saw
+// 1.00 once), so the fewest of five measurements counts: an allocation
+// of the decode itself is in all five.
 func TestBloscAllocs(t *testing.T) {
 	var src []byte
 	for _, f := range compatFiles(t) {
@@ -439,8 +442,12 @@ func TestBloscAllocs(t *testing.T) {
 	testutil.Need(t, "blosc-1.18.0-lz4.cdata", src != nil)
 	dst := make([]byte, 0, 4000000)
 	Blosc{}.Decode(dst, src)
-	if n := testing.AllocsPerRun(20, func() { Blosc{}.Decode(dst, src) }); n > 0.5 {
-		t.Fatalf("%.2f allocations per decode", n)
+	least := 1e9
+	for range 5 {
+		least = min(least, testing.AllocsPerRun(20, func() { Blosc{}.Decode(dst, src) }))
+	}
+	if least > 0.5 {
+		t.Fatalf("%.2f allocations per decode", least)
 	}
 }
 
