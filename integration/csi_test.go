@@ -53,19 +53,26 @@ func needCSI(t *testing.T) (uid, gid int) {
 	uid, _ = strconv.Atoi(nobody.Uid)
 	gid, _ = strconv.Atoi(nobody.Gid)
 	// The servers, as nobody, need to reach the binary.
-	for p := filepath.Dir(zfuse); p != "/"; p = filepath.Dir(p) {
-		os.Chmod(p, 0o755)
-	}
+	openToAll(t, filepath.Dir(zfuse))
 	return uid, gid
 }
 
-// openToAll makes dir and its parents searchable by everyone (t.TempDir
-// makes them 0700), so that the servers can reach what is there.
+// openToAll makes dir and its parents readable and searchable by everyone
+// (t.TempDir makes them 0700), so that other users can reach what is there.
+// It adds those bits and keeps the rest: a chmod 0755 of /tmp would take
+// its sticky bit and others' right to write there (apt's _apt user, for
+// one, could no longer make its temporary files).
 func openToAll(t *testing.T, dir string) string {
 	t.Helper()
 	for p := dir; p != "/"; p = filepath.Dir(p) {
-		if err := os.Chmod(p, 0o755); err != nil {
+		fi, err := os.Stat(p)
+		if err != nil {
 			t.Fatal(err)
+		}
+		if m := fi.Mode(); m&0o055 != 0o055 {
+			if err := os.Chmod(p, m|0o055); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	return dir

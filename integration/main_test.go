@@ -58,7 +58,25 @@ func runMain(m *testing.M) int {
 			return 1
 		}
 	}
-	return m.Run()
+	// The tests open directories to other users (openToAll); the
+	// temporary directory itself must come out as it went in (1777 on
+	// most machines), or the machine's other users can no longer use it.
+	before, err := os.Stat(os.TempDir())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := m.Run()
+	after, err := os.Stat(os.TempDir())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if after.Mode() != before.Mode() {
+		fmt.Fprintf(os.Stderr, "the tests changed %s: mode %v, now %v\n", os.TempDir(), before.Mode(), after.Mode())
+		return 1
+	}
+	return code
 }
 
 // needMount skips in -short mode and checks for FUSE.

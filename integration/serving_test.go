@@ -164,13 +164,8 @@ func TestServingFallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The user needs the binary, the store and a stats file of its own.
-	for p := filepath.Dir(zfuse); p != "/"; p = filepath.Dir(p) {
-		os.Chmod(p, 0o755)
-	}
-	own := t.TempDir()
-	for p := own; p != "/"; p = filepath.Dir(p) {
-		os.Chmod(p, 0o755)
-	}
+	openToAll(t, filepath.Dir(zfuse))
+	own := openToAll(t, t.TempDir())
 	if err := os.Chown(own, uid, gid); err != nil {
 		t.Fatal(err)
 	}
