@@ -130,7 +130,8 @@ func (g *Group[V]) DoNow(ctx context.Context, key string, now func() (V, bool), 
 	if !ok {
 		if now != nil {
 			if v, found := g.callNow(key, c, now); found {
-				g.finish(key, c, v)
+				c.v = v
+				g.finish(key, c)
 				return v, c.shared, nil
 			}
 		}
@@ -164,24 +165,27 @@ func (g *Group[V]) callNow(key string, c *call[V], now func() (V, bool)) (v V, f
 	defer func() {
 		if r := recover(); r != nil {
 			c.panic = &PanicError{Value: r, Stack: debug.Stack()}
-			g.finish(key, c, v)
+			g.finish(key, c)
 			panic(c.panic)
 		}
 	}()
 	return now()
 }
 
-// finish publishes v, which now found, as c's value.
-func (g *Group[V]) finish(key string, c *call[V], v V) {
-	c.v = v
+// finish publishes c's result (set before: c.v, c.err, c.panic) to its
+// callers and frees key for the next call, and returns how many callers
+// were still waiting for it.
+func (g *Group[V]) finish(key string, c *call[V]) (waiting int) {
 	g.mu.Lock()
 	if g.calls[key] == c {
 		delete(g.calls, key)
 	}
 	c.shared = c.callers > 1
 	c.finished = true
+	waiting = c.waiting
 	g.mu.Unlock()
 	close(c.done)
+	return waiting
 }
 
 // run calls load for c and publishes its result.
@@ -195,16 +199,7 @@ func (g *Group[V]) run(ctx context.Context, key string, c *call[V], load func(co
 				c.err = errGoexit
 			}
 		}
-		g.mu.Lock()
-		if g.calls[key] == c {
-			delete(g.calls, key)
-		}
-		c.shared = c.callers > 1
-		c.finished = true
-		waiting := c.waiting
-		g.mu.Unlock()
-		close(c.done)
-		if c.panic != nil && waiting == 0 {
+		if g.finish(key, c) == 0 && c.panic != nil {
 			panic(c.panic)
 		}
 	}()
