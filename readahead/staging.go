@@ -343,12 +343,6 @@ func releaseAll(cs []*chunk) {
 	}
 }
 
-// setMax changes the budget to max. Lowering it stops new reservations
-// until what is staged fits, and releases decoded chunks waiting unread,
-// the oldest first, until it does: they count as waste. Chunks still
-// loading keep their reservations (their readers wait for them), and so
-// do placed ones (their bytes are the kernel's already, and go with its
-// page cache).
 // budget returns the budget: setMax changes it while readers plan.
 func (s *staging) budget() int64 {
 	s.mu.Lock()
@@ -356,6 +350,12 @@ func (s *staging) budget() int64 {
 	return s.max
 }
 
+// setMax changes the budget to max. Lowering it stops new reservations
+// until what is staged fits, and releases decoded chunks waiting unread,
+// the oldest first, until it does: they count as waste. Chunks still
+// loading keep their reservations (their readers wait for them), and so
+// do placed ones (their bytes are the kernel's already, and go with its
+// page cache).
 func (s *staging) setMax(max int64) {
 	s.mu.Lock()
 	s.max = max
