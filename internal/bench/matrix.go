@@ -542,15 +542,17 @@ func oneFile(dir, ext string) (string, error) {
 // warm reads path into the page cache: a directory's files (WarmDir), or
 // one file.
 func warm(path string) error {
-	if fi, err := os.Stat(path); err != nil || fi.IsDir() {
-		return WarmDir(path)
-	}
-	f, err := os.Open(path)
+	fi, err := os.Stat(path)
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(io.Discard, f)
-	return errors.Join(err, f.Close())
+	if fi.IsDir() {
+		return WarmDir(path)
+	}
+	if _, err := ReadFile(path, make([]byte, 1<<20)); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	return nil
 }
 
 // prepare writes the stores (or checks the given ones) and learns their

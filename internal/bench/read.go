@@ -58,9 +58,16 @@ func ReadFiles(ctx context.Context, root string, names []string) (int64, time.Du
 // after each epoch (1, 2, ...), outside its time: a bench counts the
 // requests an epoch made there.
 func ReadEpochs(ctx context.Context, root string, names []string, epochs int, after func(epoch int) error) ([]float64, error) {
+	return epochRates(epochs, after, func() (int64, time.Duration, error) { return ReadFiles(ctx, root, names) })
+}
+
+// epochRates runs one epoch, which returns the bytes it read and the time
+// it took, epochs times, and returns each epoch's rate in GB/s; after, if
+// not nil, is called after each epoch (1, 2, ...), outside its time.
+func epochRates(epochs int, after func(epoch int) error, epoch func() (int64, time.Duration, error)) ([]float64, error) {
 	out := make([]float64, epochs)
 	for e := range out {
-		n, d, err := ReadFiles(ctx, root, names)
+		n, d, err := epoch()
 		if err != nil {
 			return nil, err
 		}
@@ -82,14 +89,9 @@ func WarmDir(dir string) error {
 	if err != nil {
 		return err
 	}
+	buf := make([]byte, 1<<20)
 	for _, e := range es {
-		f, err := os.Open(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(io.Discard, f)
-		f.Close()
-		if err != nil {
+		if _, err := ReadFile(filepath.Join(dir, e.Name()), buf); err != nil {
 			return fmt.Errorf("bench: %w", err)
 		}
 	}

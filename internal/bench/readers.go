@@ -146,28 +146,21 @@ func catEpochs(ctx context.Context, root string, names []string, epochs int, aft
 		}
 		want += fi.Size()
 	}
-	out := make([]float64, epochs)
-	for e := range out {
+	return epochRates(epochs, after, func() (int64, time.Duration, error) {
 		start := time.Now()
 		var n int64
 		for batch := range slices.Chunk(paths, 1000) {
 			got, err := cat(ctx, batch)
 			if err != nil {
-				return nil, err
+				return n, 0, err
 			}
 			n += got
 		}
-		out[e] = GBps(n, time.Since(start).Seconds())
 		if n != want {
-			return nil, fmt.Errorf("bench: cat read %d bytes of %d", n, want)
+			return n, 0, fmt.Errorf("bench: cat read %d bytes of %d", n, want)
 		}
-		if after != nil {
-			if err := after(e + 1); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return out, nil
+		return n, time.Since(start), nil
+	})
 }
 
 // cat runs cat(1) on paths and returns the bytes it wrote.
