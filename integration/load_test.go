@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // procSample is what /proc says of a process at one moment.
@@ -46,8 +48,8 @@ func sampleProc(pid int) (procSample, error) {
 		if err != nil {
 			continue // closed meanwhile
 		}
-		var fs syscall.Statfs_t
-		if !strings.HasPrefix(link, "/memfd:") && (syscall.Statfs(p, &fs) != nil || fs.Type != tmpfsMagic) {
+		var fs unix.Statfs_t
+		if !strings.HasPrefix(link, "/memfd:") && (unix.Statfs(p, &fs) != nil || fs.Type != unix.TMPFS_MAGIC) {
 			s.FDs++
 			continue
 		}
@@ -57,8 +59,6 @@ func sampleProc(pid int) (procSample, error) {
 	}
 	return s, nil
 }
-
-const tmpfsMagic = 0x01021994 // TMPFS_MAGIC, statfs(2)
 
 // A sampler records the peak of RSS plus memfd bytes of a process, every
 // few milliseconds until stopped.
